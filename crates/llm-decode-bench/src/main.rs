@@ -1,0 +1,2 @@
+//! `llm-decode-bench`: the command-line front end.
+fn main() {}
