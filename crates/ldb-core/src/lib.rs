@@ -1,1 +1,14 @@
-//! TODO
+//! Pure core of llm-decode-bench.
+//!
+//! Everything here is free of I/O, clocks and async runtimes: parsers for the
+//! wire formats (SSE, OpenAI stream chunks, Prometheus text), statistics, the
+//! methodology formulas (window accounting, readiness, scheduler flags,
+//! speculative-decoding normalization, KV feasibility), prompt construction and
+//! the result model. Time enters as `f64` seconds measured at the I/O edge.
+//!
+//! See also: `ldb-client` (HTTP), `ldb-runner` (phases and cells),
+//! `ldb-report` (text report), `ldb-sim` (simulated engines).
+
+pub mod document;
+pub mod result;
+pub mod stats;
