@@ -9,6 +9,16 @@
 //! See also: `ldb-client` (HTTP), `ldb-runner` (phases and cells),
 //! `ldb-report` (text report), `ldb-sim` (simulated engines).
 
+pub mod cellstats;
+pub mod chunk;
 pub mod document;
+pub mod engine;
+pub mod kv;
+pub mod prometheus;
+pub mod readiness;
 pub mod result;
+pub mod spec;
+pub mod sse;
 pub mod stats;
+pub mod tokens;
+pub mod window;

@@ -1,0 +1,143 @@
+//! Cell-level statistics: latency distributions and scheduler flags.
+
+use crate::result::{LatencyStats, RequestSample, SchedulerFields};
+use crate::stats::summarize;
+
+/// Latency statistics over `samples` (only those with output tokens count).
+pub fn latency_stats<'a>(samples: impl IntoIterator<Item = &'a RequestSample>) -> LatencyStats {
+    let generated: Vec<&RequestSample> = samples
+        .into_iter()
+        .filter(|s| s.output_tokens > 0)
+        .collect();
+    let completed: Vec<&RequestSample> =
+        generated.iter().copied().filter(|s| s.completed).collect();
+    let seq = if completed.is_empty() {
+        &generated
+    } else {
+        &completed
+    };
+    let g = |f: fn(&RequestSample) -> f64| summarize(generated.iter().map(|s| f(s))).into();
+    let c = |f: fn(&RequestSample) -> f64| summarize(completed.iter().map(|s| f(s))).into();
+    let inputs: Vec<f64> = seq.iter().map(|s| s.input_tokens as f64).collect();
+    LatencyStats {
+        ttft: g(|s| s.ttft),
+        time_to_second_token: g(|s| s.time_to_second_token),
+        request_latency: c(|s| s.latency),
+        inter_token_latency: g(|s| s.inter_token_latency_avg),
+        output_tps_per_user: g(|s| s.output_tps_per_user),
+        e2e_output_tps_per_user: c(|s| s.e2e_output_tps_per_user),
+        chunk_inter_token_latency: g(|s| s.chunk_inter_token_latency_avg),
+        input_seq_len_avg: summarize(inputs).avg,
+        output_seq_len: summarize(seq.iter().map(|s| s.output_tokens as f64)).into(),
+        request_count: generated.len() as u64,
+        completed_request_count: completed.len() as u64,
+    }
+}
+
+/// One scheduler scrape inside the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedSample {
+    /// Running requests.
+    pub running: f64,
+    /// Waiting requests.
+    pub waiting: f64,
+}
+
+/// Scheduler fields from the window's scrapes.
+///
+/// `capacity_limited` when readiness timed out or plateaued, or (C > 1 with
+/// samples) max running < C or mean running < 0.95·C, or any queue was seen.
+/// `underfilled` when C > 1 and mean running < 0.98·C. Without samples the
+/// effective concurrency is the number of streams that produced in the window.
+pub fn scheduler_fields(
+    concurrency: u32,
+    samples: &[SchedSample],
+    readiness_failed: bool,
+    streams_in_window: f64,
+) -> SchedulerFields {
+    let c = f64::from(concurrency);
+    let n = samples.len() as f64;
+    let has = !samples.is_empty() && samples.iter().any(|s| s.running > 0.0 || s.waiting > 0.0);
+    let (avg_run, max_run, avg_q, max_q, qfrac) = if samples.is_empty() {
+        (0.0, 0.0, 0.0, 0.0, 0.0)
+    } else {
+        (
+            samples.iter().map(|s| s.running).sum::<f64>() / n,
+            samples.iter().map(|s| s.running).fold(0.0, f64::max),
+            samples.iter().map(|s| s.waiting).sum::<f64>() / n,
+            samples.iter().map(|s| s.waiting).fold(0.0, f64::max),
+            samples.iter().filter(|s| s.waiting > 0.0).count() as f64 / n,
+        )
+    };
+    let effective = if has {
+        avg_run
+    } else {
+        streams_in_window.min(c)
+    };
+    let underfilled = concurrency > 1 && (has || streams_in_window > 0.0) && effective < 0.98 * c;
+    let capacity_limited = readiness_failed
+        || (concurrency > 1 && has && (max_run < c || avg_run < 0.95 * c))
+        || avg_q > 0.0
+        || qfrac > 0.0;
+    SchedulerFields {
+        avg_running_reqs: avg_run,
+        max_running_reqs: max_run.round() as u64,
+        effective_concurrency: effective,
+        avg_queue_reqs: avg_q,
+        max_queue_reqs: max_q.round() as u64,
+        queue_fraction: qfrac,
+        underfilled,
+        capacity_limited,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(r: f64, w: f64) -> SchedSample {
+        SchedSample {
+            running: r,
+            waiting: w,
+        }
+    }
+
+    #[test]
+    fn seed_like_capped_server_is_capacity_limited() {
+        let f = scheduler_fields(4, &[s(1.0, 3.0), s(1.0, 3.0)], false, 1.0);
+        assert!(f.capacity_limited && f.underfilled);
+        assert_eq!(f.effective_concurrency, 1.0);
+        assert_eq!(f.queue_fraction, 1.0);
+        let ok = scheduler_fields(4, &[s(4.0, 0.0), s(4.0, 0.0)], false, 4.0);
+        assert!(!ok.capacity_limited && !ok.underfilled);
+        let c1 = scheduler_fields(1, &[], false, 1.0);
+        assert!(!c1.capacity_limited);
+        assert_eq!(c1.effective_concurrency, 1.0);
+    }
+
+    #[test]
+    fn latency_stats_split_generated_and_completed() {
+        let a = RequestSample {
+            ttft: 1.0,
+            output_tokens: 10,
+            completed: true,
+            latency: 5.0,
+            input_tokens: 100,
+            ..Default::default()
+        };
+        let b = RequestSample {
+            ttft: 3.0,
+            output_tokens: 4,
+            completed: false,
+            ..Default::default()
+        };
+        let z = RequestSample::default();
+        let st = latency_stats([&a, &b, &z]);
+        assert_eq!(st.request_count, 2);
+        assert_eq!(st.completed_request_count, 1);
+        assert_eq!(st.ttft.avg, 2.0);
+        assert_eq!(st.request_latency.avg, 5.0);
+        assert_eq!(st.output_seq_len.avg, 10.0);
+        assert_eq!(st.input_seq_len_avg, 100.0);
+    }
+}

@@ -1,0 +1,249 @@
+//! One streamed OpenAI-style chunk, reduced to what the measurement needs.
+//!
+//! Handles the chat (`delta.content`, `delta.reasoning`, `delta.reasoning_content`,
+//! `delta.tool_calls`) and completions (`text`) shapes of vLLM, SGLang and
+//! llama.cpp, usage on every chunk (continuous usage) or on a final
+//! `choices: []` chunk, mid-stream `error` objects, and llama.cpp `timings`.
+//! Strings are borrowed from the payload where JSON escaping allows.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+/// What one `data:` payload says.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkInfo<'a> {
+    /// Chunk id (the request id for SGLang aborts).
+    pub id: Option<Cow<'a, str>>,
+    /// Visible text of this chunk (reasoning first, then content).
+    pub text: Option<Cow<'a, str>>,
+    /// True when the chunk carries tokens: text, or tool calls.
+    pub has_tokens: bool,
+    /// Cumulative completion tokens, when the chunk carries usage.
+    pub completion_tokens: Option<u64>,
+    /// Prompt tokens, when the chunk carries usage.
+    pub prompt_tokens: Option<u64>,
+    /// Prompt tokens served from the cache, when reported.
+    pub cached_tokens: Option<u64>,
+    /// A finish reason was set on a choice.
+    pub finish_reason: Option<Cow<'a, str>>,
+    /// Error message of a mid-stream error object.
+    pub error: Option<String>,
+    /// llama.cpp per-request timings (last chunk).
+    pub timings: Option<Timings>,
+}
+
+/// llama.cpp's `timings` object.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+pub struct Timings {
+    /// Prompt tokens evaluated (excluding cached ones).
+    #[serde(default)]
+    pub prompt_n: f64,
+    /// Prompt evaluation time in ms.
+    #[serde(default)]
+    pub prompt_ms: f64,
+    /// Tokens generated.
+    #[serde(default)]
+    pub predicted_n: f64,
+    /// Generation time in ms.
+    #[serde(default)]
+    pub predicted_ms: f64,
+    /// Prompt tokens reused from the cache.
+    #[serde(default)]
+    pub cache_n: f64,
+}
+
+/// A payload that is not JSON (or not an object).
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("malformed stream chunk: {0}")]
+pub struct ChunkError(pub String);
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<RawChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+    #[serde(default)]
+    timings: Option<Timings>,
+    // Flat (pre-0.10 vLLM, SGLang) error shape: {"object":"error","message":...}
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<RawDelta<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawUsage {
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<RawDetails>,
+}
+
+#[derive(Deserialize)]
+struct RawDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+fn non_empty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
+    s.filter(|t| !t.is_empty())
+}
+
+/// Parse one `data:` payload (not `[DONE]`).
+pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
+    let raw: Raw<'_> = serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))?;
+    let mut info = ChunkInfo {
+        id: raw.id,
+        timings: raw.timings,
+        ..ChunkInfo::default()
+    };
+    if let Some(err) = raw.error {
+        info.error = Some(error_message(&err));
+    } else if raw.object.as_deref() == Some("error") {
+        info.error = Some(raw.message.unwrap_or_else(|| "error".into()));
+    }
+    if let Some(u) = raw.usage {
+        info.completion_tokens = u.completion_tokens;
+        info.prompt_tokens = u.prompt_tokens;
+        info.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+    }
+    for choice in raw.choices.into_iter().flatten() {
+        if let Some(f) = choice.finish_reason {
+            info.finish_reason = Some(f);
+        }
+        let mut text = non_empty(choice.text);
+        if let Some(d) = choice.delta {
+            let reasoning = non_empty(d.reasoning).or(non_empty(d.reasoning_content));
+            let content = non_empty(d.content);
+            text = match (reasoning, content) {
+                (Some(r), Some(c)) => Some(Cow::Owned(format!("{r}{c}"))),
+                (r, c) => r.or(c).or(text),
+            };
+            info.has_tokens |= d.tool_calls.is_some();
+        }
+        if text.is_some() {
+            info.has_tokens = true;
+            info.text = text;
+        }
+    }
+    Ok(info)
+}
+
+/// True for the `[DONE]` sentinel.
+pub fn is_done(payload: &[u8]) -> bool {
+    payload.trim_ascii() == b"[DONE]"
+}
+
+/// One line describing an error object of any engine's shape.
+pub fn error_message(v: &serde_json::Value) -> String {
+    let inner = v.get("error").unwrap_or(v);
+    let msg = inner
+        .get("message")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .or_else(|| inner.as_str().map(str::to_string))
+        .unwrap_or_else(|| inner.to_string());
+    let first_line = msg.lines().next().unwrap_or("").trim();
+    let mut out: String = first_line.chars().take(300).collect();
+    if let Some(t) = inner.get("type").and_then(|t| t.as_str()) {
+        out = format!("{out} ({t})");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_role_content_usage_chunks() {
+        let role = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":78,"completion_tokens":0,"total_tokens":78}}"#;
+        let c = parse_chunk(role).unwrap();
+        assert!(!c.has_tokens);
+        assert_eq!(c.completion_tokens, Some(0));
+        assert_eq!(c.prompt_tokens, Some(78));
+        assert_eq!(c.id.as_deref(), Some("chatcmpl-1"));
+
+        let content = br#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hel\"lo"}}],"usage":{"prompt_tokens":78,"completion_tokens":3,"total_tokens":81}}"#;
+        let c = parse_chunk(content).unwrap();
+        assert!(c.has_tokens);
+        assert_eq!(c.text.as_deref(), Some("Hel\"lo"));
+        assert_eq!(c.completion_tokens, Some(3));
+
+        let usage_only = br#"{"id":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14,"prompt_tokens_details":{"cached_tokens":4}}}"#;
+        let c = parse_chunk(usage_only).unwrap();
+        assert!(!c.has_tokens);
+        assert_eq!(c.cached_tokens, Some(4));
+    }
+
+    #[test]
+    fn reasoning_fields_and_completions_text() {
+        let r = br#"{"choices":[{"delta":{"reasoning":"think"}}]}"#;
+        assert_eq!(parse_chunk(r).unwrap().text.as_deref(), Some("think"));
+        let r = br#"{"choices":[{"delta":{"reasoning_content":"a","content":null}}]}"#;
+        assert_eq!(parse_chunk(r).unwrap().text.as_deref(), Some("a"));
+        let t = br#"{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"xy","finish_reason":null}]}"#;
+        assert_eq!(parse_chunk(t).unwrap().text.as_deref(), Some("xy"));
+    }
+
+    #[test]
+    fn sglang_null_fields_and_finish_chunk() {
+        let c = br#"{"id":"abc","choices":[{"index":0,"delta":{"role":null,"content":"x","reasoning_content":null,"tool_calls":null},"finish_reason":null,"matched_stop":null}],"usage":null}"#;
+        let c = parse_chunk(c).unwrap();
+        assert!(c.has_tokens);
+        assert_eq!(c.completion_tokens, None);
+        let fin = br#"{"id":"abc","choices":[{"index":0,"delta":{"content":null},"finish_reason":"length","matched_stop":null}]}"#;
+        let f = parse_chunk(fin).unwrap();
+        assert!(!f.has_tokens);
+        assert_eq!(f.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn llamacpp_timings_and_errors() {
+        let last = br#"{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"timings":{"cache_n":0,"prompt_n":12,"prompt_ms":30.5,"predicted_n":16,"predicted_ms":80.0,"prompt_per_second":393.4}}"#;
+        let t = parse_chunk(last).unwrap().timings.unwrap();
+        assert_eq!(t.prompt_n, 12.0);
+        assert_eq!(t.predicted_ms, 80.0);
+        let nested =
+            br#"{"error":{"message":"too long\nmore","type":"BadRequestError","code":400}}"#;
+        assert_eq!(
+            parse_chunk(nested).unwrap().error.as_deref(),
+            Some("too long (BadRequestError)")
+        );
+        let flat = br#"{"object":"error","message":"bad","type":"Bad Request","code":400}"#;
+        assert_eq!(parse_chunk(flat).unwrap().error.as_deref(), Some("bad"));
+        assert!(parse_chunk(b"{not json").is_err());
+        assert!(is_done(b"[DONE]"));
+    }
+}

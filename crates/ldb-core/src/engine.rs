@@ -1,0 +1,192 @@
+//! Engine identity and the per-engine mapping of Prometheus metrics.
+
+use crate::prometheus::MetricSet;
+
+/// The serving engine behind the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// vLLM (V1) OpenAI server.
+    Vllm,
+    /// SGLang server.
+    Sglang,
+    /// llama.cpp `llama-server`.
+    LlamaCpp,
+    /// Any other OpenAI-compatible endpoint (no engine-specific probes).
+    #[default]
+    OpenAiProxy,
+}
+
+impl Engine {
+    /// The word used in JSON (`metadata.engine`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::LlamaCpp => "llamacpp",
+            Engine::OpenAiProxy => "openai_proxy",
+        }
+    }
+
+    /// Name for humans.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vLLM",
+            Engine::Sglang => "SGLang",
+            Engine::LlamaCpp => "llama.cpp",
+            Engine::OpenAiProxy => "OpenAI-compatible proxy",
+        }
+    }
+
+    /// Whether the engine accepts `stream_options.continuous_usage_stats`.
+    pub fn supports_continuous_usage(self) -> bool {
+        matches!(self, Engine::Vllm | Engine::Sglang | Engine::OpenAiProxy)
+    }
+}
+
+/// The engine-independent view of one `/metrics` scrape. `None` = not exposed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSnapshot {
+    /// Requests in the running batch.
+    pub running: Option<f64>,
+    /// Requests waiting in the queue.
+    pub waiting: Option<f64>,
+    /// KV cache usage fraction (0–1).
+    pub kv_usage: Option<f64>,
+    /// Generated tokens counter.
+    pub gen_tokens: Option<f64>,
+    /// Engine's own generation-throughput gauge (SGLang).
+    pub gen_throughput_gauge: Option<f64>,
+    /// Prompt tokens counter (requests whose prefill finished, cached included).
+    pub prompt_tokens: Option<f64>,
+    /// Prompt tokens computed locally (vLLM `prompt_tokens_by_source{source=local_compute}`).
+    pub prompt_local_compute: Option<f64>,
+    /// Prompt tokens served from cache.
+    pub prompt_cached: Option<f64>,
+    /// Newly computed KV tokens (vLLM histogram sum).
+    pub prefill_kv_computed: Option<f64>,
+    /// Finished requests counter.
+    pub request_success: Option<f64>,
+    /// Prefill time histogram sum (seconds).
+    pub prefill_time_sum: Option<f64>,
+    /// Prefill time histogram count.
+    pub prefill_time_count: Option<f64>,
+    /// Speculative drafts (drafted engine steps).
+    pub spec_drafts: Option<f64>,
+    /// Speculative draft tokens proposed.
+    pub spec_draft_tokens: Option<f64>,
+    /// Speculative draft tokens accepted.
+    pub spec_accepted: Option<f64>,
+    /// Accepted tokens per draft position (vLLM, llama.cpp).
+    pub spec_accepted_per_pos: Vec<f64>,
+    /// SGLang's recent accept-length gauge (tokens per verify step incl. bonus).
+    pub spec_accept_length_gauge: Option<f64>,
+    /// SGLang's recent accept-rate gauge.
+    pub spec_accept_rate_gauge: Option<f64>,
+}
+
+fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
+    let mut out: Vec<(usize, f64)> = m
+        .samples
+        .iter()
+        .filter(|s| s.name == name)
+        .filter_map(|s| Some((s.label("position")?.parse::<usize>().ok()?, s.value)))
+        .collect();
+    out.sort_by_key(|(p, _)| *p);
+    let len = out.last().map_or(0, |(p, _)| p + 1).min(64);
+    let mut v = vec![0.0; len];
+    for (p, val) in out {
+        if p < len {
+            v[p] += val;
+        }
+    }
+    v
+}
+
+/// Map a scrape to the engine-independent snapshot (series summed across DP engines).
+pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
+    let s = |n: &str| m.sum(n, &[]);
+    match engine {
+        Engine::Vllm => ServerSnapshot {
+            running: s("vllm:num_requests_running"),
+            waiting: s("vllm:num_requests_waiting"),
+            kv_usage: s("vllm:kv_cache_usage_perc").or(s("vllm:gpu_cache_usage_perc")),
+            gen_tokens: s("vllm:generation_tokens_total"),
+            gen_throughput_gauge: s("vllm:avg_generation_throughput_toks_per_s"),
+            prompt_tokens: s("vllm:prompt_tokens_total"),
+            prompt_local_compute: m.sum(
+                "vllm:prompt_tokens_by_source_total",
+                &[("source", "local_compute")],
+            ),
+            prompt_cached: s("vllm:prompt_tokens_cached_total"),
+            prefill_kv_computed: s("vllm:request_prefill_kv_computed_tokens_sum"),
+            request_success: s("vllm:request_success_total"),
+            prefill_time_sum: s("vllm:request_prefill_time_seconds_sum"),
+            prefill_time_count: s("vllm:request_prefill_time_seconds_count"),
+            spec_drafts: s("vllm:spec_decode_num_drafts_total"),
+            spec_draft_tokens: s("vllm:spec_decode_num_draft_tokens_total"),
+            spec_accepted: s("vllm:spec_decode_num_accepted_tokens_total"),
+            spec_accepted_per_pos: per_position(
+                m,
+                "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            ),
+            ..ServerSnapshot::default()
+        },
+        Engine::Sglang => ServerSnapshot {
+            running: s("sglang:num_running_reqs"),
+            waiting: s("sglang:num_queue_reqs"),
+            kv_usage: s("sglang:token_usage").or(s("sglang:utilization")),
+            gen_tokens: s("sglang:generation_tokens_total"),
+            gen_throughput_gauge: s("sglang:gen_throughput"),
+            prompt_tokens: s("sglang:prompt_tokens_total"),
+            prompt_cached: s("sglang:cached_tokens_total"),
+            request_success: s("sglang:num_requests_total"),
+            prefill_time_sum: m.sum(
+                "sglang:per_stage_req_latency_seconds_sum",
+                &[("stage", "prefill_forward")],
+            ),
+            prefill_time_count: m.sum(
+                "sglang:per_stage_req_latency_seconds_count",
+                &[("stage", "prefill_forward")],
+            ),
+            spec_accept_length_gauge: s("sglang:spec_accept_length"),
+            spec_accept_rate_gauge: s("sglang:spec_accept_rate"),
+            ..ServerSnapshot::default()
+        },
+        Engine::LlamaCpp => ServerSnapshot {
+            running: s("llamacpp:requests_processing"),
+            waiting: s("llamacpp:requests_deferred"),
+            kv_usage: s("llamacpp:kv_cache_usage_ratio"),
+            gen_tokens: s("llamacpp:tokens_predicted_total"),
+            prompt_tokens: s("llamacpp:prompt_tokens_total"),
+            prefill_time_sum: s("llamacpp:prompt_seconds_total"),
+            spec_drafts: s("llamacpp:spec_decode_num_drafts_total"),
+            spec_draft_tokens: s("llamacpp:spec_decode_num_draft_tokens_total"),
+            spec_accepted: s("llamacpp:spec_decode_num_accepted_tokens_total"),
+            spec_accepted_per_pos: per_position(
+                m,
+                "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+            ),
+            ..ServerSnapshot::default()
+        },
+        Engine::OpenAiProxy => ServerSnapshot::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_snapshot_sums_engines_and_positions() {
+        let text = "vllm:num_requests_running{engine=\"0\"} 1\nvllm:num_requests_running{engine=\"1\"} 2\n\
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",position=\"1\"} 5\n\
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",position=\"0\"} 9\n\
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"1\",position=\"0\"} 1\n\
+vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\nvllm:prompt_tokens_by_source_total{source=\"local_cache_hit\"} 3\n";
+        let snap = server_snapshot(Engine::Vllm, &MetricSet::parse(text));
+        assert_eq!(snap.running, Some(3.0));
+        assert_eq!(snap.spec_accepted_per_pos, vec![10.0, 5.0]);
+        assert_eq!(snap.prompt_local_compute, Some(7.0));
+        assert_eq!(snap.waiting, None);
+    }
+}

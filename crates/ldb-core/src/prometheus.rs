@@ -1,0 +1,186 @@
+//! Prometheus text exposition format (0.0.4), parsed without I/O.
+//!
+//! Only samples are kept (`# HELP`/`# TYPE` lines are skipped). Labels are
+//! parsed by name with escapes (`\\`, `\"`, `\n`), so label order does not
+//! matter. NaN and ±Inf samples are dropped. Series from SGLang tensor-parallel
+//! ranks other than 0 are dropped, because only rank 0 reports scheduler state
+//! and summing ranks would multiply it.
+
+/// One sample line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name, e.g. `vllm:num_requests_running`.
+    pub name: String,
+    /// Labels as (name, value) pairs in exposition order.
+    pub labels: Vec<(String, String)>,
+    /// The value.
+    pub value: f64,
+}
+
+impl Sample {
+    /// Value of label `key`, if present.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn matches(&self, filter: &[(&str, &str)]) -> bool {
+        filter.iter().all(|(k, v)| self.label(k) == Some(*v))
+    }
+}
+
+/// All samples of one scrape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricSet {
+    /// Samples in exposition order.
+    pub samples: Vec<Sample>,
+}
+
+impl MetricSet {
+    /// Parse a whole exposition; malformed lines are skipped.
+    pub fn parse(text: &str) -> MetricSet {
+        let samples = text
+            .lines()
+            .filter_map(parse_line)
+            .filter(|s| s.label("tp_rank").is_none_or(|r| r == "0"))
+            .collect();
+        MetricSet { samples }
+    }
+
+    /// True when a sample named `name` exists.
+    pub fn has(&self, name: &str) -> bool {
+        self.samples.iter().any(|s| s.name == name)
+    }
+
+    /// Sum over all series of `name` whose labels match `filter`; None if no series.
+    pub fn sum(&self, name: &str, filter: &[(&str, &str)]) -> Option<f64> {
+        let mut found = false;
+        let total = self
+            .samples
+            .iter()
+            .filter(|s| s.name == name && s.matches(filter))
+            .inspect(|_| found = true)
+            .map(|s| s.value)
+            .sum();
+        found.then_some(total)
+    }
+
+    /// First series of `name` (in exposition order).
+    pub fn first(&self, name: &str) -> Option<&Sample> {
+        self.samples.iter().find(|s| s.name == name)
+    }
+
+    /// True if any metric name starts with `prefix` (engine sniffing).
+    pub fn has_prefix(&self, prefix: &str) -> bool {
+        self.samples.iter().any(|s| s.name.starts_with(prefix))
+    }
+}
+
+fn parse_line(line: &str) -> Option<Sample> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let name_end = line
+        .find(|c: char| c == '{' || c.is_whitespace())
+        .unwrap_or(line.len());
+    let name = &line[..name_end];
+    if name.is_empty() {
+        return None;
+    }
+    let mut rest = &line[name_end..];
+    let mut labels = Vec::new();
+    if let Some(after) = rest.strip_prefix('{') {
+        let (parsed, remaining) = parse_labels(after)?;
+        labels = parsed;
+        rest = remaining;
+    }
+    let value_text = rest.split_whitespace().next()?;
+    let value: f64 = value_text.parse().ok()?;
+    if !value.is_finite() {
+        return None;
+    }
+    Some(Sample {
+        name: name.to_string(),
+        labels,
+        value,
+    })
+}
+
+/// Parse `k="v",k2="v2"}` and return the labels and the text after `}`.
+fn parse_labels(mut s: &str) -> Option<(Vec<(String, String)>, &str)> {
+    let mut labels = Vec::new();
+    loop {
+        s = s.trim_start_matches([' ', ',']);
+        if let Some(after) = s.strip_prefix('}') {
+            return Some((labels, after));
+        }
+        let eq = s.find('=')?;
+        let key = s[..eq].trim().to_string();
+        let after_eq = s[eq + 1..].trim_start().strip_prefix('"')?;
+        let mut value = String::new();
+        let mut chars = after_eq.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => return None,
+                },
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                other => value.push(other),
+            }
+        }
+        let end = end?;
+        labels.push((key, value));
+        s = &after_eq[end + 1..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VLLM: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="54",prefix="a\"b\\c"} 1.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 4.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 6.0
+vllm:weird NaN
+vllm:gen 1.5e3 1712345678000
+"#;
+
+    #[test]
+    fn parses_labels_sums_and_skips_nan() {
+        let m = MetricSet::parse(VLLM);
+        assert_eq!(m.sum("vllm:num_requests_running", &[]), Some(5.0));
+        assert_eq!(
+            m.sum("vllm:num_requests_running", &[("engine", "1")]),
+            Some(2.0)
+        );
+        assert_eq!(m.sum("vllm:request_success_total", &[]), Some(10.0));
+        assert_eq!(m.sum("vllm:missing", &[]), None);
+        assert!(!m.has("vllm:weird"));
+        assert_eq!(m.sum("vllm:gen", &[]), Some(1500.0));
+        let info = m.first("vllm:cache_config_info").unwrap();
+        assert_eq!(info.label("num_gpu_blocks"), Some("54"));
+        assert_eq!(info.label("prefix"), Some("a\"b\\c"));
+        assert!(m.has_prefix("vllm:"));
+    }
+
+    #[test]
+    fn drops_sglang_nonzero_tp_ranks_and_garbage() {
+        let text = "sglang:num_running_reqs{tp_rank=\"0\"} 4\nsglang:num_running_reqs{tp_rank=\"1\"} 4\ngarbage line here\n{broken\nx{a=\"1\" 2\n";
+        let m = MetricSet::parse(text);
+        assert_eq!(m.sum("sglang:num_running_reqs", &[]), Some(4.0));
+        assert_eq!(m.samples.len(), 1);
+    }
+}

@@ -1,0 +1,265 @@
+//! When does a sustained-decode cell start measuring?
+//!
+//! The clock starts when the C streams launch (not before the scout). Each tick
+//! the runner reports what it knows; the detector answers with a decision.
+//!
+//! - **Ready**: with metrics, running ≥ C, waiting = 0 and all C streams are
+//!   producing tokens right now; without metrics, all C streams are producing.
+//!   The condition must hold for `stable_seconds` (3 s) without a break.
+//! - **Capacity plateau**: the server admits fewer than C. With metrics:
+//!   running < C with a non-empty queue, every admitted request producing, and
+//!   no increase of running for `plateau_seconds`. Without metrics: fewer than C
+//!   streams producing, no increase for `plateau_seconds`, after the first
+//!   token. The window then starts at once, flagged capacity-limited.
+//! - **Timeout**: neither within the limit; the window starts anyway.
+
+/// What the runner knows at one tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observation {
+    /// Seconds since the streams launched.
+    pub elapsed: f64,
+    /// Fresh scheduler state from a scrape taken in this cell (None without metrics).
+    pub running: Option<f64>,
+    /// Waiting requests from the same scrape.
+    pub waiting: Option<f64>,
+    /// Streams that have their first token and have not finished.
+    pub producing: u32,
+    /// Any token arrived since the streams launched.
+    pub any_tokens: bool,
+}
+
+/// The detector's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Keep waiting.
+    Wait,
+    /// Start the window: the server runs the requested concurrency.
+    Ready(String),
+    /// Start the window: the server stays below the requested concurrency.
+    Plateau {
+        /// Why, in words.
+        reason: String,
+        /// The concurrency the server actually runs.
+        running: f64,
+    },
+    /// Start the window after the readiness limit.
+    Timeout(String),
+}
+
+/// Readiness state of one cell.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    concurrency: u32,
+    limit: f64,
+    stable_seconds: f64,
+    plateau_seconds: f64,
+    ready_since: Option<f64>,
+    best_running: f64,
+    best_since: f64,
+}
+
+impl Readiness {
+    /// Detector for `concurrency` streams with a readiness limit of `limit` s.
+    pub fn new(concurrency: u32, limit: f64) -> Self {
+        Readiness {
+            concurrency,
+            limit,
+            stable_seconds: 3.0,
+            plateau_seconds: 5.0,
+            ready_since: None,
+            best_running: -1.0,
+            best_since: 0.0,
+        }
+    }
+
+    /// Override the stability and plateau holds (tests, short cells).
+    pub fn with_holds(mut self, stable: f64, plateau: f64) -> Self {
+        self.stable_seconds = stable;
+        self.plateau_seconds = plateau;
+        self
+    }
+
+    /// Feed one observation.
+    pub fn observe(&mut self, o: Observation) -> Decision {
+        let c = f64::from(self.concurrency);
+        let all_producing = o.producing >= self.concurrency;
+        let ready_now = match (o.running, o.waiting) {
+            (Some(r), Some(w)) => r >= c && w <= 0.0 && all_producing,
+            _ => all_producing,
+        };
+        if ready_now {
+            let since = *self.ready_since.get_or_insert(o.elapsed);
+            if o.elapsed - since >= self.stable_seconds {
+                return Decision::Ready(match (o.running, o.waiting) {
+                    (Some(r), Some(w)) => format!(
+                        "running_reqs={}/{}, queue_reqs={}, active_streams={}/{}, stable={:.1}s",
+                        r, self.concurrency, w, o.producing, self.concurrency, self.stable_seconds
+                    ),
+                    _ => format!(
+                        "metrics_unavailable, active_streams={}/{}, stable={:.1}s",
+                        o.producing, self.concurrency, self.stable_seconds
+                    ),
+                });
+            }
+        } else {
+            self.ready_since = None;
+        }
+        // Plateau: the admitted level, tracked as the best seen so far.
+        let admitted = o.running.unwrap_or(f64::from(o.producing));
+        if admitted > self.best_running {
+            self.best_running = admitted;
+            self.best_since = o.elapsed;
+        }
+        let queue = match (o.running, o.waiting) {
+            (Some(_), Some(w)) => w > 0.0,
+            _ => true,
+        };
+        let admitted_producing = f64::from(o.producing) >= admitted && admitted >= 1.0;
+        if !ready_now
+            && o.any_tokens
+            && admitted < c
+            && queue
+            && admitted_producing
+            && o.elapsed - self.best_since >= self.plateau_seconds
+        {
+            let reason = match o.waiting {
+                Some(w) => format!(
+                    "capacity_plateau running_reqs={}/{}, queue_reqs={}, held={:.1}s",
+                    admitted, self.concurrency, w, self.plateau_seconds
+                ),
+                None => format!(
+                    "capacity_plateau active_streams={}/{}, held={:.1}s",
+                    admitted, self.concurrency, self.plateau_seconds
+                ),
+            };
+            return Decision::Plateau {
+                reason,
+                running: admitted,
+            };
+        }
+        if o.elapsed >= self.limit {
+            let reason = if o.running.is_none() {
+                "metrics_unavailable".to_string()
+            } else if o.running.unwrap_or(0.0) < c {
+                format!(
+                    "running_reqs={}/{}",
+                    o.running.unwrap_or(0.0),
+                    self.concurrency
+                )
+            } else if o.waiting.unwrap_or(0.0) > 0.0 {
+                format!("queue_reqs={}", o.waiting.unwrap_or(0.0))
+            } else if !all_producing {
+                format!("active_streams={}/{}", o.producing, self.concurrency)
+            } else if !o.any_tokens {
+                "no_generation".to_string()
+            } else {
+                "not_stable".to_string()
+            };
+            return Decision::Timeout(reason);
+        }
+        Decision::Wait
+    }
+}
+
+/// Automatic readiness limit: 60 s, plus the time to prefill every stream's
+/// uncached prompt at the measured prefill speed (×2 margin), for long contexts.
+pub fn auto_limit(concurrency: u32, context: u64, prefill_tok_s: Option<f64>) -> f64 {
+    let base: f64 = if context >= 131_072 {
+        180.0
+    } else if context >= 65_536 {
+        120.0
+    } else {
+        60.0
+    };
+    match prefill_tok_s {
+        Some(rate) if rate > 0.0 => {
+            // Streams share the scout's cached prefix, but admission of each
+            // still costs a short prefill; allow the full prompt once plus a
+            // share per stream.
+            let one = context as f64 / rate;
+            base.max(30.0 + 2.0 * one + 0.25 * one * f64::from(concurrency))
+        }
+        _ => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(t: f64, r: Option<f64>, w: Option<f64>, p: u32) -> Observation {
+        Observation {
+            elapsed: t,
+            running: r,
+            waiting: w,
+            producing: p,
+            any_tokens: p > 0,
+        }
+    }
+
+    #[test]
+    fn ready_after_three_stable_seconds() {
+        let mut d = Readiness::new(4, 60.0);
+        assert_eq!(d.observe(obs(0.5, Some(4.0), Some(0.0), 3)), Decision::Wait);
+        assert_eq!(d.observe(obs(1.0, Some(4.0), Some(0.0), 4)), Decision::Wait);
+        assert_eq!(d.observe(obs(3.5, Some(4.0), Some(0.0), 4)), Decision::Wait);
+        match d.observe(obs(4.0, Some(4.0), Some(0.0), 4)) {
+            Decision::Ready(r) => assert!(r.starts_with("running_reqs=4/4, queue_reqs=0")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_break_resets_stability() {
+        let mut d = Readiness::new(2, 60.0);
+        d.observe(obs(0.0, Some(2.0), Some(0.0), 2));
+        d.observe(obs(2.0, Some(2.0), Some(1.0), 2));
+        assert_eq!(d.observe(obs(3.5, Some(2.0), Some(0.0), 2)), Decision::Wait);
+        assert!(matches!(
+            d.observe(obs(6.5, Some(2.0), Some(0.0), 2)),
+            Decision::Ready(_)
+        ));
+    }
+
+    #[test]
+    fn plateau_below_c_with_a_queue_is_detected_early() {
+        let mut d = Readiness::new(4, 60.0);
+        assert_eq!(d.observe(obs(1.0, Some(1.0), Some(3.0), 1)), Decision::Wait);
+        assert_eq!(d.observe(obs(5.0, Some(1.0), Some(3.0), 1)), Decision::Wait);
+        match d.observe(obs(6.0, Some(1.0), Some(3.0), 1)) {
+            Decision::Plateau { running, .. } => assert_eq!(running, 1.0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn timeout_reports_the_first_failing_condition() {
+        let mut d = Readiness::new(2, 10.0).with_holds(3.0, 1e9);
+        assert_eq!(
+            d.observe(obs(10.0, Some(1.0), Some(0.0), 1)),
+            Decision::Timeout("running_reqs=1/2".into())
+        );
+        let mut d = Readiness::new(2, 10.0);
+        assert_eq!(
+            d.observe(obs(11.0, None, None, 0)),
+            Decision::Timeout("metrics_unavailable".into())
+        );
+    }
+
+    #[test]
+    fn without_metrics_all_streams_producing_is_ready() {
+        let mut d = Readiness::new(2, 60.0);
+        d.observe(obs(1.0, None, None, 2));
+        assert!(
+            matches!(d.observe(obs(4.0, None, None, 2)), Decision::Ready(r) if r.starts_with("metrics_unavailable"))
+        );
+    }
+
+    #[test]
+    fn auto_limit_scales_with_prefill_speed() {
+        assert_eq!(auto_limit(1, 0, None), 60.0);
+        assert_eq!(auto_limit(1, 65_536, None), 120.0);
+        // 128k at 1,000 tok/s: one cold prefill ≈ 131 s.
+        assert!(auto_limit(4, 131_072, Some(1000.0)) > 300.0);
+    }
+}
