@@ -1,1 +1,25 @@
-//! TODO
+//! Final console report and atomic JSON writer of llm-decode-bench.
+//!
+//! This crate only renders: it takes a finished (or partial)
+//! [`ResultDocument`](ldb_core::document::ResultDocument) and writes text to any
+//! [`std::io::Write`], or the JSON file to disk atomically.
+//!
+//! ```no_run
+//! use ldb_core::document::ResultDocument;
+//! use ldb_report::text::{TextOptions, render};
+//!
+//! let doc = ResultDocument::default();
+//! let opts = TextOptions { width: 120, show_capacity_limited_values: false, color: false };
+//! render(&doc, &opts, &mut std::io::stdout().lock())?;
+//! ldb_report::json::write_atomic("benchmark_results.json".as_ref(), &doc)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! See also: `docs/report.md` (every table, column and marker),
+//! `ldb-core` (the result model), `ldb-tui` (the live dashboard).
+
+mod error;
+pub mod json;
+pub mod text;
+
+pub use error::{ReportError, Result};

@@ -1,0 +1,143 @@
+//! Atomic writing of the result JSON.
+//!
+//! The run rewrites its result file after every cell. [`write_atomic`] writes
+//! the whole document to a temporary file next to the target, flushes it to
+//! disk and renames it over the target, so a reader (or a run killed at any
+//! moment) only ever sees the previous complete file or the new complete file,
+//! never a truncated one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ldb_core::document::ResultDocument;
+
+use crate::error::{ReportError, Result};
+
+/// Writes `doc` as pretty JSON to `path`, replacing the file atomically.
+///
+/// The temporary file lives in the same directory (so the rename never
+/// crosses file systems) and is removed again if any step fails. A replaced
+/// file takes the default permissions of a new file.
+pub fn write_atomic(path: &Path, doc: &ResultDocument) -> Result<()> {
+    let text = doc.to_json_string();
+    write_bytes_atomic(path, |f| f.write_all(text.as_bytes()))
+}
+
+/// Writes `doc` as pretty JSON to any writer (for `--output -` style use).
+pub fn write_to(w: &mut impl Write, doc: &ResultDocument) -> io::Result<()> {
+    w.write_all(doc.to_json_string().as_bytes())
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The atomic-replace protocol around a `fill` step that writes the contents.
+pub(crate) fn write_bytes_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| ReportError::NotAFile {
+            path: path.to_path_buf(),
+        })?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let err = |action, cause| ReportError::Io {
+        action,
+        path: path.to_path_buf(),
+        cause,
+    };
+    let (tmp, mut file) =
+        create_temp(&dir, &name).map_err(|e| err("create a temporary file for", e))?;
+    let written = fill(&mut file)
+        .map_err(|e| err("write", e))
+        .and_then(|()| file.sync_all().map_err(|e| err("flush", e)));
+    drop(file);
+    if let Err(e) = written.and_then(|()| fs::rename(&tmp, path).map_err(|e| err("replace", e))) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    sync_dir(&dir);
+    Ok(())
+}
+
+/// A new, exclusively created `.<name>.<pid>.<n>.tmp` in `dir`.
+fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Makes the rename durable where the platform allows syncing a directory.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        // Best effort: some platforms and file systems refuse fsync on a directory.
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tmp"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn failed_fill_keeps_the_old_file_and_cleans_up()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("out.json");
+        fs::write(&path, "{\"old\": true}\n")?;
+        let res = write_bytes_atomic(&path, |f| {
+            f.write_all(b"{\"new\": tr")?;
+            Err(io::Error::other("disk full (injected)"))
+        });
+        let msg = res.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            msg.contains("out.json") && msg.contains("injected"),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+        assert_eq!(fs::read_to_string(&path)?, "{\"old\": true}\n");
+        assert!(leftovers(dir.path()).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn rename_failure_cleans_up() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let target = dir.path().join("busy");
+        fs::create_dir(&target)?;
+        fs::write(target.join("keep"), "x")?;
+        let res = write_bytes_atomic(&target, |f| f.write_all(b"{}"));
+        let msg = res.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            msg.starts_with("cannot replace result file") && msg.contains("busy"),
+            "{msg}"
+        );
+        assert!(leftovers(dir.path()).is_empty());
+        assert_eq!(fs::read_to_string(target.join("keep"))?, "x");
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! The decode-cell grammar shared by every matrix of the report.
+//!
+//! A measured cell reads `129.5`, or `∅` when it is capacity-limited and
+//! values are hidden; then ` (2e)` for failed requests, then ` (1/4)*` when
+//! the server ran fewer streams than asked. Cells that were not measured show
+//! a word instead: `ERROR`, `skip KV`, `skip ctx`, `skip`, `0 tok`.
+
+use ldb_core::result::{CellResult, CellStatus};
+
+use super::format;
+
+/// Which markers appeared in a matrix, so the notes explain only those.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Seen {
+    pub hidden: bool,
+    pub eff_note: bool,
+    pub error: bool,
+    pub skip_kv: bool,
+    pub skip_ctx: bool,
+    pub skip_user: bool,
+    pub no_tokens: bool,
+    pub failed_requests: bool,
+}
+
+impl Seen {
+    fn mark(&mut self, status: CellStatus) {
+        match status {
+            CellStatus::Error => self.error = true,
+            CellStatus::SkippedKv => self.skip_kv = true,
+            CellStatus::SkippedContext => self.skip_ctx = true,
+            CellStatus::SkippedUser => self.skip_user = true,
+            CellStatus::NoTokens => self.no_tokens = true,
+            CellStatus::Ok | CellStatus::CapacityLimited => {}
+        }
+    }
+}
+
+/// Rows (contexts) and columns (concurrencies) of a matrix.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Grid {
+    pub contexts: Vec<u64>,
+    pub concs: Vec<u32>,
+}
+
+impl Grid {
+    /// The requested levels first (in their order), then any level only the cells have.
+    pub fn new(contexts: &[u64], concs: &[u32], cells: &[CellResult]) -> Self {
+        let mut g = Grid {
+            contexts: contexts.to_vec(),
+            concs: concs.to_vec(),
+        };
+        for c in cells {
+            if !g.contexts.contains(&c.context_tokens) {
+                g.contexts.push(c.context_tokens);
+            }
+            if !g.concs.contains(&c.concurrency) {
+                g.concs.push(c.concurrency);
+            }
+        }
+        g
+    }
+}
+
+/// The cell for `(ctx, c)`; the last one wins if a cell was repeated.
+pub(crate) fn find(cells: &[CellResult], ctx: u64, c: u32) -> Option<&CellResult> {
+    cells
+        .iter()
+        .rev()
+        .find(|r| r.context_tokens == ctx && r.concurrency == c)
+}
+
+/// The cell's position as `C=4 ctx=64k`.
+pub(crate) fn label(cell: &CellResult) -> String {
+    format!(
+        "C={} ctx={}",
+        cell.concurrency,
+        format::context(cell.context_tokens)
+    )
+}
+
+/// Capacity-limited by status or by the scheduler flag.
+pub(crate) fn capacity_limited(cell: &CellResult) -> bool {
+    cell.ext.status == CellStatus::CapacityLimited || cell.sched.capacity_limited
+}
+
+/// True when the cell carries numbers (measured, not failed or skipped).
+pub(crate) fn measured(cell: &CellResult) -> bool {
+    matches!(
+        cell.ext.status,
+        CellStatus::Ok | CellStatus::CapacityLimited
+    )
+}
+
+/// The word shown instead of a value for cells that have none.
+pub(crate) fn status_word(status: CellStatus) -> Option<&'static str> {
+    match status {
+        CellStatus::Ok | CellStatus::CapacityLimited => None,
+        CellStatus::Error => Some("ERROR"),
+        CellStatus::SkippedKv => Some("skip KV"),
+        CellStatus::SkippedContext => Some("skip ctx"),
+        CellStatus::SkippedUser => Some("skip"),
+        CellStatus::NoTokens => Some("0 tok"),
+    }
+}
+
+/// ` (R/C)*` when the server ran fewer streams than requested or queued some.
+///
+/// Duration cells: capacity-limited, any queue, or C > 1 with
+/// 0 < mean running < 0.98·C. Request modes: capacity-limited or any queue.
+pub(crate) fn eff_note(cell: &CellResult) -> Option<String> {
+    let s = &cell.sched;
+    let limited = capacity_limited(cell);
+    let c = f64::from(cell.concurrency);
+    let applies = if cell.benchmark_mode == "duration" || cell.benchmark_mode.is_empty() {
+        limited
+            || s.avg_queue_reqs > 0.0
+            || (cell.concurrency > 1 && s.avg_running_reqs > 0.0 && s.avg_running_reqs < 0.98 * c)
+    } else {
+        limited || s.avg_queue_reqs > 0.0
+    };
+    applies.then(|| {
+        let star = if limited { "*" } else { "" };
+        format!(" ({:.0}/{}){star}", s.avg_running_reqs, cell.concurrency)
+    })
+}
+
+/// A value cell of a decode matrix (`value` is the tok/s figure to show).
+///
+/// `None` for `value` on a measured cell, or a zero value when `zero_dash`,
+/// prints `-`.
+pub(crate) fn value_text(
+    cell: &CellResult,
+    value: Option<f64>,
+    show_hidden: bool,
+    zero_dash: bool,
+    seen: &mut Seen,
+) -> String {
+    seen.mark(cell.ext.status);
+    if let Some(word) = status_word(cell.ext.status) {
+        return word.to_string();
+    }
+    let limited = capacity_limited(cell);
+    let mut out = if limited && !show_hidden {
+        seen.hidden = true;
+        "∅".to_string()
+    } else {
+        match value {
+            Some(v) if !(zero_dash && v == 0.0) => format!("{v:.1}"),
+            _ => "-".to_string(),
+        }
+    };
+    if cell.num_errors > 0 {
+        seen.failed_requests = true;
+        out.push_str(&format!(" ({}e)", cell.num_errors));
+    }
+    if let Some(n) = eff_note(cell) {
+        seen.eff_note = true;
+        out.push_str(&n);
+    }
+    out
+}
+
+/// True when the cell has client request samples behind its statistics.
+pub(crate) fn has_samples(cell: &CellResult) -> bool {
+    cell.latency.request_count > 0 || !cell.request_samples.is_empty()
+}
+
+/// `TTFT/ITL` p50 detail in compact ms, for measured cells with samples.
+pub(crate) fn ttft_itl(cell: &CellResult) -> Option<String> {
+    (measured(cell) && has_samples(cell)).then(|| {
+        format!(
+            "{}/{}",
+            format::ms_detail(cell.latency.ttft.p50),
+            format::ms_detail(cell.latency.inter_token_latency.p50)
+        )
+    })
+}
+
+/// The footnote for a cell that failed or was not measured, if there is something to say.
+pub(crate) fn footnote(cell: &CellResult) -> Option<String> {
+    let reason = cell.ext.status_reason.trim();
+    let text = match cell.ext.status {
+        CellStatus::Ok | CellStatus::CapacityLimited => return None,
+        CellStatus::Error if reason.is_empty() => "failed (no reason recorded)".to_string(),
+        CellStatus::SkippedKv => {
+            let e = &cell.ext;
+            let short = (e.kv_deficit_tokens > 0).then(|| {
+                format!(
+                    "needs {} KV tokens, {} more than the budget",
+                    format::thousands(e.kv_required_tokens),
+                    format::thousands(e.kv_deficit_tokens)
+                )
+            });
+            match (reason.is_empty(), short) {
+                (true, None) => "over the KV budget".to_string(),
+                (true, Some(s)) => s,
+                (false, None) => reason.to_string(),
+                (false, Some(s)) => format!("{reason} ({s})"),
+            }
+        }
+        _ if reason.is_empty() => return None,
+        _ => reason.to_string(),
+    };
+    Some(format!("{}: {text}", label(cell)))
+}

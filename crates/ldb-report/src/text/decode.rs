@@ -1,0 +1,215 @@
+//! The decode matrices: aggregate tok/s (+ TTFT/ITL), per-request tok/s and
+//! client request latency.
+
+use ldb_core::result::{CellResult, CellStatus};
+
+use super::Ctx;
+use super::cells::{self, Grid, Seen};
+use super::format::{context, ms_latency};
+use super::style::{Span, Tone};
+use super::table::{Cell, Table};
+
+/// The grid of the primary decode cells.
+pub(crate) fn grid(cx: &Ctx<'_>, cells: &[CellResult]) -> Grid {
+    let m = &cx.doc.metadata;
+    Grid::new(&m.context_lengths, &m.concurrency_levels, cells)
+}
+
+fn headers(g: &Grid) -> Vec<String> {
+    let mut h = vec!["ctx \\ conc".to_string()];
+    h.extend(g.concs.iter().map(u32::to_string));
+    h
+}
+
+/// A matrix with one row per context; `cell` builds each value cell.
+fn matrix(
+    title: &str,
+    g: &Grid,
+    cells: &[CellResult],
+    mut cell: impl FnMut(&CellResult) -> Cell,
+) -> Table {
+    let mut t = Table::with_headers(title, headers(g));
+    for &ctx in &g.contexts {
+        let mut row = vec![Cell::plain(context(ctx))];
+        for &c in &g.concs {
+            row.push(cells::find(cells, ctx, c).map_or_else(|| Cell::plain("-"), &mut cell));
+        }
+        t.push(row);
+    }
+    t
+}
+
+/// The aggregate matrix; with `detail`, TTFT/ITL p50s follow each value.
+pub(crate) fn aggregate_table(
+    cx: &Ctx<'_>,
+    title: &str,
+    cells: &[CellResult],
+    detail: bool,
+    seen: &mut Seen,
+) -> Table {
+    let g = grid(cx, cells);
+    let inline = 14 + 18 * g.concs.len() <= cx.width.max(80);
+    matrix(title, &g, cells, |c| {
+        let text = cells::value_text(c, c.aggregate_tps, cx.show_hidden, false, seen);
+        let tone = if c.ext.status == CellStatus::Error {
+            Tone::Warn
+        } else {
+            Tone::Plain
+        };
+        let mut cell = Cell::spans(vec![Span::new(text, tone)]);
+        if let Some(d) = cells::ttft_itl(c).filter(|_| detail) {
+            if inline {
+                cell.lines[0].push(Span::new(format!(" {d}"), Tone::Dim));
+            } else {
+                cell.lines.push(vec![Span::new(d, Tone::Dim)]);
+            }
+        }
+        cell
+    })
+}
+
+/// Sorted, unique aggregate sources of the measured cells.
+fn sources(cells: &[CellResult]) -> Vec<&str> {
+    let mut s: Vec<&str> = cells
+        .iter()
+        .filter(|c| cells::measured(c) || c.ext.status == CellStatus::NoTokens)
+        .map(|c| c.aggregate_source.as_str())
+        .filter(|s| !s.is_empty() && *s != "none")
+        .collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// Legend lines for the markers that appeared.
+pub(crate) fn legend(seen: &Seen) -> Vec<String> {
+    let mut out = Vec::new();
+    if seen.hidden {
+        out.push(
+            "∅ = value hidden: the server did not run all C streams at once, so the figure is \
+             not a C-stream rate (--show-capacity-limited-values prints it)."
+                .to_string(),
+        );
+    }
+    if seen.eff_note {
+        out.push(
+            "(X/Y) = mean running requests X out of the Y requested, from the server's scheduler \
+             metrics; * = capacity-limited (fewer than Y running, a queue formed, or the cell \
+             never became ready)."
+                .to_string(),
+        );
+    }
+    if seen.failed_requests {
+        out.push("(Ne) = N requests of the cell failed.".to_string());
+    }
+    if seen.error {
+        out.push("ERROR = the cell failed; its reason is listed under the table.".to_string());
+    }
+    let mut skips = Vec::new();
+    if seen.skip_kv {
+        skips.push("skip KV = C × (context + max tokens) does not fit the KV budget");
+    }
+    if seen.skip_ctx {
+        skips.push("skip ctx = context + max tokens exceeds the model's context length");
+    }
+    if seen.skip_user {
+        skips.push("skip = skipped by the user or cut short by a stop");
+    }
+    if seen.no_tokens {
+        skips.push("0 tok = no output tokens arrived inside the window");
+    }
+    if !skips.is_empty() {
+        out.push(format!("{}.", skips.join("; ")));
+    }
+    out
+}
+
+/// Aggregate, per-request and latency matrices with their notes.
+pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
+    let cells = &cx.doc.results;
+    let any_samples = cells.iter().any(cells::has_samples);
+    let mut seen = Seen::default();
+    let mut t = aggregate_table(cx, "Aggregate tok/s", cells, true, &mut seen);
+    if any_samples {
+        t = t.title_suffix(" + TTFT/ITL");
+    }
+    let mut out = t.render(cx.color);
+    for c in cells {
+        if let Some(f) = cells::footnote(c) {
+            let tone = if c.ext.status == CellStatus::Error {
+                Tone::Warn
+            } else {
+                Tone::Dim
+            };
+            out.extend(cx.para(&f, tone));
+        }
+    }
+    let lead = if cx.request_mode() {
+        "Burst / E2E-only mode: every cell sends a fixed batch of requests; tok/s is the sum of \
+         their completion tokens over the time from the first measured send to the last \
+         completion."
+    } else {
+        "Sustained decode: tok/s counts the output tokens whose stream usage arrived inside the \
+         measurement window and divides by the window's wall-clock length."
+    };
+    out.extend(cx.note(lead));
+    let src = sources(cells);
+    if !src.is_empty() {
+        out.extend(cx.note(&format!("Aggregate source(s): {}", src.join(", "))));
+    }
+    for l in legend(&seen) {
+        out.extend(cx.note(&l));
+    }
+    out.push(String::new());
+
+    let g = grid(cx, cells);
+    let mut unused = Seen::default();
+    let per = matrix("Per-Request tok/s", &g, cells, |c| {
+        Cell::plain(cells::value_text(
+            c,
+            c.per_request_avg_tps,
+            cx.show_hidden,
+            true,
+            &mut unused,
+        ))
+    });
+    out.extend(per.render(cx.color));
+    out.push(String::new());
+
+    if any_samples {
+        out.extend(latency_table(cx, &g, cells));
+    }
+    out
+}
+
+fn latency_table(cx: &Ctx<'_>, g: &Grid, cells: &[CellResult]) -> Vec<String> {
+    let t = matrix("Client request latency: p50 / p90 ms", g, cells, |c| {
+        if let Some(word) = cells::status_word(c.ext.status) {
+            return Cell::plain(word);
+        }
+        if !cells::has_samples(c) {
+            return Cell::plain("-");
+        }
+        let d = &c.latency.request_latency;
+        Cell::plain(format!("{}/{}", ms_latency(d.p50), ms_latency(d.p90)))
+    });
+    let mut out = t.render(cx.color);
+    out.extend(cx.note(
+        "TTFT/ITL after an aggregate value are the median time to first token and the median \
+         inter-token latency of the cell's requests, in compact ms: 134 = 134 ms, 9k ≈ 9 s, \
+         — = none.",
+    ));
+    let formulas = if cx.request_mode() {
+        "Every measured request runs to completion, so latency is its full time from send to \
+         last token. ITL = (last token − first token) / (output tokens − 1); tok/s per user = \
+         1 / ITL."
+    } else {
+        "Latency counts only requests that finished on their own inside the cell; streams cut \
+         at the window end are left out. ITL = (last token − first token) / (output tokens − 1), \
+         per token rather than per chunk; tok/s per user = 1 / ITL. A TTFT far above the \
+         prefill time usually means the request waited in the server's queue."
+    };
+    out.extend(cx.note(formulas));
+    out.push(String::new());
+    out
+}
