@@ -174,3 +174,24 @@ fn empty_document_says_nothing_was_collected() {
     let r = render_to_string(&ldb_core::document::ResultDocument::default(), &opts(100));
     assert!(r.contains("No results were collected."), "{r}");
 }
+
+#[test]
+fn request_count_mode_uses_its_own_panel_and_note_rule() {
+    let mut doc = common::burst_doc();
+    doc.burst_results.clear();
+    doc.metadata.decode_mode = "request-count".into();
+    doc.metadata.primary_decode_layer = "burst_e2e_decode".into();
+    for c in &mut doc.results {
+        c.benchmark_mode = "request-count".into();
+        c.sched.avg_running_reqs = f64::from(c.concurrency) * 0.85;
+    }
+    let r = render_to_string(&doc, &opts(120));
+    assert!(r.contains("╭─ Decode ─"), "{r}");
+    assert!(r.contains("Burst / E2E-only mode:"));
+    assert!(
+        !r.contains("Phase 3"),
+        "no 'not run' panel when bursts are the primary layer"
+    );
+    // Underfilled without a queue is not flagged in request modes.
+    assert_eq!(row_cells(&r, "Per-Request tok/s", "0"), ["131.2", "124.7"]);
+}
