@@ -15,15 +15,14 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
         if cx.doc.results.is_empty() || cx.request_mode() {
             return Vec::new();
         }
-        let mut out = panel(
-            "Phase 3",
+        let text = if cx.doc.metadata.run_burst {
+            "Burst / E2E Decode — not reached: the run ended before Phase 3 started."
+        } else {
             "Burst / E2E Decode — not run. Add --run-burst to also measure how fast a batch of \
              requests sent at once completes end to end (the number AIPerf and vllm bench serve \
-             report).",
-            cx.text_width(),
-            cx.color,
-            true,
-        );
+             report)."
+        };
+        let mut out = panel("Phase 3", text, cx.text_width(), cx.color, true);
         out.push(String::new());
         return out;
     }

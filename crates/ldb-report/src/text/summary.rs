@@ -25,7 +25,11 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     }
     let mut out = panel(
         "Primary Summary",
-        "The headline tables once more, so they are the last thing on screen.",
+        if cx.doc.metadata.run_status == "interrupted" {
+            "The headline tables once more. Partial results: the run was interrupted."
+        } else {
+            "The headline tables once more, so they are the last thing on screen."
+        },
         cx.text_width(),
         cx.color,
         false,

@@ -500,6 +500,7 @@ pub fn burst_doc() -> ResultDocument {
 pub fn interrupted_doc() -> ResultDocument {
     let mut doc = seed_doc();
     doc.metadata.run_status = "interrupted".into();
+    doc.metadata.run_burst = true;
     doc.metadata.engine = String::new();
     doc.results.truncate(2);
     doc.results.push(status_cell(
