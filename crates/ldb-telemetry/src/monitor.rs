@@ -1,0 +1,338 @@
+//! The hardware sampler: a background thread that reads GPUs and the CPU
+//! every `interval` and keeps a bounded history, plus the handle the runner
+//! uses to slice that history into per-cell summaries.
+//!
+//! ```no_run
+//! use ldb_telemetry::{HardwareMonitor, MonitorConfig};
+//! let hw = HardwareMonitor::start(MonitorConfig::from_flags(2.0, false, 8));
+//! let mark = hw.mark(); // measurement window starts
+//! // ... run the cell ...
+//! let cell = hw.summary_since(mark); // attach as `hardware_summary`
+//! let run = hw.summary(); // `hardware_run_summary`
+//! hw.stop();
+//! # let _ = (cell, run);
+//! ```
+
+mod history;
+
+use crate::cpu::{CpuSource, HWMON_ROOT};
+use crate::gpu::{GpuConfig, GpuSource};
+use history::History;
+use ldb_core::hardware::{HardwareSnapshot, HardwareSummary, summarize, summarize_window};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Default number of snapshots kept (≈ 11 h at 2 s).
+pub const HISTORY_CAP: usize = 20_000;
+/// Failed GPU reads in a row before a warning is raised.
+const FAILURES_BEFORE_WARNING: u32 = 3;
+/// How long `stop` waits for the sampler thread to finish.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Sampler settings (CLI: `--hw-monitor-interval`, `--no-hw-monitor`,
+/// `--hw-gpu-limit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorConfig {
+    /// Sampling on at all.
+    pub enabled: bool,
+    /// Time between sample starts; zero disables sampling.
+    pub interval: Duration,
+    /// Most GPU rows a live panel shows (summaries still cover all GPUs).
+    pub gpu_limit: usize,
+    /// Snapshots kept; the oldest are dropped beyond this.
+    pub history_cap: usize,
+    /// GPU source settings.
+    pub gpu: GpuConfig,
+    /// hwmon root for CPU temperatures.
+    pub hwmon_root: PathBuf,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            enabled: true,
+            interval: Duration::from_secs(2),
+            gpu_limit: 8,
+            history_cap: HISTORY_CAP,
+            gpu: GpuConfig::default(),
+            hwmon_root: PathBuf::from(HWMON_ROOT),
+        }
+    }
+}
+
+impl MonitorConfig {
+    /// Settings from the CLI flags. A non-finite or non-positive interval or
+    /// `no_hw_monitor` disables sampling; `gpu_limit` is at least 1.
+    pub fn from_flags(interval_s: f64, no_hw_monitor: bool, gpu_limit: usize) -> Self {
+        let interval = if interval_s.is_finite() && interval_s > 0.0 {
+            Duration::from_secs_f64(interval_s.min(3600.0))
+        } else {
+            Duration::ZERO
+        };
+        MonitorConfig {
+            enabled: !no_hw_monitor,
+            interval,
+            gpu_limit: gpu_limit.max(1),
+            ..MonitorConfig::default()
+        }
+    }
+
+    /// True when a sampler thread will run.
+    pub fn is_active(&self) -> bool {
+        self.enabled && !self.interval.is_zero()
+    }
+}
+
+/// A point in the history: the index of the next snapshot and the time the
+/// mark was taken (seconds since the monitor started).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mark {
+    index: usize,
+    at_s: f64,
+}
+
+impl Mark {
+    /// History index of the first snapshot after the mark.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// Seconds since the monitor started.
+    pub fn at_s(&self) -> f64 {
+        self.at_s
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    history: History,
+    startup_warning: Option<String>,
+    sample_error: Option<String>,
+    failures_in_a_row: u32,
+}
+
+#[derive(Debug)]
+struct Shared {
+    started: Instant,
+    backend: &'static str,
+    gpu_limit: usize,
+    state: Mutex<State>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    finished: Mutex<bool>,
+    finished_cv: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts samplers.
+#[derive(Debug)]
+pub struct HardwareMonitor;
+
+impl HardwareMonitor {
+    /// Picks the GPU source (bounded: NVML init plus at most one
+    /// `nvidia-smi` query timeout), takes the first sample at once and then
+    /// one every `interval` on a dedicated thread. With sampling disabled it
+    /// returns an idle handle whose summaries are empty.
+    pub fn start(cfg: MonitorConfig) -> MonitorHandle {
+        let active = cfg.is_active();
+        let (gpu, warning) = if active {
+            GpuSource::open(&cfg.gpu)
+        } else {
+            (GpuSource::None, None)
+        };
+        let shared = Arc::new(Shared {
+            started: Instant::now(),
+            backend: gpu.name(),
+            gpu_limit: cfg.gpu_limit.max(1),
+            state: Mutex::new(State {
+                history: History::new(cfg.history_cap),
+                startup_warning: warning,
+                sample_error: None,
+                failures_in_a_row: 0,
+            }),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            finished: Mutex::new(!active),
+            finished_cv: Condvar::new(),
+            thread: Mutex::new(None),
+        });
+        if active {
+            let cpu = CpuSource::new(cfg.hwmon_root.clone());
+            let s = Arc::clone(&shared);
+            let spawned = thread::Builder::new()
+                .name("ldb-hw-monitor".to_string())
+                .spawn(move || sampler_loop(&s, gpu, cpu, cfg.interval));
+            match spawned {
+                Ok(h) => *lock(&shared.thread) = Some(h),
+                Err(e) => {
+                    lock(&shared.state).startup_warning =
+                        Some(format!("hardware monitor thread failed: {e}"));
+                    *lock(&shared.finished) = true;
+                }
+            }
+        }
+        MonitorHandle {
+            guard: Arc::new(StopGuard(Arc::clone(&shared))),
+            shared,
+        }
+    }
+}
+
+fn sampler_loop(shared: &Shared, mut gpu: GpuSource, mut cpu: CpuSource, interval: Duration) {
+    loop {
+        let tick = Instant::now();
+        let gpus = gpu.sample();
+        let t_s = shared.started.elapsed().as_secs_f64();
+        let cpu_sample = cpu.sample();
+        {
+            let mut st = lock(&shared.state);
+            let gpus = match gpus {
+                Ok(g) => {
+                    st.failures_in_a_row = 0;
+                    st.sample_error = None;
+                    g
+                }
+                Err(e) => {
+                    st.failures_in_a_row += 1;
+                    if st.failures_in_a_row >= FAILURES_BEFORE_WARNING {
+                        st.sample_error = Some(format!(
+                            "GPU sampling failing ({}x): {e}",
+                            st.failures_in_a_row
+                        ));
+                    }
+                    Vec::new()
+                }
+            };
+            st.history.push(HardwareSnapshot {
+                t_s,
+                gpus,
+                cpu: cpu_sample,
+            });
+        }
+        let deadline = tick + interval;
+        let mut stop = lock(&shared.stop);
+        while !*stop {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            stop = shared
+                .wake
+                .wait_timeout(stop, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        if *stop {
+            break;
+        }
+    }
+    *lock(&shared.finished) = true;
+    shared.finished_cv.notify_all();
+}
+
+/// Stops the sampler when the last handle clone goes away.
+#[derive(Debug)]
+struct StopGuard(Arc<Shared>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        stop_shared(&self.0);
+    }
+}
+
+fn stop_shared(shared: &Shared) {
+    *lock(&shared.stop) = true;
+    shared.wake.notify_all();
+    let finished = lock(&shared.finished);
+    let (finished, _) = shared
+        .finished_cv
+        .wait_timeout_while(finished, STOP_WAIT, |f| !*f)
+        .unwrap_or_else(|e| e.into_inner());
+    if *finished {
+        drop(finished);
+        if let Some(h) = lock(&shared.thread).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Handle to a running (or idle) sampler. Cheap to clone; the sampler stops
+/// on [`MonitorHandle::stop`] or when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct MonitorHandle {
+    shared: Arc<Shared>,
+    guard: Arc<StopGuard>,
+}
+
+impl MonitorHandle {
+    /// Seconds since the monitor started (the time base of snapshots).
+    pub fn elapsed_s(&self) -> f64 {
+        self.shared.started.elapsed().as_secs_f64()
+    }
+
+    /// Marks the start of a window (e.g. a cell's measurement start).
+    pub fn mark(&self) -> Mark {
+        let index = lock(&self.shared.state).history.next_index();
+        Mark {
+            index,
+            at_s: self.elapsed_s(),
+        }
+    }
+
+    /// Summary of snapshots taken after `mark`; energy covers mark → now.
+    pub fn summary_since(&self, mark: Mark) -> HardwareSummary {
+        let now = self.mark();
+        self.summary_between(mark, now)
+    }
+
+    /// Summary of snapshots between two marks; energy covers `a` → `b`.
+    pub fn summary_between(&self, a: Mark, b: Mark) -> HardwareSummary {
+        let slice = lock(&self.shared.state).history.range(a.index, b.index);
+        summarize_window(&slice, Some((a.at_s, b.at_s)))
+    }
+
+    /// Summary of the whole retained history (`hardware_run_summary`).
+    pub fn summary(&self) -> HardwareSummary {
+        let slice = lock(&self.shared.state).history.range(0, usize::MAX);
+        summarize(&slice)
+    }
+
+    /// Most recent snapshot (for the live dashboard).
+    pub fn latest(&self) -> Option<HardwareSnapshot> {
+        lock(&self.shared.state).history.latest().cloned()
+    }
+
+    /// `"nvml"`, `"nvidia-smi"` or `"none"`.
+    pub fn backend(&self) -> &'static str {
+        self.shared.backend
+    }
+
+    /// Most GPU rows a live panel should show.
+    pub fn gpu_limit(&self) -> usize {
+        self.shared.gpu_limit
+    }
+
+    /// Why GPU telemetry is off or failing, if it is.
+    pub fn warning(&self) -> Option<String> {
+        let st = lock(&self.shared.state);
+        st.startup_warning
+            .clone()
+            .or_else(|| st.sample_error.clone())
+    }
+
+    /// True while the sampler thread runs.
+    pub fn is_running(&self) -> bool {
+        !*lock(&self.shared.finished)
+    }
+
+    /// Stops sampling; waits at most a few seconds for the thread (a stuck
+    /// NVML call is left behind rather than stalling the caller).
+    pub fn stop(&self) {
+        stop_shared(&self.guard.0);
+    }
+}
