@@ -1,1 +1,12 @@
-//! TODO
+//! The HTTP side of llm-decode-bench: server discovery, measured streaming
+//! requests, and `/metrics` scraping. Parsing and accounting live in
+//! `ldb-core`; this crate only moves bytes and stamps times.
+
+pub mod discovery;
+pub mod error;
+pub mod http;
+pub mod scrape;
+pub mod stream;
+
+pub use error::{ClientError, Result};
+pub use http::Http;

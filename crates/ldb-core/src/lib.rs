@@ -17,6 +17,7 @@ pub mod hardware;
 pub mod kv;
 pub mod live;
 pub mod prometheus;
+pub mod prompt;
 pub mod readiness;
 pub mod redact;
 pub mod result;

@@ -1,1 +1,22 @@
-//! TODO
+//! Phases and cells of llm-decode-bench.
+//!
+//! `run::run` drives a whole benchmark against one server: discovery, KV
+//! budget, prompt sizing, prefill scouts, the hidden decode warmup, and the
+//! sustained-decode matrix, saving the result document after every cell.
+//! Measurement formulas live in `ldb-core`; HTTP in `ldb-client`.
+
+mod assemble;
+pub mod cell;
+pub mod config;
+pub mod ctx;
+pub mod kvbudget;
+pub mod live;
+pub mod methodology;
+pub mod prefill;
+pub mod prompts;
+pub mod run;
+
+pub use config::{PrefillMetric, RunConfig};
+pub use ctx::{Controls, Hardware};
+pub use live::Live;
+pub use run::{RunError, RunHooks, RunOutcome, run};

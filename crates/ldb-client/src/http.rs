@@ -1,0 +1,113 @@
+//! A thin JSON/text client bound to one server.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{ClientError, Result};
+
+/// HTTP access to one server (base URL + optional bearer key).
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    base: String,
+    api_key: Option<String>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key never appears in logs or errors.
+        f.debug_struct("Http").field("base", &self.base).finish()
+    }
+}
+
+impl Http {
+    /// A client for `base` (no trailing slash). `pool` is the idle pool size per host.
+    pub fn new(base: &str, api_key: Option<String>, pool: usize) -> Result<Http> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(Duration::from_secs(600))
+            .pool_max_idle_per_host(pool)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| ClientError::from_reqwest(base, &e))?;
+        Ok(Http {
+            client,
+            base: base.trim_end_matches('/').to_string(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+        })
+    }
+
+    /// Base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Absolute URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A request builder with auth applied.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.client.request(method, self.url(path));
+        match &self.api_key {
+            Some(k) => rb.bearer_auth(k),
+            None => rb,
+        }
+    }
+
+    /// GET returning status and body text (transport errors only are `Err`).
+    pub async fn get_text(&self, path: &str, timeout: Duration) -> Result<(u16, String)> {
+        let url = self.url(path);
+        let resp = self
+            .request(reqwest::Method::GET, path)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
+        Ok((status, text))
+    }
+
+    /// GET a JSON document; non-2xx statuses are errors.
+    pub async fn get_json(&self, path: &str, timeout: Duration) -> Result<Value> {
+        let (status, text) = self.get_text(path, timeout).await?;
+        let url = self.url(path);
+        if !(200..300).contains(&status) {
+            return Err(ClientError::from_status(&url, status, &text));
+        }
+        serde_json::from_str(&text).map_err(|e| ClientError::Decode {
+            url,
+            detail: format!("not JSON ({e})"),
+        })
+    }
+
+    /// POST a JSON body; returns status and parsed JSON (Null if not JSON).
+    pub async fn post_json(
+        &self,
+        path: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<(u16, Value)> {
+        let url = self.url(path);
+        let resp = self
+            .request(reqwest::Method::POST, path)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
+        let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Ok((status, v))
+    }
+}

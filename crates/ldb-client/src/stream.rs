@@ -1,0 +1,309 @@
+//! One streaming chat request, measured chunk by chunk.
+//!
+//! Arrival times are taken once per socket read (all events in one read share
+//! it). The window bounds are read from shared atomics so that the runner can
+//! open and close the window while streams run. Cancelling drops the response,
+//! which closes the connection; servers free the request on disconnect.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ldb_core::chunk::{is_done, parse_chunk};
+use ldb_core::sse::SseDecoder;
+use ldb_core::window::{RequestTrack, WindowBounds};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ClientError;
+use crate::http::Http;
+
+/// The run's clock: seconds since a fixed origin.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    origin: Instant,
+}
+
+impl RunClock {
+    /// A clock starting now.
+    pub fn new() -> Self {
+        RunClock {
+            origin: Instant::now(),
+        }
+    }
+
+    /// Seconds since the origin.
+    pub fn now(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64()
+    }
+}
+
+impl Default for RunClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Window bounds shared between the runner and its streams (f64 bits; NaN = unset).
+#[derive(Debug)]
+pub struct SharedWindow {
+    start: AtomicU64,
+    end: AtomicU64,
+}
+
+impl Default for SharedWindow {
+    fn default() -> Self {
+        SharedWindow {
+            start: AtomicU64::new(f64::NAN.to_bits()),
+            end: AtomicU64::new(f64::NAN.to_bits()),
+        }
+    }
+}
+
+impl SharedWindow {
+    /// Current bounds.
+    pub fn get(&self) -> WindowBounds {
+        let f =
+            |a: &AtomicU64| Some(f64::from_bits(a.load(Ordering::Acquire))).filter(|v| !v.is_nan());
+        WindowBounds {
+            start: f(&self.start),
+            end: f(&self.end),
+        }
+    }
+
+    /// Open the window at `t`.
+    pub fn open(&self, t: f64) {
+        self.start.store(t.to_bits(), Ordering::Release);
+    }
+
+    /// Close the window at `t`.
+    pub fn close(&self, t: f64) {
+        self.end.store(t.to_bits(), Ordering::Release);
+    }
+}
+
+/// Counters shared by all streams of a cell (for the live view and readiness).
+#[derive(Debug, Default)]
+pub struct CellCounters {
+    /// Tokens received (all, not only in the window).
+    pub tokens: AtomicU64,
+    /// Tokens received inside the window.
+    pub window_tokens: AtomicU64,
+    /// Streams that have a first token and have not ended.
+    pub producing: AtomicI64,
+    /// Requests started.
+    pub started: AtomicU64,
+    /// Requests that failed.
+    pub failed: AtomicU64,
+}
+
+/// Everything a stream needs besides its payload.
+#[derive(Clone)]
+pub struct StreamEnv {
+    /// Server access.
+    pub http: Http,
+    /// Run clock.
+    pub clock: RunClock,
+    /// Window bounds.
+    pub window: Arc<SharedWindow>,
+    /// Cell counters.
+    pub counters: Arc<CellCounters>,
+    /// Cancelled at window end (or skip/stop).
+    pub cancel: CancellationToken,
+    /// Where to keep the tail of the generated text (output viewer), if anywhere.
+    pub text_sink: Option<Arc<Mutex<String>>>,
+    /// Path of the completion route.
+    pub path: &'static str,
+}
+
+/// How one request ended.
+#[derive(Debug)]
+pub struct StreamOutcome {
+    /// The measurements.
+    pub track: RequestTrack,
+    /// Chunk id (the request id; SGLang aborts take it).
+    pub request_id: Option<String>,
+    /// Cut by cancellation.
+    pub cancelled: bool,
+    /// The last chunk's llama.cpp timings, if any.
+    pub timings: Option<ldb_core::chunk::Timings>,
+    /// Prompt tokens served from the cache, if reported.
+    pub cached_tokens: Option<u64>,
+}
+
+const TEXT_TAIL: usize = 4096;
+
+/// Send `body` (a JSON chat request with `stream: true`) and measure it.
+pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
+    let start = env.clock.now();
+    env.counters.started.fetch_add(1, Ordering::Relaxed);
+    let mut out = StreamOutcome {
+        track: RequestTrack::new(start),
+        request_id: None,
+        cancelled: false,
+        timings: None,
+        cached_tokens: None,
+    };
+    let url = env.http.url(env.path);
+    let send = env
+        .http
+        .request(reqwest::Method::POST, env.path)
+        .header("content-type", "application/json")
+        .body(body)
+        .send();
+    let resp = tokio::select! {
+        biased;
+        _ = env.cancel.cancelled() => { out.cancelled = true; return out; }
+        r = send => r,
+    };
+    let mut resp = match resp {
+        Ok(r) => r,
+        Err(e) => {
+            out.track
+                .mark_error(ClientError::from_reqwest(&url, &e).to_string());
+            env.counters.failed.fetch_add(1, Ordering::Relaxed);
+            return out;
+        }
+    };
+    let status = resp.status().as_u16();
+    if status != 200 {
+        let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        out.track
+            .mark_error(ClientError::from_status(&url, status, &text).to_string());
+        env.counters.failed.fetch_add(1, Ordering::Relaxed);
+        return out;
+    }
+    let mut dec = SseDecoder::new();
+    let mut producing = false;
+    let mut done = false;
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = env.cancel.cancelled() => { out.cancelled = true; break; }
+            c = resp.chunk() => c,
+        };
+        let bytes = match next {
+            Ok(Some(b)) => b,
+            Ok(None) => break,
+            Err(e) => {
+                out.track.mark_error(format!(
+                    "stream broken: {}",
+                    ClientError::from_reqwest(&url, &e)
+                ));
+                break;
+            }
+        };
+        let t = env.clock.now();
+        let window = env.window.get();
+        dec.feed(&bytes, |payload| {
+            on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
+        });
+        if done {
+            break;
+        }
+    }
+    if !done && !out.cancelled && out.track.error().is_none() {
+        let t = env.clock.now();
+        let window = env.window.get();
+        dec.finish(|p| on_payload(env, &mut out, &mut done, &mut producing, t, window, p));
+    }
+    out.track.settle(env.window.get());
+    if producing {
+        env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+    if out.track.error().is_some() {
+        env.counters.failed.fetch_add(1, Ordering::Relaxed);
+    } else if !done && !out.cancelled {
+        // The body ended without [DONE]: a dropped connection, not a finish.
+        out.track.mark_error("stream ended without [DONE]".into());
+        env.counters.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    out
+}
+
+fn on_payload(
+    env: &StreamEnv,
+    out: &mut StreamOutcome,
+    done: &mut bool,
+    producing: &mut bool,
+    t: f64,
+    window: WindowBounds,
+    payload: &[u8],
+) {
+    if *done {
+        return;
+    }
+    if is_done(payload) {
+        *done = true;
+        if out.track.error().is_none() {
+            out.track.mark_completed();
+        }
+        return;
+    }
+    let chunk = match parse_chunk(payload) {
+        Ok(c) => c,
+        Err(e) => {
+            out.track.mark_error(e.to_string());
+            *done = true;
+            return;
+        }
+    };
+    if out.request_id.is_none()
+        && let Some(id) = &chunk.id
+    {
+        out.request_id = Some(id.to_string());
+    }
+    if let Some(err) = chunk.error {
+        out.track
+            .mark_error(format!("server error mid-stream: {err}"));
+        return;
+    }
+    if chunk.timings.is_some() {
+        out.timings = chunk.timings;
+    }
+    if chunk.cached_tokens.is_some() {
+        out.cached_tokens = chunk.cached_tokens;
+    }
+    let before = out.track.window_tokens;
+    let new = out.track.on_chunk(
+        t,
+        chunk.has_tokens,
+        chunk.completion_tokens,
+        chunk.prompt_tokens,
+        window,
+    );
+    if new > 0 {
+        env.counters.tokens.fetch_add(new, Ordering::Relaxed);
+    }
+    let counted = out.track.window_tokens - before;
+    if counted > 0 {
+        env.counters
+            .window_tokens
+            .fetch_add(counted, Ordering::Relaxed);
+    }
+    if chunk.has_tokens && !*producing {
+        *producing = true;
+        env.counters.producing.fetch_add(1, Ordering::Relaxed);
+    }
+    if let (Some(sink), Some(text)) = (&env.text_sink, &chunk.text)
+        && let Ok(mut s) = sink.try_lock()
+    {
+        s.push_str(text);
+        if s.len() > 2 * TEXT_TAIL {
+            let mut cut = s.len() - TEXT_TAIL;
+            while !s.is_char_boundary(cut) {
+                cut += 1;
+            }
+            s.drain(..cut);
+        }
+    }
+    if chunk.finish_reason.is_some() && *producing {
+        // The request stopped generating; it no longer counts as producing.
+        *producing = false;
+        env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,287 @@
+//! Turning a cell's raw measurements into its `CellResult`.
+
+use ldb_client::scrape::Scrape;
+use ldb_client::stream::StreamOutcome;
+use ldb_core::cellstats::{SchedSample, latency_stats, scheduler_fields};
+use ldb_core::engine::Engine;
+use ldb_core::hardware::HardwareSummary;
+use ldb_core::result::{CellExtras, CellResult, CellStatus, SpecFields};
+use ldb_core::spec::{SpecWindow, normalize};
+use ldb_core::stats::median;
+use ldb_core::window::WindowBounds;
+
+/// Everything measured in one cell.
+pub struct CellInputs<'a> {
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Context.
+    pub context: u64,
+    /// Engine.
+    pub engine: Engine,
+    /// Every request of the cell.
+    pub outcomes: &'a [StreamOutcome],
+    /// Window start (run clock).
+    pub window_start: f64,
+    /// Window end.
+    pub window_end: f64,
+    /// Scrape at the window start.
+    pub start_scrape: Option<&'a Scrape>,
+    /// Scrape at the window end.
+    pub end_scrape: Option<&'a Scrape>,
+    /// Scrapes sent inside the window.
+    pub sched: &'a [Scrape],
+    /// Producing-stream counts sampled inside the window.
+    pub producing_samples: &'a [f64],
+    /// Readiness timed out or plateaued.
+    pub readiness_failed: bool,
+    /// Reference acceptance length (0 = off).
+    pub accept_len_ref: f64,
+    /// Hardware over the window.
+    pub hw: Option<&'a HardwareSummary>,
+}
+
+fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(b? - a?)
+}
+
+/// Build the cell result (status Ok / CapacityLimited / NoTokens).
+pub fn assemble(i: CellInputs<'_>) -> CellResult {
+    let window = WindowBounds {
+        start: Some(i.window_start),
+        end: Some(i.window_end),
+    };
+    let wall = (i.window_end - i.window_start).max(1e-9);
+    let tracks: Vec<_> = i.outcomes.iter().map(|o| &o.track).collect();
+    let continuous = tracks.iter().any(|t| t.has_continuous_usage());
+    let any_usage = tracks.iter().any(|t| t.has_usage());
+    let raw_tokens: u64 = tracks.iter().map(|t| t.window_tokens).sum();
+    let window_chunks: u64 = tracks.iter().map(|t| t.window_chunks).sum();
+    let (tokens, source, usage_mode) = if continuous {
+        (raw_tokens, "openai_continuous_usage", "continuous")
+    } else if any_usage {
+        // Usage only at the end: tokens per chunk from finished requests.
+        let (tok, ch) = tracks
+            .iter()
+            .filter(|t| t.has_usage() && t.chunks() > 0)
+            .fold((0u64, 0u64), |(a, b), t| {
+                (a + t.output_tokens(), b + t.chunks())
+            });
+        let ratio = if ch > 0 { tok as f64 / ch as f64 } else { 1.0 };
+        (
+            (window_chunks as f64 * ratio).round() as u64,
+            "openai_stream_chunks_calibrated",
+            "final_only",
+        )
+    } else {
+        (window_chunks, "openai_stream_chunks_fallback", "none")
+    };
+    let last = tracks
+        .iter()
+        .filter_map(|t| t.last_window_t)
+        .fold(f64::NAN, f64::max);
+    let active_secs = if last.is_finite() {
+        last - i.window_start
+    } else {
+        0.0
+    };
+
+    let samples: Vec<_> = i
+        .outcomes
+        .iter()
+        .map(|o| o.track.to_sample(i.window_start, window))
+        .collect();
+    let in_window: Vec<_> = samples.iter().filter(|s| s.in_window).collect();
+    let latency = latency_stats(in_window.iter().copied());
+    let all_latency = latency_stats(samples.iter());
+
+    // Server side: counter deltas between the scrapes bracketing the window.
+    let mut server_tokens = 0.0;
+    let mut server_rate = 0.0;
+    let mut scrape_secs = 0.0;
+    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
+        scrape_secs = b.t - a.t;
+        if let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens) {
+            server_tokens = dg.max(0.0);
+            if scrape_secs > 0.0 {
+                server_rate = server_tokens / scrape_secs;
+            }
+        }
+    }
+    if server_rate == 0.0 {
+        server_rate = median(i.sched.iter().filter_map(|s| s.snap.gen_throughput_gauge));
+    }
+    let sched_samples: Vec<SchedSample> = i
+        .sched
+        .iter()
+        .chain(i.start_scrape)
+        .filter_map(|s| {
+            Some(SchedSample {
+                running: s.snap.running?,
+                waiting: s.snap.waiting.unwrap_or(0.0),
+            })
+        })
+        .collect();
+    let producing_mean = if i.producing_samples.is_empty() {
+        0.0
+    } else {
+        i.producing_samples.iter().sum::<f64>() / i.producing_samples.len() as f64
+    };
+    let sched = scheduler_fields(
+        i.concurrency,
+        &sched_samples,
+        i.readiness_failed,
+        producing_mean,
+    );
+    let kv: Vec<f64> = i.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
+    let kv_mean = if kv.is_empty() {
+        0.0
+    } else {
+        kv.iter().sum::<f64>() / kv.len() as f64
+    };
+    let kv_max = kv.iter().copied().fold(0.0, f64::max);
+
+    let (spec, steps_source) =
+        spec_fields(&i, server_tokens, tokens, scrape_secs, server_rate, wall);
+
+    let aggregate = tokens as f64 / wall;
+    let status = if tokens == 0 {
+        CellStatus::NoTokens
+    } else if sched.capacity_limited {
+        CellStatus::CapacityLimited
+    } else {
+        CellStatus::Ok
+    };
+    let effective = sched.effective_concurrency;
+    let (agg, per_req) = if tokens == 0 {
+        (None, None)
+    } else {
+        let denom = if effective > 0.0 {
+            effective
+        } else {
+            f64::from(i.concurrency)
+        };
+        (Some(aggregate), Some(aggregate / denom))
+    };
+    let tpj =
+        i.hw.and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
+            .unwrap_or(0.0);
+    let completed = i
+        .outcomes
+        .iter()
+        .filter(|o| o.track.to_sample(0.0, window).completed)
+        .count() as u64;
+    let failed = i
+        .outcomes
+        .iter()
+        .filter(|o| o.track.error().is_some())
+        .count() as u64;
+    CellResult {
+        concurrency: i.concurrency,
+        context_tokens: i.context,
+        benchmark_mode: "duration".into(),
+        measurement_seconds: wall,
+        measurement_wall_seconds: wall,
+        client_output_tokens: tokens,
+        server_output_tokens: server_tokens.round() as u64,
+        aggregate_source: if tokens == 0 {
+            "none".into()
+        } else {
+            source.into()
+        },
+        aggregate_tps: agg,
+        per_request_avg_tps: per_req,
+        latency,
+        request_samples: samples.clone(),
+        total_tokens: tokens,
+        num_completed: completed,
+        num_errors: failed,
+        server_gen_throughput: server_rate,
+        server_utilization: kv_mean,
+        spec,
+        sched,
+        ext: CellExtras {
+            status,
+            status_reason: match status {
+                CellStatus::NoTokens => {
+                    "no output token arrived inside the measurement window".into()
+                }
+                CellStatus::CapacityLimited => format!(
+                    "server ran {:.1} of {} requested streams",
+                    effective, i.concurrency
+                ),
+                _ => String::new(),
+            },
+            active_decode_tps: if active_secs > 0.0 {
+                tokens as f64 / active_secs
+            } else {
+                0.0
+            },
+            measurement_active_seconds: active_secs,
+            usage_mode: usage_mode.into(),
+            requests_started: i.outcomes.len() as u64,
+            requests_cancelled: i.outcomes.iter().filter(|o| o.cancelled).count() as u64,
+            server_utilization_max: kv_max,
+            server_steps_source: steps_source,
+            tokens_per_joule: tpj,
+            all_samples_latency: all_latency,
+            ..CellExtras::default()
+        },
+        ..CellResult::default()
+    }
+}
+
+fn spec_fields(
+    i: &CellInputs<'_>,
+    server_tokens: f64,
+    client_tokens: u64,
+    scrape_secs: f64,
+    server_rate: f64,
+    wall: f64,
+) -> (SpecFields, String) {
+    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
+        let out = if server_tokens > 0.0 {
+            server_tokens
+        } else {
+            client_tokens as f64
+        };
+        let w = SpecWindow {
+            start: &a.snap,
+            end: &b.snap,
+            scrape_seconds: scrape_secs,
+            output_tokens: out,
+        };
+        if let Some(f) = normalize(w, i.accept_len_ref) {
+            return (f, "counters".into());
+        }
+    }
+    if i.engine == Engine::Sglang {
+        let gauge = median(
+            i.sched
+                .iter()
+                .filter_map(|s| s.snap.spec_accept_length_gauge)
+                .filter(|v| *v > 1.0),
+        );
+        if gauge > 1.0 && server_rate > 0.0 {
+            let steps_per_s = server_rate / gauge;
+            let rate = median(i.sched.iter().filter_map(|s| s.snap.spec_accept_rate_gauge));
+            return (
+                SpecFields {
+                    accept_rate: rate,
+                    accept_length: gauge,
+                    engine_steps: steps_per_s * wall,
+                    steps_per_s,
+                    accept_len_effective: gauge,
+                    accept_norm_tps: if i.accept_len_ref > 0.0 {
+                        steps_per_s * i.accept_len_ref
+                    } else {
+                        0.0
+                    },
+                    accept_norm_ref_len: i.accept_len_ref,
+                    ..SpecFields::default()
+                },
+                "sglang:spec_accept_length gauge (window median)".into(),
+            );
+        }
+    }
+    (SpecFields::default(), String::new())
+}

@@ -1,0 +1,114 @@
+//! The validated configuration of one run (built by the binary from its flags).
+
+use std::path::PathBuf;
+
+/// How the prefill headline is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrefillMetric {
+    /// Client prompt_tokens / TTFT.
+    #[default]
+    Client,
+    /// Client headline, server counters kept as validation.
+    Auto,
+    /// Server counters are the headline when valid.
+    Prometheus,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Base URL, e.g. `http://127.0.0.1:8000`.
+    pub base_url: String,
+    /// Label for reports (`host:port` or the URL as given).
+    pub server_label: String,
+    /// Bearer key (never written anywhere).
+    pub api_key: Option<String>,
+    /// Model name; None = first served model.
+    pub model: Option<String>,
+    /// Concurrency levels.
+    pub concurrency: Vec<u32>,
+    /// Context lengths.
+    pub contexts: Vec<u64>,
+    /// `max_tokens` per decode request.
+    pub max_tokens: u64,
+    /// Measured window per cell, seconds.
+    pub duration: f64,
+    /// Hidden C=1 warmup window, seconds (0 = off).
+    pub decode_warmup_seconds: f64,
+    /// Readiness limit override, seconds (0 = automatic).
+    pub cell_warmup_timeout: f64,
+    /// Extra scout-only prefill contexts.
+    pub prefill_contexts: Vec<u64>,
+    /// Prefill headline metric.
+    pub prefill_metric: PrefillMetric,
+    /// No prefill rows.
+    pub skip_prefill: bool,
+    /// Manual KV budget (0 = detect).
+    pub kv_budget: u64,
+    /// Legacy budget flag (0 = detect).
+    pub max_total_tokens: u64,
+    /// Context-parallel multiplier (0 = detect).
+    pub dcp_size: u64,
+    /// Sampling temperature for decode requests.
+    pub temperature: Option<f64>,
+    /// Do not send `ignore_eos`.
+    pub respect_eos: bool,
+    /// Result file.
+    pub output: PathBuf,
+    /// Render capacity-limited values in the report.
+    pub show_capacity_limited_values: bool,
+    /// Reference acceptance length for `accept_norm_tps` (0 = off).
+    pub accept_len_ref: f64,
+    /// Calibration context for servers without a tokenizer route.
+    pub calibration_context: u64,
+    /// Calibration cache file (None = no cache).
+    pub calibration_cache: Option<PathBuf>,
+    /// Readiness must hold this long.
+    pub ready_stable_seconds: f64,
+    /// A capacity plateau must hold this long.
+    pub plateau_seconds: f64,
+    /// Pause between cells after the server drained, seconds.
+    pub cell_pause_seconds: f64,
+    /// Scrape interval, seconds.
+    pub scrape_interval: f64,
+    /// Simulator scenario name when `--sim` was used.
+    pub sim_scenario: String,
+    /// Command-line arguments as given (redacted later) for diagnostics.
+    pub argv: Vec<String>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            base_url: "http://localhost:5000".into(),
+            server_label: "localhost:5000".into(),
+            api_key: None,
+            model: None,
+            concurrency: vec![1, 2, 4, 8, 16, 32, 64, 128],
+            contexts: vec![0, 16384, 32768, 65536, 131072],
+            max_tokens: 8192,
+            duration: 30.0,
+            decode_warmup_seconds: 3.0,
+            cell_warmup_timeout: 0.0,
+            prefill_contexts: vec![8192, 65536, 131072],
+            prefill_metric: PrefillMetric::Client,
+            skip_prefill: false,
+            kv_budget: 0,
+            max_total_tokens: 0,
+            dcp_size: 0,
+            temperature: None,
+            respect_eos: false,
+            output: PathBuf::from("benchmark_results.json"),
+            show_capacity_limited_values: false,
+            accept_len_ref: 0.0,
+            calibration_context: 8192,
+            calibration_cache: None,
+            ready_stable_seconds: 3.0,
+            plateau_seconds: 5.0,
+            cell_pause_seconds: 1.0,
+            scrape_interval: 0.5,
+            sim_scenario: String::new(),
+            argv: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! What every phase of a run shares.
+
+use std::sync::{Arc, Mutex};
+
+use ldb_client::Http;
+use ldb_client::scrape::Scraper;
+use ldb_client::stream::RunClock;
+use ldb_core::engine::Engine;
+use ldb_core::hardware::HardwareSummary;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::RunConfig;
+use crate::live::Live;
+
+/// Hardware telemetry as the runner sees it (implemented by the telemetry crate
+/// in the binary; absent in tests that do not need it).
+pub trait Hardware: Send + Sync {
+    /// Mark the current position of the sample history.
+    fn mark(&self) -> usize;
+    /// Summary of samples since `mark` (empty summary when none).
+    fn summary_since(&self, mark: usize) -> HardwareSummary;
+}
+
+/// Skip and stop requests from the user.
+#[derive(Debug, Default)]
+pub struct Controls {
+    /// Stop the run (graceful).
+    pub stop: CancellationToken,
+    skip: Mutex<CancellationToken>,
+}
+
+impl Controls {
+    /// A fresh skip token for the next cell or row (also fires on stop).
+    pub fn new_skip(&self) -> CancellationToken {
+        let t = self.stop.child_token();
+        if let Ok(mut s) = self.skip.lock() {
+            *s = t.clone();
+        }
+        t
+    }
+
+    /// Skip whatever is running.
+    pub fn skip(&self) {
+        if let Ok(s) = self.skip.lock() {
+            s.cancel();
+        }
+    }
+}
+
+/// Shared state of a run.
+pub struct RunCtx {
+    /// Configuration.
+    pub cfg: RunConfig,
+    /// Server access for streams.
+    pub http: Http,
+    /// The `/metrics` scraper (idle when metrics are unavailable).
+    pub scraper: Scraper,
+    /// Detected engine.
+    pub engine: Engine,
+    /// `/metrics` usable.
+    pub metrics: bool,
+    /// Model name.
+    pub model: String,
+    /// Run clock.
+    pub clock: RunClock,
+    /// Live view.
+    pub live: Live,
+    /// User controls.
+    pub controls: Arc<Controls>,
+    /// Hardware telemetry, if any.
+    pub hardware: Option<Arc<dyn Hardware>>,
+    /// Measured prefill speed (tok/s) to scale readiness limits.
+    pub prefill_rate: Mutex<Option<f64>>,
+}
+
+impl RunCtx {
+    /// Hardware summary since `mark` as JSON (`{}` without telemetry).
+    pub fn hw_since(&self, mark: Option<usize>) -> (Value, Option<HardwareSummary>) {
+        match (&self.hardware, mark) {
+            (Some(h), Some(m)) => {
+                let s = h.summary_since(m);
+                (
+                    serde_json::to_value(&s).unwrap_or_else(|_| serde_json::json!({})),
+                    Some(s),
+                )
+            }
+            _ => (serde_json::json!({}), None),
+        }
+    }
+
+    /// Mark the hardware history.
+    pub fn hw_mark(&self) -> Option<usize> {
+        self.hardware.as_ref().map(|h| h.mark())
+    }
+}

@@ -1,0 +1,41 @@
+//! The `methodology` block of the result file: how each number is made, in brief.
+
+use serde_json::{Value, json};
+
+/// Static texts, with `present` flags filled by the caller.
+pub fn methodology(
+    prefill_mode: &str,
+    prefill_present: bool,
+    sustained_present: bool,
+    burst_present: bool,
+    spec_present: bool,
+) -> Value {
+    json!({
+        "prefill": {
+            "name": "Prefill",
+            "present": prefill_present,
+            "mode": prefill_mode,
+            "formula": "prompt_tokens / TTFT",
+            "notes": "Client-visible prefill: the max_tokens=1 scout that fills each context's prefix cache before its first decode cell is timed from send to first token, so queueing, HTTP and the first decode step are included. When the server exposes prefill counters, the same request is checked against them (server_validation), counted only when exactly one prefill happened between the two idle snapshots."
+        },
+        "sustained_decode": {
+            "name": "Sustained Decode",
+            "present": sustained_present,
+            "formula": "output tokens arriving inside [ready, ready + duration] / duration",
+            "notes": "C streams are kept busy (a finished request is replaced at once). The window opens when the server runs all C requests with an empty queue and every stream is producing, held for 3 s, or early when the server plateaus below C (then the cell is capacity-limited). Tokens are counted by arrival time from per-chunk usage; the denominator is the whole wall window, so idle time anywhere in it lowers the rate. active_decode_tps divides by the time to the last token instead. At window end every stream is closed and the next cell waits until the server has drained."
+        },
+        "burst_e2e_decode": {
+            "name": "Burst / E2E Decode",
+            "present": burst_present,
+            "status": if burst_present { "present" } else { "not run; use --run-burst" },
+            "formula": "sum(completion_tokens) / (last completion - first send)",
+            "notes": "A fixed number of requests run to completion in a closed loop; includes admission, prefill and completion."
+        },
+        "acceptance_normalization": {
+            "name": "Acceptance-normalized decode (MTP / speculative)",
+            "present": spec_present,
+            "formula": "engine_steps = drafts + max(0, output_tokens - (accepted + drafts)); accept_len_effective = output_tokens / engine_steps; steps_per_s = engine_steps / scrape_interval",
+            "notes": "Counter deltas between the scrapes that bracket the window, summed over data-parallel engines. steps_per_s is the target model's forward passes per second, independent of how much of the draft was accepted; server_spec_pos_accept gives the acceptance probability of each draft position. SGLang exposes no counters, so its values come from the accept-length gauge over the window."
+        }
+    })
+}

@@ -1,0 +1,318 @@
+//! Sizing prompts to their target token counts, and request bodies.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ldb_client::Http;
+use ldb_client::discovery::{Discovery, TokenizeKind};
+use ldb_core::prompt::{Message, SizeModel, messages, nonce, padding, tolerance};
+use serde_json::{Value, json};
+
+/// A prompt sized for one context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizedPrompt {
+    /// Padding characters.
+    pub padding_chars: usize,
+    /// Prompt tokens as counted by the server (None when only estimated).
+    pub tokens: Option<u64>,
+}
+
+/// How prompts were sized.
+#[derive(Debug, Clone)]
+pub struct PromptPlan {
+    /// Per-run nonce prefix.
+    pub run_id: String,
+    /// Sized prompts by nominal context.
+    pub by_ctx: BTreeMap<u64, SizedPrompt>,
+    /// The fitted size model.
+    pub model: SizeModel,
+    /// `exact` or `estimate`.
+    pub targeting: &'static str,
+    /// Event lines.
+    pub notes: Vec<String>,
+}
+
+impl PromptPlan {
+    /// Messages for `ctx` with a nonce tagged `tag`.
+    pub fn messages(&self, ctx: u64, tag: &str) -> Vec<Message> {
+        let chars = self.by_ctx.get(&ctx).map_or(0, |p| p.padding_chars);
+        messages(&nonce(&self.run_id, tag), chars)
+    }
+}
+
+/// Knobs of a chat request body.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyOptions {
+    /// `max_tokens`.
+    pub max_tokens: u64,
+    /// Ask for usage on every chunk.
+    pub continuous_usage: bool,
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Temperature, if any.
+    pub temperature: Option<f64>,
+}
+
+/// A streaming chat-completions body.
+pub fn chat_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
+    let mut stream_options = json!({"include_usage": true});
+    if o.continuous_usage {
+        stream_options["continuous_usage_stats"] = json!(true);
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": msgs,
+        "stream": true,
+        "max_tokens": o.max_tokens,
+        "stream_options": stream_options,
+    });
+    if o.ignore_eos {
+        body["ignore_eos"] = json!(true);
+    }
+    if let Some(t) = o.temperature {
+        body["temperature"] = json!(t);
+    }
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// A random 12-letter run id.
+pub fn run_id() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..12)
+        .map(|_| rng.random_range(b'a'..=b'z') as char)
+        .collect()
+}
+
+struct Counter<'a> {
+    http: &'a Http,
+    model: &'a str,
+    kind: TokenizeKind,
+    content_overhead: f64,
+}
+
+impl Counter<'_> {
+    async fn count(&self, msgs: &[Message]) -> Option<u64> {
+        match self.kind {
+            TokenizeKind::Chat => {
+                let body = json!({"model": self.model, "messages": msgs});
+                let (status, v) = self
+                    .http
+                    .post_json("/tokenize", &body, Duration::from_secs(120))
+                    .await
+                    .ok()?;
+                if status != 200 {
+                    return None;
+                }
+                v.get("count").and_then(Value::as_u64)
+            }
+            TokenizeKind::Content => {
+                let text: String = msgs
+                    .iter()
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let body = json!({"content": text});
+                let (status, v) = self
+                    .http
+                    .post_json("/tokenize", &body, Duration::from_secs(120))
+                    .await
+                    .ok()?;
+                if status != 200 {
+                    return None;
+                }
+                let n = v.get("tokens").and_then(Value::as_array)?.len() as f64;
+                Some((n + self.content_overhead).round().max(0.0) as u64)
+            }
+            TokenizeKind::None => real_prompt_tokens(self.http, self.model, msgs).await,
+        }
+    }
+}
+
+/// Prompt tokens of a real `max_tokens=1` request (usage), for servers with no tokenizer route.
+pub async fn real_prompt_tokens(http: &Http, model: &str, msgs: &[Message]) -> Option<u64> {
+    let body = json!({"model": model, "messages": msgs, "max_tokens": 1, "stream": false});
+    let (status, v) = http
+        .post_json("/v1/chat/completions", &body, Duration::from_secs(600))
+        .await
+        .ok()?;
+    if status != 200 {
+        return None;
+    }
+    v.pointer("/usage/prompt_tokens").and_then(Value::as_u64)
+}
+
+/// Size every context in `contexts` (0 needs no padding).
+pub async fn size_prompts(
+    http: &Http,
+    disc: &Discovery,
+    contexts: &[u64],
+    calibration_context: u64,
+    cache: Option<&Path>,
+) -> PromptPlan {
+    let run_id = run_id();
+    let mut notes = Vec::new();
+    let mut counter = Counter {
+        http,
+        model: &disc.model,
+        kind: disc.tokenize,
+        content_overhead: 0.0,
+    };
+    let tag = |c: u64| format!("ctx{c}");
+    let small = 2000usize;
+    let max_ctx = contexts.iter().copied().max().unwrap_or(0);
+    let cal_ctx = calibration_context.min(max_ctx.max(1024)).max(1024);
+    let big = (cal_ctx as usize) * 4;
+
+    if counter.kind == TokenizeKind::Content {
+        // llama.cpp tokenizes text without the chat template: measure the
+        // template's share once with a real request.
+        let m = messages(&nonce(&run_id, "cal"), small);
+        let real = real_prompt_tokens(http, &disc.model, &m).await;
+        let text = counter.count(&m).await;
+        match (real, text) {
+            (Some(r), Some(t)) => counter.content_overhead = r as f64 - t as f64,
+            _ => counter.kind = TokenizeKind::None,
+        }
+    }
+    let cache_key = format!("{}:{}:{}", disc.engine.as_str(), disc.model, template_id());
+    let mut model = None;
+    if counter.kind == TokenizeKind::None
+        && let Some(m) = cache.and_then(|p| read_cache(p, &cache_key))
+    {
+        notes.push(format!(
+            "calibrated: {:.2} chars/token, overhead {:.0} tokens (cached)",
+            m.chars_per_token, m.overhead_tokens
+        ));
+        model = Some(m);
+    }
+    if model.is_none() {
+        let a = counter
+            .count(&messages(&nonce(&run_id, "cal"), small))
+            .await;
+        let b = counter.count(&messages(&nonce(&run_id, "cal"), big)).await;
+        model = match (a, b) {
+            (Some(a), Some(b)) => SizeModel::fit((small, a), (big, b)),
+            _ => None,
+        };
+        match model {
+            Some(m) => {
+                notes.push(format!(
+                    "calibrated: {:.2} chars/token, overhead {:.0} tokens (two-point probe)",
+                    m.chars_per_token, m.overhead_tokens
+                ));
+                if counter.kind == TokenizeKind::None
+                    && let Some(p) = cache
+                {
+                    write_cache(p, &cache_key, &m);
+                }
+            }
+            None => notes.push(
+                "calibration failed; assuming 4 chars/token (prompt sizes are estimates)".into(),
+            ),
+        }
+    }
+    let exact = model.is_some() && counter.kind != TokenizeKind::None;
+    let model = model.unwrap_or(SizeModel {
+        chars_per_token: 4.0,
+        overhead_tokens: 0.0,
+    });
+    let mut by_ctx = BTreeMap::new();
+    for &ctx in contexts {
+        if ctx == 0 {
+            let tokens = if exact {
+                counter.count(&messages(&nonce(&run_id, &tag(0)), 0)).await
+            } else {
+                None
+            };
+            by_ctx.insert(
+                0,
+                SizedPrompt {
+                    padding_chars: 0,
+                    tokens,
+                },
+            );
+            continue;
+        }
+        let mut chars = model.chars_for(ctx);
+        let mut tokens = None;
+        if exact {
+            for _ in 0..6 {
+                let Some(n) = counter
+                    .count(&messages(&nonce(&run_id, &tag(ctx)), chars))
+                    .await
+                else {
+                    break;
+                };
+                tokens = Some(n);
+                if n.abs_diff(ctx) <= tolerance(ctx) {
+                    break;
+                }
+                chars = model.refine(chars, n, ctx);
+            }
+        }
+        notes.push(match tokens {
+            Some(t) => format!(
+                "context {}: {} chars, {} tokens",
+                ldb_core::tokens::format_context(ctx),
+                chars,
+                t
+            ),
+            None => format!(
+                "context {}: {} chars (~{} tokens, estimated)",
+                ldb_core::tokens::format_context(ctx),
+                chars,
+                ctx
+            ),
+        });
+        by_ctx.insert(
+            ctx,
+            SizedPrompt {
+                padding_chars: chars,
+                tokens,
+            },
+        );
+    }
+    PromptPlan {
+        run_id,
+        by_ctx,
+        model,
+        targeting: if exact { "exact" } else { "estimate" },
+        notes,
+    }
+}
+
+fn template_id() -> String {
+    // Changes whenever the padding or the prompt text changes.
+    let text = format!("{}{}", padding(4096), ldb_core::prompt::GENERATION_PROMPT);
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")[..12].to_string()
+}
+
+fn read_cache(path: &Path, key: &str) -> Option<SizeModel> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let e = v.get(key)?;
+    Some(SizeModel {
+        chars_per_token: e.get("chars_per_token")?.as_f64()?,
+        overhead_tokens: e.get("overhead_tokens")?.as_f64()?,
+    })
+}
+
+fn write_cache(path: &Path, key: &str, m: &SizeModel) {
+    let mut v: Value = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    v[key] = json!({"chars_per_token": m.chars_per_token, "overhead_tokens": m.overhead_tokens,
+                    "updated_at": chrono::Local::now().to_rfc3339()});
+    let tmp = path.with_extension("tmp");
+    if std::fs::write(&tmp, v.to_string()).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}

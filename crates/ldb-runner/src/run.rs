@@ -1,0 +1,577 @@
+//! A whole run: discovery, KV budget, prompts, prefill, the decode matrix.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ldb_client::discovery::{Discovery, discover};
+use ldb_client::scrape::Scraper;
+use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv};
+use ldb_client::{ClientError, Http};
+use ldb_core::document::{Metadata, ResultDocument};
+use ldb_core::engine::Engine;
+use ldb_core::kv::{Infeasible, check};
+use ldb_core::live::{MatrixCell, MatrixCellState, Phase, PrefillRow};
+use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
+use ldb_core::tokens::{format_context, thousands};
+use serde_json::Value;
+
+use crate::cell::{CellSpec, drain, run_cell};
+use crate::config::RunConfig;
+use crate::ctx::{Controls, Hardware, RunCtx};
+use crate::kvbudget::{KvBudget, kv_budget};
+use crate::live::Live;
+use crate::methodology::methodology;
+use crate::prefill::{entry, probe, validate, validate_timings, wait_idle};
+use crate::prompts::{PromptPlan, size_prompts};
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The server could not be reached or answered wrongly.
+    #[error(transparent)]
+    Server(#[from] ClientError),
+}
+
+/// How the run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The final document.
+    pub doc: ResultDocument,
+    /// The user stopped the run.
+    pub interrupted: bool,
+}
+
+/// Inputs besides the configuration.
+pub struct RunHooks {
+    /// Live view publisher.
+    pub live: Live,
+    /// User controls.
+    pub controls: Arc<Controls>,
+    /// Hardware telemetry.
+    pub hardware: Option<Arc<dyn Hardware>>,
+    /// Startup diagnostics (already redacted).
+    pub diagnostics: Value,
+    /// NVIDIA P2P override check.
+    pub p2p: Value,
+    /// Called with the document after every phase and cell (atomic save).
+    pub save: Box<dyn Fn(&ResultDocument) + Send + Sync>,
+}
+
+/// Order of cells: first column (first C, every context), first row, then the rest.
+pub fn test_order(concs: &[u32], ctxs: &[u64]) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    let mut push = |c, x| {
+        if !out.contains(&(c, x)) {
+            out.push((c, x));
+        }
+    };
+    if let (Some(&c0), Some(&x0)) = (concs.first(), ctxs.first()) {
+        ctxs.iter().for_each(|&x| push(c0, x));
+        concs.iter().for_each(|&c| push(c, x0));
+    }
+    for &x in ctxs {
+        for &c in concs {
+            push(c, x);
+        }
+    }
+    out
+}
+
+/// Run the benchmark.
+pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError> {
+    let live = hooks.live.clone();
+    let clock = RunClock::new();
+    let max_c = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
+    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), max_c + 20)?;
+    live.event(format!("startup server={} ", cfg.base_url));
+    let disc = discover(&http, cfg.model.as_deref()).await?;
+    let kv = kv_budget(&cfg, &disc, &http);
+    startup_events(&live, &disc, &kv);
+    let scraper = Scraper::start(
+        http.clone(),
+        disc.engine,
+        clock,
+        Duration::from_secs_f64(cfg.scrape_interval),
+        disc.metrics_available,
+    );
+    live.update(|s| {
+        s.model = disc.model.clone();
+        s.engine = disc.engine.display_name().into();
+        s.server = cfg.server_label.clone();
+        s.kv_budget = kv.budget;
+        s.concurrencies = cfg.concurrency.clone();
+        s.contexts = cfg.contexts.clone();
+        s.matrix = test_order(&cfg.concurrency, &cfg.contexts)
+            .into_iter()
+            .map(|(c, x)| MatrixCell {
+                context: x,
+                concurrency: c,
+                state: MatrixCellState::Pending,
+            })
+            .collect();
+    });
+    let rc = RunCtx {
+        http: http.clone(),
+        scraper: scraper.clone(),
+        engine: disc.engine,
+        metrics: disc.metrics_available,
+        model: disc.model.clone(),
+        clock,
+        live: live.clone(),
+        controls: hooks.controls.clone(),
+        hardware: hooks.hardware.clone(),
+        prefill_rate: Mutex::new(None),
+        cfg,
+    };
+    let cfg = &rc.cfg;
+    let max_prefill = if disc.model_context > 0 {
+        131_072.min(disc.model_context.saturating_sub(64))
+    } else {
+        131_072
+    };
+    let decode_prefill: Vec<u64> = if cfg.skip_prefill {
+        vec![]
+    } else {
+        cfg.contexts
+            .iter()
+            .copied()
+            .filter(|&x| x > 0 && x <= max_prefill)
+            .collect()
+    };
+    let extras: Vec<u64> = if cfg.skip_prefill {
+        vec![]
+    } else {
+        cfg.prefill_contexts
+            .iter()
+            .copied()
+            .filter(|x| !cfg.contexts.contains(x))
+            .collect()
+    };
+    let warm_ctx = warmup_context(cfg, &kv, disc.model_context);
+    let mut needed: Vec<u64> = cfg.contexts.clone();
+    needed.extend(extras.iter().copied().filter(|&x| x <= max_prefill));
+    needed.sort_unstable();
+    needed.dedup();
+    live.event(format!(
+        "calibrating prompt sizes up to {}",
+        format_context(needed.last().copied().unwrap_or(0))
+    ));
+    let plan = size_prompts(
+        &http,
+        &disc,
+        &needed,
+        cfg.calibration_context,
+        cfg.calibration_cache.as_deref(),
+    )
+    .await;
+    for n in &plan.notes {
+        live.event(format!("startup {n}"));
+    }
+
+    let mut doc = ResultDocument {
+        metadata: metadata(cfg, &disc, &kv, &plan, warm_ctx),
+        startup_diagnostics: hooks.diagnostics.clone(),
+        nvidia_p2p_override: hooks.p2p.clone(),
+        ..ResultDocument::default()
+    };
+    let finish = |doc: &mut ResultDocument, status: &str| {
+        doc.metadata.timestamp = chrono::Local::now()
+            .format("%Y-%m-%dT%H:%M:%S%.6f")
+            .to_string();
+        doc.metadata.run_status = status.into();
+        doc.event_log = live.events();
+        if let Some(h) = &rc.hardware {
+            doc.hardware_run_summary = serde_json::to_value(h.summary_since(0)).unwrap_or_default();
+        }
+        let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
+        doc.methodology = methodology(
+            &doc.metadata.prefill_mode,
+            !doc.prefill.is_empty(),
+            !doc.results.is_empty(),
+            !doc.burst_results.is_empty(),
+            spec_present,
+        );
+        (hooks.save)(doc);
+    };
+    finish(&mut doc, "in_progress");
+
+    // Prefill: JIT warmup, prefill warmup, scout-only extras.
+    live.update(|s| s.phase = Phase::Prefill);
+    let env = StreamEnv {
+        http: http.clone(),
+        clock,
+        window: Arc::new(SharedWindow::default()),
+        counters: Arc::new(CellCounters::default()),
+        cancel: rc.controls.stop.child_token(),
+        text_sink: None,
+        path: "/v1/chat/completions",
+    };
+    live.event("decode warmup start");
+    let _ = probe(&env, &rc.model, &plan.messages(0, "jit"), &rc.controls.stop).await;
+    let first_prefill = decode_prefill
+        .iter()
+        .chain(&extras)
+        .copied()
+        .filter(|&x| x <= max_prefill)
+        .min();
+    if let Some(w) = first_prefill.map(|x| x.min(8192)) {
+        live.event(format!("prefill warmup start ctx={}", format_context(w)));
+        let _ = probe(
+            &env,
+            &rc.model,
+            &plan.messages(w, "warm-prefill"),
+            &rc.controls.stop,
+        )
+        .await;
+        live.event(format!("prefill warmup done ctx={}", format_context(w)));
+    }
+    for &x in &extras {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        if x > max_prefill {
+            let reason = format!(
+                "context {} exceeds the prefill limit {} (model context − 64, at most 128k)",
+                x, max_prefill
+            );
+            live.event(format!(
+                "prefill skipped ctx={}: {reason}",
+                format_context(x)
+            ));
+            doc.prefill.insert(
+                x,
+                PrefillEntry {
+                    skipped: true,
+                    skip_reason: reason,
+                    method: "scout_only".into(),
+                    hardware_summary: serde_json::json!({}),
+                    ..Default::default()
+                },
+            );
+            continue;
+        }
+        let row = scout_only(&rc, &env, &plan, x).await;
+        doc.prefill.insert(x, row);
+        finish(&mut doc, "in_progress");
+    }
+
+    // Hidden decode warmup.
+    if cfg.decode_warmup_seconds > 0.0 && !rc.controls.stop.is_cancelled() {
+        live.update(|s| s.phase = Phase::DecodeWarmup);
+        live.event(format!(
+            "decode warmup start C=1 ctx={} {}s",
+            format_context(warm_ctx),
+            cfg.decode_warmup_seconds
+        ));
+        let spec = CellSpec {
+            concurrency: 1,
+            context: warm_ctx,
+            messages: plan.messages(warm_ctx, &format!("warm-decode{warm_ctx}")),
+            duration: cfg.decode_warmup_seconds,
+            record_prefill: false,
+        };
+        let _ = run_cell(&rc, spec).await;
+        live.event(format!(
+            "decode warmup done C=1 ctx={}",
+            format_context(warm_ctx)
+        ));
+    }
+
+    // The matrix.
+    live.update(|s| s.phase = Phase::Decode);
+    let order = test_order(&cfg.concurrency, &cfg.contexts);
+    let mut recorded: Vec<u64> = Vec::new();
+    let t_matrix = clock.now();
+    for (idx, &(c, x)) in order.iter().enumerate() {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let done = idx as f64;
+        let elapsed = clock.now() - t_matrix;
+        live.update(|s| {
+            s.elapsed = clock.now();
+            s.eta = (done > 0.0).then(|| elapsed / done * (order.len() as f64 - done));
+            set_cell(s, c, x, MatrixCellState::Running);
+        });
+        let cell = match check(c, x, cfg.max_tokens, kv.budget, disc.model_context) {
+            Some(inf) => skip_cell(&live, c, x, &inf),
+            None => {
+                let record = decode_prefill.contains(&x) && !recorded.contains(&x);
+                let spec = CellSpec {
+                    concurrency: c,
+                    context: x,
+                    messages: plan.messages(x, &format!("ctx{x}")),
+                    duration: cfg.duration,
+                    record_prefill: record,
+                };
+                let out = run_cell(&rc, spec).await;
+                if let Some(p) = out.prefill {
+                    recorded.push(x);
+                    doc.prefill.insert(x, p);
+                }
+                out.cell
+            }
+        };
+        if let Some(p) = cell
+            .latency
+            .input_seq_len_avg
+            .gt(&0.0)
+            .then_some(cell.latency.input_seq_len_avg)
+        {
+            doc.metadata
+                .prompt_tokens_by_context
+                .entry(x.to_string())
+                .or_insert(p.round() as u64);
+        }
+        if doc.metadata.usage_mode.is_empty()
+            && !cell.ext.usage_mode.is_empty()
+            && !cell.ext.status.is_skip()
+        {
+            doc.metadata.usage_mode = cell.ext.usage_mode.clone();
+        }
+        live.update(|s| set_cell(s, c, x, done_state(&cell)));
+        let stopped = cell.ext.status == CellStatus::SkippedUser && rc.controls.stop.is_cancelled();
+        if !stopped {
+            doc.results.push(cell);
+        }
+        finish(&mut doc, "in_progress");
+        if rc.cfg.cell_pause_seconds > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(rc.cfg.cell_pause_seconds)).await;
+        }
+    }
+    let interrupted = rc.controls.stop.is_cancelled();
+    scraper.stop();
+    live.update(|s| {
+        s.phase = Phase::Done;
+        s.current = None;
+    });
+    live.event(if interrupted {
+        "run stopped by the user"
+    } else {
+        "run complete"
+    });
+    finish(
+        &mut doc,
+        if interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        },
+    );
+    Ok(RunOutcome { doc, interrupted })
+}
+
+fn set_cell(s: &mut ldb_core::live::LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {
+    if let Some(m) = s
+        .matrix
+        .iter_mut()
+        .find(|m| m.concurrency == c && m.context == x)
+    {
+        m.state = state;
+    }
+}
+
+fn done_state(cell: &CellResult) -> MatrixCellState {
+    MatrixCellState::Done {
+        tps: cell.aggregate_tps,
+        ttft_p50: cell.latency.ttft.p50,
+        itl_p50: cell.latency.inter_token_latency.p50,
+        status: cell.ext.status,
+        effective: cell.sched.effective_concurrency,
+    }
+}
+
+fn skip_cell(live: &Live, c: u32, x: u64, inf: &Infeasible) -> CellResult {
+    let (status, word) = match inf {
+        Infeasible::Context { .. } => (CellStatus::SkippedContext, "context"),
+        Infeasible::Kv { .. } => (CellStatus::SkippedKv, "KV"),
+    };
+    live.event(format!(
+        "cell skipped C={c} ctx={} ({word}): {}",
+        format_context(x),
+        inf.reason()
+    ));
+    let mut cell = CellResult::skipped(c, x, "duration", status, inf.reason());
+    cell.ext.kv_deficit_tokens = inf.deficit();
+    if let Infeasible::Kv { needed, .. } = inf {
+        cell.ext.kv_required_tokens = *needed;
+    }
+    cell
+}
+
+async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> PrefillEntry {
+    let live = &rc.live;
+    let skip = rc.controls.new_skip();
+    live.event(format!(
+        "prefill scout-only start ctx={}",
+        format_context(x)
+    ));
+    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
+    live.update(|s| {
+        s.prefill.retain(|r| r.context != x);
+        s.prefill.push(PrefillRow {
+            context: x,
+            method: "scout_only".into(),
+            eta: rate.map(|r| x as f64 / r),
+            ..Default::default()
+        });
+    });
+    let msgs = plan.messages(x, &format!("ctx{x}"));
+    let now = || rc.clock.now();
+    let prom = rc.metrics && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
+    let before = if prom
+        && wait_idle(&rc.scraper, now, Duration::from_secs(120))
+            .await
+            .is_some()
+    {
+        rc.scraper.scrape_once().await
+    } else {
+        None
+    };
+    let p = probe(env, &rc.model, &msgs, &skip).await;
+    let validation = match (&before, &p.timings) {
+        (Some(b), _) => {
+            wait_idle(&rc.scraper, now, Duration::from_secs(120)).await;
+            match rc.scraper.scrape_once().await {
+                Some(a) => validate(
+                    rc.engine,
+                    &b.snap,
+                    &a.snap,
+                    p.prompt_tokens,
+                    p.cached_tokens,
+                ),
+                None => Default::default(),
+            }
+        }
+        (None, Some(t)) => validate_timings(t),
+        _ => Default::default(),
+    };
+    let mut row = entry(
+        "scout_only",
+        x,
+        &p,
+        validation,
+        rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus,
+    );
+    if let Some(e) = &p.error {
+        row.skipped = true;
+        row.skip_reason = e.clone();
+        live.event(format!(
+            "prefill scout-only failed ctx={}: {e}",
+            format_context(x)
+        ));
+    } else {
+        live.event(format!(
+            "prefill scout-only done ctx={} {} tok/s",
+            format_context(x),
+            thousands(row.tok_per_sec as u64)
+        ));
+        if let Ok(mut g) = rc.prefill_rate.lock() {
+            *g = Some(row.tok_per_sec);
+        }
+    }
+    live.update(|s| {
+        if let Some(r) = s.prefill.iter_mut().find(|r| r.context == x) {
+            r.tok_per_sec = Some(row.tok_per_sec);
+            r.ttft = Some(row.ttft_seconds);
+            r.eta = None;
+            r.skipped = row.skipped.then(|| row.skip_reason.clone());
+        }
+    });
+    drain(rc).await;
+    row
+}
+
+fn warmup_context(cfg: &RunConfig, kv: &KvBudget, model_ctx: u64) -> u64 {
+    let mut ctxs = cfg.contexts.clone();
+    ctxs.sort_unstable_by(|a, b| b.cmp(a));
+    ctxs.into_iter()
+        .find(|&x| check(1, x, cfg.max_tokens, kv.budget, model_ctx).is_none())
+        .unwrap_or(0)
+}
+
+fn startup_events(live: &Live, d: &Discovery, kv: &KvBudget) {
+    live.event(format!("benchmark start engine={}", d.engine.as_str()));
+    live.event(format!(
+        "startup engine {} {} models={:?}",
+        d.engine.display_name(),
+        d.engine_version,
+        d.models
+    ));
+    for n in &d.notes {
+        live.event(format!("startup {n}"));
+    }
+    if !d.metrics_warning.is_empty() {
+        live.event(format!("startup WARNING {}", d.metrics_warning));
+    }
+    for n in &kv.notes {
+        live.event(format!("startup {n}"));
+    }
+    if d.model_context > 0 {
+        live.event(format!(
+            "startup model context length: {} tokens",
+            thousands(d.model_context)
+        ));
+    }
+}
+
+fn metadata(
+    cfg: &RunConfig,
+    d: &Discovery,
+    kv: &KvBudget,
+    plan: &PromptPlan,
+    warm_ctx: u64,
+) -> Metadata {
+    let prompt_tokens: BTreeMap<String, u64> = plan
+        .by_ctx
+        .iter()
+        .filter_map(|(k, p)| Some((k.to_string(), p.tokens?)))
+        .collect();
+    Metadata {
+        version: env!("CARGO_PKG_VERSION").into(),
+        engine: d.engine.as_str().into(),
+        model: d.model.clone(),
+        server: cfg.server_label.clone(),
+        decode_mode: "duration".into(),
+        primary_decode_layer: "sustained_decode".into(),
+        duration_per_test: cfg.duration,
+        prefill_mode: if cfg.skip_prefill { "skipped" } else { "integrated_decode_scout" }.into(),
+        skip_prefill: cfg.skip_prefill,
+        burst_e2e_status: "not_run_use_--run-burst".into(),
+        burst_requests_per_concurrency: 5,
+        decode_warmup_seconds: cfg.decode_warmup_seconds,
+        decode_warmup_context: if cfg.decode_warmup_seconds > 0.0 { warm_ctx } else { 0 },
+        decode_warmup_concurrency: u32::from(cfg.decode_warmup_seconds > 0.0),
+        cell_warmup_timeout_seconds: cfg.cell_warmup_timeout,
+        cell_warmup_timeout_policy: "streams launch -> ready: 60s (<64k), 120s (>=64k), 180s (>=128k), raised to fit 30s + 2x one cold prefill + 0.25x prefill per stream at the measured prefill speed; override >0 replaces it".into(),
+        show_capacity_limited_values: cfg.show_capacity_limited_values,
+        max_tokens: cfg.max_tokens,
+        temperature: cfg.temperature,
+        ignore_eos: !cfg.respect_eos,
+        max_total_tokens: kv.budget,
+        dcp_size: cfg.dcp_size,
+        metrics_available: d.metrics_available,
+        metrics_warning: d.metrics_warning.clone(),
+        concurrency_levels: cfg.concurrency.clone(),
+        context_lengths: cfg.contexts.clone(),
+        startup_diagnostics_available: true,
+        p2pmark_status: "not_run".into(),
+        amd_fabric_status: "not_run".into(),
+        schema_version: ldb_core::result::SCHEMA_VERSION,
+        tool: "llm-decode-bench".into(),
+        started_at: chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
+        engine_version: d.engine_version.clone(),
+        model_context_length: d.model_context,
+        kv_budget_source: kv.source.clone(),
+        cp_size: kv.cp_size,
+        cp_source: kv.cp_source.clone(),
+        concurrency_levels_run: cfg.concurrency.clone(),
+        token_targeting: plan.targeting.into(),
+        chars_per_token: plan.model.chars_per_token,
+        prompt_overhead_tokens: plan.model.overhead_tokens,
+        prompt_tokens_by_context: prompt_tokens,
+        sim_scenario: cfg.sim_scenario.clone(),
+        ..Metadata::default()
+    }
+}
