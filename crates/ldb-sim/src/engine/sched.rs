@@ -1,0 +1,491 @@
+//! The scheduler: continuous batching, KV admission, chunked prefill, spec decode, preemption.
+//!
+//! Sans-IO apart from the per-request channel: [`Scheduler::plan`] decides what the next step
+//! does and how long it takes; the engine task sleeps until the step's end and then calls
+//! [`Scheduler::apply`], which samples acceptance, emits tokens and retires finished requests.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+use super::kv::KvCache;
+use super::stats::EngineStats;
+use super::{Chunk, FinishReason, NewRequest};
+use crate::scenario::Scenario;
+
+struct Seq {
+    req: NewRequest,
+    generated: u32,
+    pending: u32,
+    cached: u32,
+    blocks: Vec<u32>,
+    prefill_left: u32,
+    prefill_total: u32,
+    first_done: bool,
+    plan_prefill: u32,
+    plan_decode: bool,
+    prefill_start: Option<Instant>,
+    scheduled_once: bool,
+}
+
+impl Seq {
+    fn len(&self) -> u32 {
+        self.req.prompt_len + self.generated
+    }
+
+    fn limit(&self) -> u32 {
+        self.req
+            .stop_at
+            .map_or(self.req.max_new, |s| s.min(self.req.max_new))
+    }
+}
+
+/// Engine state: all of it, owned by one task.
+pub(crate) struct Scheduler {
+    cfg: Arc<Scenario>,
+    kv: KvCache,
+    block_tokens: u32,
+    lookahead: u32,
+    cond_probs: Vec<f64>,
+    /// Error-diffusion accumulators (deterministic acceptance).
+    diffusion: Option<Vec<f64>>,
+    rng: SmallRng,
+    waiting: VecDeque<Seq>,
+    running: Vec<Seq>,
+    spare: Vec<Seq>,
+    plan_prefill_tokens: u64,
+    plan_decode_batch: usize,
+    interval: Interval,
+    pub(crate) stats: EngineStats,
+}
+
+fn blocks_for(tokens: u32, block_tokens: u32) -> usize {
+    tokens.max(1).div_ceil(block_tokens) as usize
+}
+
+impl Scheduler {
+    pub(crate) fn new(cfg: Arc<Scenario>) -> Self {
+        let cond_probs = cfg
+            .spec
+            .as_ref()
+            .map(|s| s.conditional_probs())
+            .unwrap_or_default();
+        let kv = KvCache::new(cfg.kv.num_blocks, cfg.kv.prefix_caching);
+        let stats = EngineStats::new(cond_probs.len(), kv.total());
+        Scheduler {
+            block_tokens: cfg.kv.logical_block_tokens(),
+            lookahead: cond_probs.len() as u32 + 1,
+            rng: SmallRng::seed_from_u64(cfg.seed),
+            diffusion: cfg
+                .spec
+                .as_ref()
+                .filter(|s| s.deterministic)
+                .map(|s| vec![0.0; s.accept_probs.len()]),
+            cond_probs,
+            kv,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            spare: Vec::new(),
+            plan_prefill_tokens: 0,
+            plan_decode_batch: 0,
+            interval: Interval::default(),
+            stats,
+            cfg,
+        }
+    }
+
+    /// Whether there is nothing to do.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.running.is_empty() && self.waiting.is_empty()
+    }
+
+    pub(crate) fn submit(&mut self, req: NewRequest) {
+        self.stats.submitted += 1;
+        self.waiting.push_back(Seq {
+            req,
+            generated: 0,
+            pending: 0,
+            cached: 0,
+            blocks: Vec::new(),
+            prefill_left: 0,
+            prefill_total: 0,
+            first_done: false,
+            plan_prefill: 0,
+            plan_decode: false,
+            prefill_start: None,
+            scheduled_once: false,
+        });
+        self.refresh_gauges();
+    }
+
+    /// Drop a request (client gone); frees its KV at once. Returns whether it was known.
+    pub(crate) fn cancel(&mut self, id: u64, notify: bool) -> bool {
+        let seq = if let Some(i) = self.running.iter().position(|s| s.req.id == id) {
+            self.running.remove(i)
+        } else if let Some(i) = self.waiting.iter().position(|s| s.req.id == id) {
+            match self.waiting.remove(i) {
+                Some(s) => s,
+                None => return false,
+            }
+        } else {
+            return false;
+        };
+        if notify {
+            let _ = seq.req.tx.send(Chunk {
+                n: seq.pending,
+                total: seq.generated,
+                cached: seq.cached,
+                finish: Some(FinishReason::Abort),
+            });
+        }
+        self.retire(seq, FinishReason::Abort, Instant::now());
+        self.refresh_gauges();
+        true
+    }
+
+    /// SGLang `/abort_request`: find the request by rid.
+    pub(crate) fn abort_rid(&mut self, rid: &str) -> bool {
+        let found = self
+            .running
+            .iter()
+            .chain(self.waiting.iter())
+            .find(|s| s.req.rid.as_deref() == Some(rid))
+            .map(|s| s.req.id);
+        found.is_some_and(|id| self.cancel(id, true))
+    }
+
+    fn retire(&mut self, mut seq: Seq, reason: FinishReason, now: Instant) {
+        for b in seq.blocks.drain(..) {
+            self.kv.release(b);
+        }
+        match reason {
+            FinishReason::Abort => self.stats.aborted += 1,
+            _ => self.stats.completed += 1,
+        }
+        *self
+            .stats
+            .finished_by_reason
+            .entry(reason.as_str().to_string())
+            .or_insert(0) += 1;
+        if reason != FinishReason::Abort {
+            self.stats
+                .e2e
+                .observe((now - seq.req.arrival).as_secs_f64());
+        }
+    }
+
+    fn refresh_gauges(&mut self) {
+        self.stats.running = self.running.len();
+        self.stats.waiting = self.waiting.len();
+        self.stats.kv_blocks_used = self.kv.used();
+        self.stats.kv_tokens_used = self.running.iter().map(|s| u64::from(s.len())).sum();
+    }
+
+    fn admit(&mut self, now: Instant) {
+        while self.running.len() < self.cfg.scheduler.max_running as usize {
+            let Some(seq) = self.waiting.front() else {
+                break;
+            };
+            let len = seq.len();
+            let hits = self.kv.lookup(&seq.req.block_hashes);
+            let need = blocks_for(len, self.block_tokens);
+            let fresh = need.saturating_sub(hits.len());
+            let available = self.kv.free() - self.kv.count_free(&hits);
+            if fresh > available {
+                if self.running.is_empty() && need > self.kv.total() {
+                    // Can never fit: end it rather than block the queue forever.
+                    if let Some(seq) = self.waiting.pop_front() {
+                        let _ = seq.req.tx.send(Chunk {
+                            n: 0,
+                            total: seq.generated,
+                            cached: 0,
+                            finish: Some(FinishReason::Length),
+                        });
+                        self.retire(seq, FinishReason::Length, now);
+                    }
+                    continue;
+                }
+                break;
+            }
+            let Some(mut seq) = self.waiting.pop_front() else {
+                break;
+            };
+            for &b in &hits {
+                self.kv.acquire(b);
+            }
+            seq.blocks = hits;
+            for _ in 0..fresh {
+                if let Some(b) = self.kv.allocate() {
+                    seq.blocks.push(b);
+                }
+            }
+            let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
+            let cached = hit_tokens.min(u64::from(len - 1)) as u32;
+            seq.prefill_left = len - cached;
+            seq.prefill_total = len - cached;
+            if !seq.scheduled_once {
+                seq.scheduled_once = true;
+                seq.cached = cached;
+                self.stats.prefix_queries += u64::from(seq.req.prompt_len);
+                self.stats.prefix_hits += u64::from(cached);
+                self.stats
+                    .queue_time
+                    .observe((now - seq.req.arrival).as_secs_f64());
+            } else {
+                self.stats.recomputed_tokens += u64::from(len - cached);
+            }
+            self.running.push(seq);
+        }
+    }
+
+    fn preempt_last(&mut self) {
+        if let Some(mut seq) = self.running.pop() {
+            for b in seq.blocks.drain(..) {
+                self.kv.release(b);
+            }
+            seq.prefill_left = 0;
+            seq.plan_decode = false;
+            seq.plan_prefill = 0;
+            self.stats.preemptions += 1;
+            self.waiting.push_front(seq);
+        }
+    }
+
+    /// Decide the next step. Returns its duration in seconds, or `None` when idle.
+    pub(crate) fn plan(&mut self, now: Instant) -> Option<f64> {
+        self.admit(now);
+        let mut i = 0;
+        while i < self.running.len() {
+            let s = &self.running[i];
+            if s.prefill_left == 0 && s.first_done {
+                let need = blocks_for(s.len() + self.lookahead, self.block_tokens);
+                let mut missing = need.saturating_sub(s.blocks.len());
+                while missing > self.kv.free() {
+                    let last = self.running.len() - 1;
+                    self.preempt_last();
+                    if last == i {
+                        break;
+                    }
+                }
+                if i >= self.running.len() {
+                    break;
+                }
+                while missing > 0 {
+                    match self.kv.allocate() {
+                        Some(b) => self.running[i].blocks.push(b),
+                        None => break,
+                    }
+                    missing -= 1;
+                }
+            }
+            i += 1;
+        }
+        let mut budget = self.cfg.scheduler.prefill_chunk_tokens;
+        let mut prefill = 0u64;
+        let mut batch = 0usize;
+        let mut kv_tokens = 0u64;
+        for s in &mut self.running {
+            s.plan_prefill = 0;
+            s.plan_decode = false;
+            if s.prefill_left > 0 {
+                let take = s.prefill_left.min(budget);
+                if take > 0 && s.prefill_start.is_none() {
+                    s.prefill_start = Some(now);
+                }
+                s.plan_prefill = take;
+                budget -= take;
+                prefill += u64::from(take);
+            } else if s.first_done {
+                s.plan_decode = true;
+                batch += 1;
+                kv_tokens += u64::from(s.len());
+            }
+        }
+        self.refresh_gauges();
+        if batch == 0 && prefill == 0 {
+            return None;
+        }
+        self.plan_prefill_tokens = prefill;
+        self.plan_decode_batch = batch;
+        let decode_s = self.cfg.step_time.decode_seconds(batch, kv_tokens);
+        let prefill_s = prefill as f64 / self.cfg.scheduler.prefill_tok_s;
+        if prefill > 0 {
+            self.stats.prefill_seconds += prefill_s;
+        }
+        self.stats.decode_seconds += decode_s;
+        Some(decode_s + prefill_s)
+    }
+
+    fn sample_accepted(&mut self) -> u32 {
+        let mut acc = 0u32;
+        for (i, &q) in self.cond_probs.iter().enumerate() {
+            let accept = match &mut self.diffusion {
+                Some(acc) => {
+                    acc[i] += q;
+                    let hit = acc[i] >= 1.0 - 1e-9;
+                    if hit {
+                        acc[i] -= 1.0;
+                    }
+                    hit
+                }
+                None => self.rng.random::<f64>() < q,
+            };
+            if accept {
+                acc += 1;
+                self.stats.spec_accepted_per_pos[i] += 1;
+            } else {
+                break;
+            }
+        }
+        self.stats.spec_drafts += 1;
+        self.stats.spec_draft_tokens += self.cond_probs.len() as u64;
+        self.stats.spec_accepted += u64::from(acc);
+        acc
+    }
+
+    /// Finish the planned step at `end`: emit tokens, retire finished requests.
+    pub(crate) fn apply(&mut self, end: Instant, step_s: f64) {
+        self.stats.engine_steps += 1;
+        if self.plan_decode_batch > 0 {
+            self.stats.decode_steps += 1;
+            self.stats.decode_seq_steps += self.plan_decode_batch as u64;
+        }
+        let mut step_tokens = self.plan_prefill_tokens;
+        let mut running = std::mem::take(&mut self.running);
+        let mut keep = std::mem::take(&mut self.spare);
+        for mut s in running.drain(..) {
+            let mut n = 0;
+            if s.plan_prefill > 0 {
+                s.prefill_left -= s.plan_prefill;
+                if s.prefill_left == 0 {
+                    self.prefill_done(&mut s, end);
+                    n = 1;
+                }
+            } else if s.plan_decode {
+                n = if self.cond_probs.is_empty() {
+                    1
+                } else {
+                    1 + self.sample_accepted()
+                };
+                step_tokens += u64::from(n);
+            }
+            s.plan_prefill = 0;
+            s.plan_decode = false;
+            if n == 0 {
+                keep.push(s);
+                continue;
+            }
+            match self.emit(&mut s, n) {
+                Ok(None) => keep.push(s),
+                Ok(Some(reason)) => self.retire(s, reason, end),
+                Err(()) => self.retire(s, FinishReason::Abort, end),
+            }
+        }
+        self.spare = running;
+        self.running = keep;
+        self.stats.max_step_tokens = self.stats.max_step_tokens.max(step_tokens);
+        self.log_interval(step_s);
+        self.refresh_gauges();
+    }
+
+    fn prefill_done(&mut self, s: &mut Seq, end: Instant) {
+        for (i, &h) in s.req.block_hashes.iter().enumerate() {
+            if let Some(&b) = s.blocks.get(i) {
+                self.kv.register(b, h);
+            }
+        }
+        if s.first_done {
+            return;
+        }
+        let p = u64::from(s.req.prompt_len);
+        self.stats.prompt_tokens += p;
+        self.stats.prompt_tokens_cached += u64::from(s.cached);
+        self.stats.prompt_tokens_computed += p - u64::from(s.cached);
+        self.stats
+            .prefill_kv_computed
+            .observe(f64::from(s.prefill_total));
+        if let Some(start) = s.prefill_start {
+            self.stats.prefill_time.observe((end - start).as_secs_f64());
+        }
+        self.stats.ttft.observe((end - s.req.arrival).as_secs_f64());
+    }
+
+    /// Add `n` tokens; send a chunk when due. `Err` when the receiver is gone.
+    fn emit(&mut self, s: &mut Seq, n: u32) -> Result<Option<FinishReason>, ()> {
+        let limit = s.limit();
+        let n = n.min(limit.saturating_sub(s.generated)).max(1);
+        s.generated += n;
+        s.pending += n;
+        self.stats.generated_tokens += u64::from(n);
+        self.interval.tokens += u64::from(n);
+        let finish = if s.generated >= limit {
+            let natural = s.req.stop_at.is_some_and(|stop| s.generated >= stop);
+            Some(if natural {
+                FinishReason::Stop
+            } else {
+                FinishReason::Length
+            })
+        } else {
+            None
+        };
+        let first = !s.first_done;
+        s.first_done = true;
+        if first || finish.is_some() || s.pending >= self.cfg.scheduler.stream_interval {
+            let chunk = Chunk {
+                n: s.pending,
+                total: s.generated,
+                cached: s.cached,
+                finish,
+            };
+            s.pending = 0;
+            s.req.tx.send(chunk).map_err(|_| ())?;
+        }
+        Ok(finish)
+    }
+
+    /// SGLang-style gauges recomputed every `decode_log_interval` decode steps.
+    fn log_interval(&mut self, step_s: f64) {
+        if self.plan_decode_batch == 0 {
+            return;
+        }
+        let iv = &mut self.interval;
+        iv.steps += 1;
+        iv.seconds += step_s;
+        iv.seq_steps += self.plan_decode_batch as u64;
+        if iv.steps < self.cfg.server.decode_log_interval {
+            return;
+        }
+        let tokens = iv.tokens as f64;
+        let seq_steps = iv.seq_steps as f64;
+        let k = self.cond_probs.len() as f64;
+        let st = &mut self.stats;
+        st.interval_gen_throughput = if iv.seconds > 0.0 {
+            tokens / iv.seconds
+        } else {
+            0.0
+        };
+        st.interval_accept_length = if seq_steps > 0.0 {
+            tokens / seq_steps
+        } else {
+            0.0
+        };
+        st.interval_accept_rate = if k > 0.0 && seq_steps > 0.0 {
+            ((tokens - seq_steps) / (seq_steps * k)).max(0.0)
+        } else {
+            0.0
+        };
+        *iv = Interval::default();
+    }
+}
+
+/// Counters of the current SGLang log interval.
+#[derive(Debug, Default)]
+struct Interval {
+    steps: u32,
+    tokens: u64,
+    seq_steps: u64,
+    seconds: f64,
+}

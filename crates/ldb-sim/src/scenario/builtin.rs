@@ -1,0 +1,24 @@
+//! Scenarios embedded in the binary (the files live in the repository's `scenarios/`).
+
+/// Names of the embedded scenarios, in display order.
+pub(crate) const NAMES: &[&str] = &[
+    "quickstart",
+    "glm-5.3-flash-4gpu",
+    "sglang-dcp",
+    "llamacpp-4slot",
+    "firehose",
+    "tiny-test",
+];
+
+/// The TOML text of a built-in scenario.
+pub(crate) fn text(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "quickstart" => include_str!("../../../../scenarios/quickstart.toml"),
+        "glm-5.3-flash-4gpu" => include_str!("../../../../scenarios/glm-5.3-flash-4gpu.toml"),
+        "sglang-dcp" => include_str!("../../../../scenarios/sglang-dcp.toml"),
+        "llamacpp-4slot" => include_str!("../../../../scenarios/llamacpp-4slot.toml"),
+        "firehose" => include_str!("../../../../scenarios/firehose.toml"),
+        "tiny-test" => include_str!("../../../../scenarios/tiny-test.toml"),
+        _ => return None,
+    })
+}

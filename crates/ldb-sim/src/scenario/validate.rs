@@ -1,0 +1,143 @@
+//! Value checks that serde cannot express, and one-line rendering of TOML errors.
+
+use super::Scenario;
+
+/// Turn a TOML/serde error into one line: `line N: <message> (at `<source line>`)`.
+pub(super) fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().replace('\n', " ");
+    match err.span() {
+        Some(span) => {
+            let line_no = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+            format!("line {line_no}: {message} (at `{line}`)")
+        }
+        None => message,
+    }
+}
+
+fn check(ok: bool, key: &str, expected: &str, got: impl std::fmt::Display) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("key `{key}`: expected {expected}, got {got}"))
+    }
+}
+
+fn share(key: &str, v: f64) -> Result<(), String> {
+    check((0.0..=1.0).contains(&v), key, "a share between 0 and 1", v)
+}
+
+fn non_negative(key: &str, v: f64) -> Result<(), String> {
+    check(v.is_finite() && v >= 0.0, key, "a finite number >= 0", v)
+}
+
+impl Scenario {
+    /// Check every value; the error names the key and the expected form.
+    pub(super) fn validate(&self) -> Result<(), String> {
+        check(
+            !self.model.is_empty(),
+            "model",
+            "a non-empty model name",
+            "\"\"",
+        )?;
+        check(
+            self.max_model_len >= 16,
+            "max_model_len",
+            "an integer >= 16",
+            self.max_model_len,
+        )?;
+        let s = &self.scheduler;
+        check(
+            s.max_running >= 1,
+            "scheduler.max_running",
+            "an integer >= 1",
+            s.max_running,
+        )?;
+        check(
+            s.prefill_tok_s.is_finite() && s.prefill_tok_s > 0.0,
+            "scheduler.prefill_tok_s",
+            "a number > 0 (tokens per second)",
+            s.prefill_tok_s,
+        )?;
+        check(
+            s.prefill_chunk_tokens >= 1,
+            "scheduler.prefill_chunk_tokens",
+            "an integer >= 1",
+            s.prefill_chunk_tokens,
+        )?;
+        check(
+            s.stream_interval >= 1,
+            "scheduler.stream_interval",
+            "an integer >= 1",
+            s.stream_interval,
+        )?;
+        non_negative("step_time.base_s", self.step_time.base_s)?;
+        non_negative("step_time.per_seq_s", self.step_time.per_seq_s)?;
+        non_negative("step_time.per_kv_token_s", self.step_time.per_kv_token_s)?;
+        let kv = &self.kv;
+        check(
+            kv.block_size >= 1,
+            "kv.block_size",
+            "an integer >= 1",
+            kv.block_size,
+        )?;
+        check(
+            kv.num_blocks >= 1,
+            "kv.num_blocks",
+            "an integer >= 1",
+            kv.num_blocks,
+        )?;
+        check(kv.cp >= 1, "kv.cp", "an integer >= 1", kv.cp)?;
+        if let Some(spec) = &self.spec {
+            let k = spec.num_speculative_tokens as usize;
+            check(
+                (1..=16).contains(&k),
+                "spec.num_speculative_tokens",
+                "an integer from 1 to 16",
+                k,
+            )?;
+            check(
+                spec.accept_probs.len() == k,
+                "spec.accept_probs",
+                "one probability per draft position (num_speculative_tokens entries)",
+                format!("{} entries", spec.accept_probs.len()),
+            )?;
+            let mut prev = 1.0;
+            for (i, &p) in spec.accept_probs.iter().enumerate() {
+                check(
+                    (0.0..=prev).contains(&p),
+                    "spec.accept_probs",
+                    "non-increasing probabilities in [0, 1] (unconditional per position)",
+                    format!("{p} at position {i}"),
+                )?;
+                prev = p;
+            }
+        }
+        let t = &self.tokenizer;
+        check(
+            t.chars_per_token.is_finite() && t.chars_per_token >= 0.5,
+            "tokenizer.chars_per_token",
+            "a number >= 0.5",
+            t.chars_per_token,
+        )?;
+        check(
+            self.server.decode_log_interval >= 1,
+            "server.decode_log_interval",
+            "an integer >= 1",
+            self.server.decode_log_interval,
+        )?;
+        let f = &self.faults;
+        share("faults.error_share", f.error_share)?;
+        share("faults.drop_share", f.drop_share)?;
+        share("faults.metrics_fail_share", f.metrics_fail_share)?;
+        check(
+            (500..=599).contains(&f.error_status),
+            "faults.error_status",
+            "an HTTP status from 500 to 599",
+            f.error_status,
+        )?;
+        non_negative("faults.stall_seconds", f.stall_seconds)?;
+        non_negative("faults.metrics_delay_s", f.metrics_delay_s)?;
+        Ok(())
+    }
+}

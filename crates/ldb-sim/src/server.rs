@@ -1,0 +1,257 @@
+//! The HTTP server: routes per personality, shared state, start and shutdown.
+
+mod errors;
+mod frames;
+mod generate;
+mod info;
+mod metrics;
+mod request;
+mod stream;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::routing::{get, post};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use tokio::sync::oneshot;
+
+use crate::engine::stats::EngineStats;
+use crate::engine::{Command, EngineHandle, lock};
+use crate::error::{Result, SimError};
+use crate::personality::Personality;
+use crate::scenario::Scenario;
+
+/// What the HTTP layer saw, counted exactly.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpStats {
+    /// Requests per route (e.g. `POST /v1/chat/completions`, `GET /metrics`).
+    pub requests_by_endpoint: BTreeMap<String, u64>,
+    /// Generation requests with `stream: true`.
+    pub streaming: u64,
+    /// Generation requests without streaming.
+    pub non_streaming: u64,
+    /// Generation requests rejected with the engine's 4xx error JSON.
+    pub rejected: u64,
+    /// Requests answered with an injected 5xx.
+    pub injected_errors: u64,
+    /// Streams cut by the drop fault.
+    pub injected_drops: u64,
+    /// Streams paused by the stall fault.
+    pub injected_stalls: u64,
+    /// Malformed SSE lines written.
+    pub injected_malformed: u64,
+    /// `/metrics` answers that failed on purpose.
+    pub metrics_failures: u64,
+}
+
+/// Truth counters of a running simulator (see [`SimHandle::stats`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimStats {
+    /// The engine's counters: tokens, steps, spec decode, KV, queue.
+    pub engine: EngineStats,
+    /// The HTTP layer's counters: requests by endpoint and kind, injected faults.
+    pub http: HttpStats,
+}
+
+pub(crate) struct AppState {
+    pub cfg: Arc<Scenario>,
+    pub personality: Personality,
+    pub engine: EngineHandle,
+    pub http: Mutex<HttpStats>,
+    pub fault_rng: Mutex<SmallRng>,
+    pub next_id: AtomicU64,
+    pub started_unix: u64,
+}
+
+impl AppState {
+    pub(crate) fn count(&self, endpoint: &str) {
+        *lock(&self.http)
+            .requests_by_endpoint
+            .entry(endpoint.to_string())
+            .or_insert(0) += 1;
+    }
+
+    /// A deterministic 32-hex-digit id (seeded counter).
+    pub(crate) fn new_id(&self) -> (u64, String) {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let a = splitmix(self.cfg.seed ^ splitmix(n));
+        let b = splitmix(a ^ n);
+        (n, format!("{a:016x}{b:016x}"))
+    }
+
+    /// `created` for chunks: the scenario's fixed value, else the wall clock.
+    pub(crate) fn created(&self) -> u64 {
+        if self.cfg.server.created > 0 {
+            return self.cfg.server.created;
+        }
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    /// Draw from the seeded fault generator.
+    pub(crate) fn draw(&self) -> f64 {
+        use rand::Rng;
+        lock(&self.fault_rng).random::<f64>()
+    }
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Entry point: start a simulated server.
+pub struct SimServer;
+
+impl SimServer {
+    /// Bind `addr` (port 0 picks a free port), spawn the engine and the HTTP server on the
+    /// current tokio runtime, and return a handle. `personality` `None` uses the scenario's.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), ldb_sim::SimError> {
+    /// use ldb_sim::{Scenario, SimServer};
+    /// let sim = SimServer::start(Scenario::builtin("quickstart")?, None, "127.0.0.1:0".parse().unwrap()).await?;
+    /// println!("serving at {}", sim.base_url());
+    /// sim.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start(
+        scenario: Scenario,
+        personality: Option<Personality>,
+        addr: SocketAddr,
+    ) -> Result<SimHandle> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| SimError::Bind {
+                addr,
+                reason: e.to_string().to_lowercase(),
+            })?;
+        let local = listener.local_addr()?;
+        let personality = personality.unwrap_or(scenario.personality);
+        let cfg = Arc::new(scenario);
+        let (engine, engine_task) = EngineHandle::spawn(Arc::clone(&cfg));
+        let started_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let state = Arc::new(AppState {
+            fault_rng: Mutex::new(SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_fa17)),
+            cfg,
+            personality,
+            engine: engine.clone(),
+            http: Mutex::new(HttpStats::default()),
+            next_id: AtomicU64::new(0),
+            started_unix,
+        });
+        let app = router(personality, Arc::clone(&state));
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+        });
+        Ok(SimHandle {
+            addr: local,
+            state,
+            engine,
+            stop: Some(stop_tx),
+            server,
+            engine_task,
+        })
+    }
+}
+
+fn router(personality: Personality, state: Arc<AppState>) -> Router {
+    let mut app = Router::new()
+        .route("/v1/chat/completions", post(generate::chat))
+        .route("/v1/completions", post(generate::completions))
+        .route("/v1/models", get(info::models));
+    app = match personality {
+        Personality::Vllm => app
+            .route("/version", get(info::version))
+            .route("/health", get(info::health))
+            .route("/ping", get(info::health))
+            .route("/tokenize", post(info::tokenize))
+            .route("/metrics", get(metrics::metrics)),
+        Personality::Sglang => app
+            .route("/health", get(info::health))
+            .route("/health_generate", get(info::health))
+            .route("/get_server_info", get(info::server_info))
+            .route("/server_info", get(info::server_info))
+            .route("/get_model_info", get(info::model_info))
+            .route("/abort_request", post(info::abort))
+            .route("/tokenize", post(info::tokenize))
+            .route("/v1/tokenize", post(info::tokenize))
+            .route("/metrics", get(metrics::metrics)),
+        Personality::LlamaCpp => app
+            .route("/health", get(info::health))
+            .route("/v1/health", get(info::health))
+            .route("/props", get(info::props))
+            .route("/slots", get(info::slots))
+            .route("/tokenize", post(info::tokenize))
+            .route("/metrics", get(metrics::metrics)),
+        Personality::OpenAi => app,
+    };
+    app.fallback(info::not_found).with_state(state)
+}
+
+/// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the tasks running
+/// until the runtime stops.
+pub struct SimHandle {
+    addr: SocketAddr,
+    state: Arc<AppState>,
+    engine: EngineHandle,
+    stop: Option<oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<()>,
+    engine_task: tokio::task::JoinHandle<()>,
+}
+
+impl SimHandle {
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The personality being served.
+    pub fn personality(&self) -> Personality {
+        self.state.personality
+    }
+
+    /// The scenario being served.
+    pub fn scenario(&self) -> &Scenario {
+        &self.state.cfg
+    }
+
+    /// A copy of the truth counters right now.
+    pub fn stats(&self) -> SimStats {
+        SimStats {
+            engine: self.engine.snapshot(),
+            http: lock(&self.state.http).clone(),
+        }
+    }
+
+    /// Stop accepting, end every open stream, and wait (at most 5 s) for the tasks to finish.
+    pub async fn shutdown(mut self) {
+        let _ = self.engine.tx.send(Command::Shutdown);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.server).await;
+        self.server.abort();
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.engine_task).await;
+    }
+}

@@ -1,0 +1,351 @@
+//! SSE frames in each engine's chunk shape, written straight into a byte buffer.
+//!
+//! The per-stream constant parts (id, model, created, fingerprint) are serialized once; each
+//! token chunk then costs a few `extend_from_slice` calls and no allocation.
+
+use std::io::Write;
+
+use super::request::Kind;
+use crate::engine::{Chunk, FinishReason};
+use crate::personality::Personality;
+use crate::scenario::ReasoningField;
+use crate::tokenizer::output_piece;
+
+/// llama.cpp `timings` values.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Timings {
+    pub cache_n: u32,
+    pub prompt_n: u32,
+    pub prompt_ms: f64,
+    pub predicted_n: u32,
+    pub predicted_ms: f64,
+}
+
+/// Per-stream formatter.
+#[derive(Debug)]
+pub(crate) struct Frames {
+    p: Personality,
+    kind: Kind,
+    /// `data: {` … `"choices":[` (llama.cpp: `data: {"choices":[`).
+    head: Vec<u8>,
+    /// llama.cpp only: `,"created":…,"object":"…"` after the choices.
+    mid: Vec<u8>,
+    prompt: u32,
+    reasoning_tokens: u32,
+    reasoning_field: ReasoningField,
+    pub include_usage: bool,
+    pub continuous: bool,
+}
+
+fn q(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// The EOS token id reported by SGLang `matched_stop`.
+const EOS_ID: u32 = 151_645;
+
+impl Frames {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        p: Personality,
+        kind: Kind,
+        id: &str,
+        model: &str,
+        created: u64,
+        fingerprint: &str,
+        prompt: u32,
+        reasoning_tokens: u32,
+        reasoning_field: ReasoningField,
+    ) -> Self {
+        let object = match kind {
+            Kind::Chat => "chat.completion.chunk",
+            Kind::Completion => "text_completion",
+        };
+        let (head, mid) = if p == Personality::LlamaCpp {
+            let mid = format!(
+                ",\"created\":{created},\"id\":{},\"model\":{},\"system_fingerprint\":{},\"object\":\"{object}\"",
+                q(id),
+                q(model),
+                q(fingerprint)
+            );
+            (b"data: {\"choices\":[".to_vec(), mid.into_bytes())
+        } else {
+            let head = format!(
+                "data: {{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{},\"choices\":[",
+                q(id),
+                q(model)
+            );
+            (head.into_bytes(), Vec::new())
+        };
+        Frames {
+            p,
+            kind,
+            head,
+            mid,
+            prompt,
+            reasoning_tokens: if kind == Kind::Chat {
+                reasoning_tokens
+            } else {
+                0
+            },
+            reasoning_field,
+            include_usage: false,
+            continuous: false,
+        }
+    }
+
+    fn usage_obj(&self, buf: &mut Vec<u8>, completion: u32, reasoning: u32) {
+        let (p, t) = (self.prompt, self.prompt + completion);
+        let _ = match self.p {
+            Personality::Sglang => write!(
+                buf,
+                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion},\"prompt_tokens_details\":null,\"reasoning_tokens\":{reasoning}}}"
+            ),
+            Personality::LlamaCpp => write!(
+                buf,
+                "{{\"completion_tokens\":{completion},\"prompt_tokens\":{p},\"total_tokens\":{t}}}"
+            ),
+            _ => write!(
+                buf,
+                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion}}}"
+            ),
+        };
+    }
+
+    /// Close a frame: usage (continuous or null for SGLang), timings, newline pair.
+    fn close(&self, buf: &mut Vec<u8>, usage: Option<u32>, timings: Option<&Timings>) {
+        buf.extend_from_slice(b"]");
+        buf.extend_from_slice(&self.mid);
+        match (usage, self.p) {
+            (Some(done), _) => {
+                buf.extend_from_slice(b",\"usage\":");
+                self.usage_obj(buf, done, done.min(self.reasoning_tokens));
+            }
+            (None, Personality::Sglang) => buf.extend_from_slice(b",\"usage\":null"),
+            _ => {}
+        }
+        if let Some(t) = timings.filter(|_| self.p == Personality::LlamaCpp) {
+            write_timings(buf, t);
+        }
+        buf.extend_from_slice(b"}\n\n");
+    }
+
+    fn cont(&self, done: u32) -> Option<u32> {
+        self.continuous.then_some(done)
+    }
+
+    /// Prompt tokens reported in usage.
+    pub(crate) fn prompt_tokens(&self) -> u32 {
+        self.prompt
+    }
+
+    /// The chat role chunk (nothing for completions).
+    pub(crate) fn role(&self, buf: &mut Vec<u8>) {
+        if self.kind != Kind::Chat {
+            return;
+        }
+        buf.extend_from_slice(&self.head);
+        buf.extend_from_slice(match self.p {
+            Personality::Sglang => b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}".as_slice(),
+            Personality::LlamaCpp => b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}".as_slice(),
+            _ => b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}".as_slice(),
+        });
+        let usage = if self.p == Personality::Sglang {
+            None
+        } else {
+            self.cont(0)
+        };
+        self.close(buf, usage, None);
+    }
+
+    fn text_frame(
+        &self,
+        buf: &mut Vec<u8>,
+        from: u32,
+        n: u32,
+        reasoning: bool,
+        finish: Option<FinishReason>,
+    ) {
+        buf.extend_from_slice(&self.head);
+        let chat = self.kind == Kind::Chat;
+        let (open, close): (&[u8], &[u8]) = match (self.p, chat, reasoning) {
+            (Personality::Sglang, true, false) => (b"{\"index\":0,\"delta\":{\"role\":null,\"content\":\"", b"\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
+            (Personality::Sglang, true, true) => (b"{\"index\":0,\"delta\":{\"role\":null,\"content\":null,\"reasoning_content\":\"", b"\",\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
+            (Personality::Sglang, false, _) => (b"{\"index\":0,\"text\":\"", b"\",\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
+            (Personality::LlamaCpp, true, false) => (b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"", b"\"}"),
+            (Personality::LlamaCpp, true, true) => (b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"reasoning_content\":\"", b"\"}"),
+            (Personality::LlamaCpp, false, _) => (b"{\"text\":\"", b"\",\"index\":0,\"logprobs\":null,\"finish_reason\":null"),
+            (_, true, false) => (b"{\"index\":0,\"delta\":{\"content\":\"", b"\"},\"logprobs\":null"),
+            (_, true, true) => match self.reasoning_field {
+                ReasoningField::Reasoning => (b"{\"index\":0,\"delta\":{\"reasoning\":\"", b"\"},\"logprobs\":null"),
+                ReasoningField::ReasoningContent => (b"{\"index\":0,\"delta\":{\"reasoning_content\":\"", b"\"},\"logprobs\":null"),
+                ReasoningField::Both => (b"{\"index\":0,\"delta\":{\"reasoning\":\"", b"\"},\"logprobs\":null"),
+            },
+            (_, false, _) => (b"{\"index\":0,\"text\":\"", b"\",\"logprobs\":null"),
+        };
+        buf.extend_from_slice(open);
+        write_pieces(buf, from, n);
+        if reasoning
+            && self.reasoning_field == ReasoningField::Both
+            && self.p == Personality::Vllm
+            && chat
+        {
+            // Mirror the text into the deprecated field.
+            buf.extend_from_slice(b"\",\"reasoning_content\":\"");
+            write_pieces(buf, from, n);
+        }
+        buf.extend_from_slice(close);
+        if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
+            match finish {
+                Some(r) => {
+                    let _ = write!(
+                        buf,
+                        ",\"finish_reason\":\"{}\",\"stop_reason\":null",
+                        r.as_str()
+                    );
+                }
+                None if chat => buf.extend_from_slice(b",\"finish_reason\":null"),
+                None => buf.extend_from_slice(b",\"finish_reason\":null,\"stop_reason\":null"),
+            }
+        }
+        buf.extend_from_slice(b"}");
+        self.close(buf, self.cont(from + n), None);
+    }
+
+    /// Frames for the tokens of one engine chunk (reasoning first, then content).
+    pub(crate) fn tokens(&self, buf: &mut Vec<u8>, chunk: &Chunk) {
+        let from = chunk.total - chunk.n;
+        let split = self.reasoning_tokens.clamp(from, chunk.total);
+        let vllm_finish = if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
+            chunk.finish
+        } else {
+            None
+        };
+        if split > from {
+            let fin = if split == chunk.total {
+                vllm_finish
+            } else {
+                None
+            };
+            self.text_frame(buf, from, split - from, true, fin);
+        }
+        if chunk.total > split {
+            self.text_frame(buf, split, chunk.total - split, false, vllm_finish);
+        }
+    }
+
+    /// A separate finish frame (SGLang, llama.cpp; vLLM only for an empty abort chunk).
+    pub(crate) fn finish(
+        &self,
+        buf: &mut Vec<u8>,
+        reason: FinishReason,
+        total: u32,
+        n: u32,
+        timings: Option<&Timings>,
+    ) {
+        let r = reason.as_str();
+        let chat = self.kind == Kind::Chat;
+        match self.p {
+            Personality::Sglang => {
+                let stop = if reason == FinishReason::Stop {
+                    EOS_ID.to_string()
+                } else {
+                    "null".to_string()
+                };
+                buf.extend_from_slice(&self.head);
+                let _ = if chat {
+                    write!(
+                        buf,
+                        "{{\"index\":0,\"delta\":{{\"role\":null,\"content\":null,\"reasoning_content\":null,\"tool_calls\":null}},\"logprobs\":null,\"finish_reason\":\"{r}\",\"matched_stop\":{stop}}}"
+                    )
+                } else {
+                    write!(
+                        buf,
+                        "{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{r}\",\"matched_stop\":{stop}}}"
+                    )
+                };
+                self.close(buf, None, None);
+            }
+            Personality::LlamaCpp => {
+                buf.extend_from_slice(&self.head);
+                let _ = if chat {
+                    write!(
+                        buf,
+                        "{{\"finish_reason\":\"{r}\",\"index\":0,\"delta\":{{}}}}"
+                    )
+                } else {
+                    write!(
+                        buf,
+                        "{{\"text\":\"\",\"index\":0,\"logprobs\":null,\"finish_reason\":\"{r}\"}}"
+                    )
+                };
+                self.close(buf, None, timings);
+            }
+            _ if n == 0 => {
+                buf.extend_from_slice(&self.head);
+                let _ = if chat {
+                    write!(
+                        buf,
+                        "{{\"index\":0,\"delta\":{{}},\"logprobs\":null,\"finish_reason\":\"{r}\",\"stop_reason\":null}}"
+                    )
+                } else {
+                    write!(
+                        buf,
+                        "{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{r}\",\"stop_reason\":null}}"
+                    )
+                };
+                self.close(buf, self.cont(total), None);
+            }
+            _ => {}
+        }
+    }
+
+    /// The usage-only chunk (`choices: []`).
+    pub(crate) fn usage(&self, buf: &mut Vec<u8>, total: u32, timings: Option<&Timings>) {
+        buf.extend_from_slice(&self.head);
+        self.close(buf, Some(total), timings);
+    }
+
+    /// `data: [DONE]`.
+    pub(crate) fn done(buf: &mut Vec<u8>) {
+        buf.extend_from_slice(b"data: [DONE]\n\n");
+    }
+}
+
+/// The generated text of tokens `from .. from + n`.
+pub(crate) fn write_pieces(buf: &mut Vec<u8>, from: u32, n: u32) {
+    for i in from..from + n {
+        buf.extend_from_slice(output_piece(i).as_bytes());
+    }
+}
+
+/// The generated text of tokens `from .. from + n`, as a string.
+pub(crate) fn text_of(from: u32, n: u32) -> String {
+    let mut v = Vec::new();
+    write_pieces(&mut v, from, n);
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+fn write_timings(buf: &mut Vec<u8>, t: &Timings) {
+    let per = |ms: f64, n: u32| if n > 0 { ms / f64::from(n) } else { 0.0 };
+    let rate = |ms: f64, n: u32| {
+        if ms > 0.0 {
+            1000.0 * f64::from(n) / ms
+        } else {
+            0.0
+        }
+    };
+    let _ = write!(
+        buf,
+        ",\"timings\":{{\"cache_n\":{},\"prompt_n\":{},\"prompt_ms\":{:.3},\"prompt_per_token_ms\":{:.3},\"prompt_per_second\":{:.3},\"predicted_n\":{},\"predicted_ms\":{:.3},\"predicted_per_token_ms\":{:.3},\"predicted_per_second\":{:.3}}}",
+        t.cache_n,
+        t.prompt_n,
+        t.prompt_ms,
+        per(t.prompt_ms, t.prompt_n),
+        rate(t.prompt_ms, t.prompt_n),
+        t.predicted_n,
+        t.predicted_ms,
+        per(t.predicted_ms, t.predicted_n),
+        rate(t.predicted_ms, t.predicted_n),
+    );
+}

@@ -1,0 +1,226 @@
+//! `POST /v1/chat/completions` and `POST /v1/completions`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::AppState;
+use super::errors::ApiError;
+use super::frames::{Frames, text_of};
+use super::request::{Kind, Prepared, prepare};
+use super::stream::{CancelGuard, StreamFaults, StreamState, collect, next_piece};
+use crate::engine::{Command, FinishReason, NewRequest, lock};
+use crate::personality::Personality;
+use crate::tokenizer::block_hashes;
+
+/// Chat completions.
+pub(crate) async fn chat(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(st, Kind::Chat, headers, body).await
+}
+
+/// Text completions.
+pub(crate) async fn completions(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(st, Kind::Completion, headers, body).await
+}
+
+async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes) -> Response {
+    let p = st.personality;
+    st.count(match kind {
+        Kind::Chat => "POST /v1/chat/completions",
+        Kind::Completion => "POST /v1/completions",
+    });
+    let f = &st.cfg.faults;
+    if f.error_share > 0.0 && st.draw() < f.error_share {
+        lock(&st.http).injected_errors += 1;
+        return ApiError::Injected(f.error_status).into_response_for(p);
+    }
+    let req = match prepare(&st, kind, &headers, &body) {
+        Ok(r) => r,
+        Err(e) => {
+            lock(&st.http).rejected += 1;
+            return e.into_response_for(p);
+        }
+    };
+    {
+        let mut http = lock(&st.http);
+        if req.stream {
+            http.streaming += 1;
+        } else {
+            http.non_streaming += 1;
+        }
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (num, _) = st.new_id();
+    let start = Instant::now();
+    let new = NewRequest {
+        id: num,
+        rid: req.rid.clone(),
+        prompt_len: req.prompt_tokens.len() as u32,
+        block_hashes: block_hashes(&req.prompt_tokens, st.cfg.kv.logical_block_tokens()),
+        max_new: req.max_new,
+        stop_at: req.stop_at,
+        arrival: start,
+        tx,
+    };
+    if st.engine.tx.send(Command::Submit(new)).is_err() {
+        return ApiError::Injected(503).into_response_for(p);
+    }
+    let guard = CancelGuard {
+        id: num,
+        engine: st.engine.tx.clone(),
+        armed: true,
+    };
+    if req.stream {
+        stream_response(&st, req, rx, guard, start)
+    } else {
+        full_response(&st, req, rx, guard).await
+    }
+}
+
+fn stream_response(
+    st: &AppState,
+    req: Prepared,
+    rx: mpsc::UnboundedReceiver<crate::engine::Chunk>,
+    guard: CancelGuard,
+    start: Instant,
+) -> Response {
+    let cfg = &st.cfg;
+    let mut frames = Frames::new(
+        st.personality,
+        req.kind,
+        &req.id,
+        &req.model,
+        st.created(),
+        &cfg.server.build_info,
+        req.prompt_tokens.len() as u32,
+        cfg.output.reasoning_tokens,
+        cfg.server.reasoning_field,
+    );
+    frames.include_usage = req.include_usage;
+    frames.continuous = req.continuous_usage;
+    let f = &cfg.faults;
+    let nz = |v: u32| (v > 0).then_some(v);
+    let mut faults = StreamFaults {
+        drop_at: nz(f.drop_after_tokens),
+        stall_at: nz(f.stall_after_tokens),
+        stall: Duration::from_secs_f64(f.stall_seconds),
+        malformed_at: nz(f.malformed_after_tokens),
+    };
+    if faults.drop_at.is_some() && f.drop_share < 1.0 && st.draw() >= f.drop_share {
+        faults.drop_at = None;
+    }
+    {
+        let mut http = lock(&st.http);
+        http.injected_drops += u64::from(faults.drop_at.is_some());
+        http.injected_stalls += u64::from(faults.stall_at.is_some());
+        http.injected_malformed += u64::from(faults.malformed_at.is_some());
+    }
+    let state = StreamState {
+        rx,
+        frames,
+        guard,
+        faults,
+        start,
+        first_at: None,
+        done: false,
+        fail_next: false,
+    };
+    let body = Body::from_stream(futures_util::stream::unfold(state, next_piece));
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn full_response(
+    st: &AppState,
+    req: Prepared,
+    mut rx: mpsc::UnboundedReceiver<crate::engine::Chunk>,
+    mut guard: CancelGuard,
+) -> Response {
+    let p = st.personality;
+    let Some((total, cached, reason)) = collect(&mut rx, &mut guard).await else {
+        return ApiError::Injected(503).into_response_for(p);
+    };
+    let prompt = req.prompt_tokens.len() as u32;
+    let reasoning = if req.kind == Kind::Chat {
+        st.cfg.output.reasoning_tokens.min(total)
+    } else {
+        0
+    };
+    let content = text_of(reasoning, total - reasoning);
+    let reason_text = text_of(0, reasoning);
+    let finish = reason.as_str();
+    let mut usage = json!({"prompt_tokens": prompt, "total_tokens": prompt + total, "completion_tokens": total});
+    let created = st.created();
+    let choice = match req.kind {
+        Kind::Chat => {
+            let mut msg = json!({"role": "assistant", "content": content});
+            if reasoning > 0 {
+                let field = match p {
+                    Personality::Vllm | Personality::OpenAi
+                        if st.cfg.server.reasoning_field
+                            == crate::scenario::ReasoningField::Reasoning =>
+                    {
+                        "reasoning"
+                    }
+                    _ => "reasoning_content",
+                };
+                msg[field] = json!(reason_text);
+            }
+            json!({"index": 0, "message": msg, "logprobs": null, "finish_reason": finish})
+        }
+        Kind::Completion => {
+            json!({"index": 0, "text": content, "logprobs": null, "finish_reason": finish})
+        }
+    };
+    let mut choice: Value = choice;
+    match p {
+        Personality::Sglang => {
+            choice["matched_stop"] = if reason == FinishReason::Stop {
+                json!(151_645)
+            } else {
+                Value::Null
+            };
+            usage["prompt_tokens_details"] = Value::Null;
+            usage["reasoning_tokens"] = json!(reasoning);
+        }
+        Personality::Vllm | Personality::OpenAi => choice["stop_reason"] = Value::Null,
+        Personality::LlamaCpp => {}
+    }
+    let object = if req.kind == Kind::Chat {
+        "chat.completion"
+    } else {
+        "text_completion"
+    };
+    let mut out = json!({
+        "id": req.id, "object": object, "created": created, "model": req.model,
+        "choices": [choice], "usage": usage,
+    });
+    if p == Personality::LlamaCpp {
+        out["system_fingerprint"] = json!(st.cfg.server.build_info);
+        out["timings"] = json!({"cache_n": cached, "prompt_n": prompt.saturating_sub(cached), "predicted_n": total});
+    }
+    (StatusCode::OK, Json(out)).into_response()
+}

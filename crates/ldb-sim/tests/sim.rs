@@ -1,0 +1,10 @@
+//! Integration tests of the simulator over loopback HTTP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod sim {
+    mod bad_input;
+    pub mod client;
+    mod contract;
+    mod model;
+}
