@@ -137,6 +137,12 @@ pub fn collect_startup_diagnostics_with(
     );
     let (query, topo, smi_error) = if query.not_found {
         (None, None, Some("nvidia-smi not found".to_string()))
+    } else if query.timed_out {
+        (
+            Some(query),
+            None,
+            Some("nvidia-smi timed out; topology not queried".to_string()),
+        )
     } else {
         let topo = run_with_timeout(&cfg.nvidia_smi, &["topo", "-m"], cfg.topo_timeout);
         (Some(query), Some(topo), None)

@@ -52,7 +52,8 @@ impl NvmlSource {
                 Err(e) => errors.push(format!("{}: {e}", name.to_string_lossy())),
             }
         }
-        Err(TelemetryError::Nvml(errors.join("; ")))
+        // The last candidate's reason is the informative one.
+        Err(TelemetryError::Nvml(errors.pop().unwrap_or_default()))
     }
 
     /// Number of GPUs NVML reports.
