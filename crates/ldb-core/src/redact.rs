@@ -62,8 +62,8 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// True when a value looks like a credential: `Bearer …`, a well-known key
 /// prefix (`sk-`, `hf_`, `ghp_`, JWT `eyJ…`) followed by enough characters,
-/// or a long (≥ 32) run of letters, digits, `-` and `_` mixing letters and
-/// digits.
+/// or a long (≥ 32) opaque string: all hex digits, or only letters and digits
+/// mixing upper case, lower case and digits.
 pub fn looks_like_secret_value(value: &str) -> bool {
     let v = value.trim();
     if v.len() >= 8
@@ -79,11 +79,16 @@ pub fn looks_like_secret_value(value: &str) -> bool {
     if SECRET_VALUE_PREFIXES.iter().any(|p| v.starts_with(p)) && v.len() >= 16 && token_chars(v) {
         return true;
     }
-    v.len() >= 32
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        && v.chars().any(|c| c.is_ascii_alphabetic())
-        && v.chars().any(|c| c.is_ascii_digit())
+    // Long opaque strings: hex keys and digests, or base62 keys mixing upper
+    // case, lower case and digits. Model names and paths carry separators.
+    let long = v.len() >= 32;
+    let hex = long && v.chars().all(|c| c.is_ascii_hexdigit());
+    let base62 = long
+        && v.chars().all(|c| c.is_ascii_alphanumeric())
+        && v.chars().any(|c| c.is_ascii_uppercase())
+        && v.chars().any(|c| c.is_ascii_lowercase())
+        && v.chars().any(|c| c.is_ascii_digit());
+    hex || base62
 }
 
 /// Removes `user:password@` from a URL-like string; other text unchanged.
@@ -206,6 +211,7 @@ mod tests {
             "hf_AbCdEfGhIjKlMnOpQrStUv",
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc",
             "a1b2c3d4e5f6a7b8c9d0a1b2c3d4e5f6a7b8",
+            "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
         ] {
             assert!(looks_like_secret_value(v), "{v}");
         }
@@ -215,6 +221,9 @@ mod tests {
             "1,2,4",
             "8k,64k,128k",
             "http://127.0.0.1:5001",
+            "Qwen3-Coder-480B-A35B-Instruct-FP8-Dynamic",
+            "nvidia/Llama-3.3-70B-Instruct-FP8-dynamic-v2",
+            "/models/deepseek/DeepSeek-V3.1-Terminus-AWQ",
             "client",
             "sk-",
         ] {
