@@ -20,7 +20,7 @@ use crate::gpu::{GpuConfig, GpuSource};
 use history::History;
 use ldb_core::hardware::{HardwareSnapshot, HardwareSummary, summarize, summarize_window};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,7 @@ struct State {
 #[derive(Debug)]
 struct Shared {
     started: Instant,
-    backend: &'static str,
+    backend: Mutex<&'static str>,
     gpu_limit: usize,
     state: Mutex<State>,
     stop: Mutex<bool>,
@@ -134,24 +134,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct HardwareMonitor;
 
 impl HardwareMonitor {
-    /// Picks the GPU source (bounded: NVML init plus at most one
-    /// `nvidia-smi` query timeout), takes the first sample at once and then
-    /// one every `interval` on a dedicated thread. With sampling disabled it
-    /// returns an idle handle whose summaries are empty.
+    /// Starts the sampler thread, which first picks the GPU source (NVML,
+    /// else `nvidia-smi`, else none), then samples at once and every
+    /// `interval`. Waits for the source choice at most
+    /// `2 × gpu.query_timeout + 2 s`; if that runs out (a hung driver), the
+    /// handle reports backend `"none"` with a warning until the source
+    /// answers. With sampling disabled it returns an idle handle whose
+    /// summaries are empty.
     pub fn start(cfg: MonitorConfig) -> MonitorHandle {
         let active = cfg.is_active();
-        let (gpu, warning) = if active {
-            GpuSource::open(&cfg.gpu)
-        } else {
-            (GpuSource::None, None)
-        };
         let shared = Arc::new(Shared {
             started: Instant::now(),
-            backend: gpu.name(),
+            backend: Mutex::new("none"),
             gpu_limit: cfg.gpu_limit.max(1),
             state: Mutex::new(State {
                 history: History::new(cfg.history_cap),
-                startup_warning: warning,
+                startup_warning: None,
                 sample_error: None,
                 failures_in_a_row: 0,
             }),
@@ -162,13 +160,29 @@ impl HardwareMonitor {
             thread: Mutex::new(None),
         });
         if active {
-            let cpu = CpuSource::new(cfg.hwmon_root.clone());
+            let open_limit = cfg.gpu.query_timeout * 2 + Duration::from_secs(2);
+            let (ready_tx, ready_rx) = mpsc::channel();
             let s = Arc::clone(&shared);
             let spawned = thread::Builder::new()
                 .name("ldb-hw-monitor".to_string())
-                .spawn(move || sampler_loop(&s, gpu, cpu, cfg.interval));
+                .spawn(move || {
+                    let (gpu, warning) = GpuSource::open(&cfg.gpu);
+                    *lock(&s.backend) = gpu.name();
+                    lock(&s.state).startup_warning = warning;
+                    let _ = ready_tx.send(());
+                    let cpu = CpuSource::new(cfg.hwmon_root.clone());
+                    sampler_loop(&s, gpu, cpu, cfg.interval);
+                });
             match spawned {
-                Ok(h) => *lock(&shared.thread) = Some(h),
+                Ok(h) => {
+                    *lock(&shared.thread) = Some(h);
+                    if ready_rx.recv_timeout(open_limit).is_err() {
+                        lock(&shared.state).startup_warning = Some(format!(
+                            "GPU source did not answer within {:.0} s; GPU telemetry off until it does",
+                            open_limit.as_secs_f64()
+                        ));
+                    }
+                }
                 Err(e) => {
                     lock(&shared.state).startup_warning =
                         Some(format!("hardware monitor thread failed: {e}"));
@@ -309,7 +323,7 @@ impl MonitorHandle {
 
     /// `"nvml"`, `"nvidia-smi"` or `"none"`.
     pub fn backend(&self) -> &'static str {
-        self.shared.backend
+        *lock(&self.shared.backend)
     }
 
     /// Most GPU rows a live panel should show.
