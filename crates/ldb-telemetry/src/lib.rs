@@ -29,4 +29,4 @@ pub use diagnostics::{
 pub use error::{Result, TelemetryError};
 pub use gpu::{BackendChoice, GpuConfig};
 pub use ldb_core::hardware::{HardwareSnapshot, HardwareSummary, tokens_per_joule};
-pub use monitor::{HardwareMonitor, Mark, MonitorConfig, MonitorHandle};
+pub use monitor::{HardwareMonitor, MonitorConfig, MonitorHandle};

@@ -19,6 +19,7 @@ use crate::cpu::{CpuSource, HWMON_ROOT};
 use crate::gpu::{GpuConfig, GpuSource};
 use history::History;
 use ldb_core::hardware::{HardwareSnapshot, HardwareSummary, summarize, summarize_window};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::{self, JoinHandle};
@@ -28,6 +29,8 @@ use std::time::{Duration, Instant};
 pub const HISTORY_CAP: usize = 20_000;
 /// Failed GPU reads in a row before a warning is raised.
 const FAILURES_BEFORE_WARNING: u32 = 3;
+/// Mark times remembered (oldest dropped first).
+const MARKS_KEPT: usize = 4096;
 /// How long `stop` waits for the sampler thread to finish.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
@@ -85,25 +88,6 @@ impl MonitorConfig {
     }
 }
 
-/// A point in the history: the index of the next snapshot and the time the
-/// mark was taken (seconds since the monitor started).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Mark {
-    index: usize,
-    at_s: f64,
-}
-
-impl Mark {
-    /// History index of the first snapshot after the mark.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-    /// Seconds since the monitor started.
-    pub fn at_s(&self) -> f64 {
-        self.at_s
-    }
-}
-
 #[derive(Debug)]
 struct State {
     history: History,
@@ -117,6 +101,8 @@ struct Shared {
     started: Instant,
     backend: Mutex<&'static str>,
     gpu_limit: usize,
+    /// Time of the latest `mark()` per history index (bounded).
+    marks: Mutex<BTreeMap<usize, f64>>,
     state: Mutex<State>,
     stop: Mutex<bool>,
     wake: Condvar,
@@ -147,6 +133,7 @@ impl HardwareMonitor {
             started: Instant::now(),
             backend: Mutex::new("none"),
             gpu_limit: cfg.gpu_limit.max(1),
+            marks: Mutex::new(BTreeMap::new()),
             state: Mutex::new(State {
                 history: History::new(cfg.history_cap),
                 startup_warning: None,
@@ -289,25 +276,39 @@ impl MonitorHandle {
         self.shared.started.elapsed().as_secs_f64()
     }
 
-    /// Marks the start of a window (e.g. a cell's measurement start).
-    pub fn mark(&self) -> Mark {
+    /// Marks the start of a window (e.g. a cell's measurement start) and
+    /// returns the history index of the next snapshot. The time of the mark
+    /// is remembered, so that a later summary's energy starts at the mark and
+    /// not at the first snapshot after it.
+    pub fn mark(&self) -> usize {
         let index = lock(&self.shared.state).history.next_index();
-        Mark {
-            index,
-            at_s: self.elapsed_s(),
+        let mut marks = lock(&self.shared.marks);
+        marks.insert(index, self.elapsed_s());
+        while marks.len() > MARKS_KEPT {
+            marks.pop_first();
         }
+        index
     }
 
-    /// Summary of snapshots taken after `mark`; energy covers mark → now.
-    pub fn summary_since(&self, mark: Mark) -> HardwareSummary {
-        let now = self.mark();
-        self.summary_between(mark, now)
+    /// Summary of the snapshots from history index `mark` on. When `mark`
+    /// came from [`MonitorHandle::mark`], energy covers mark time → now;
+    /// otherwise (e.g. `0` for "everything") it covers the snapshots' span.
+    pub fn summary_since(&self, mark: usize) -> HardwareSummary {
+        let end = self.elapsed_s();
+        let start = lock(&self.shared.marks).get(&mark).copied();
+        let slice = lock(&self.shared.state).history.range(mark, usize::MAX);
+        summarize_window(&slice, start.map(|a| (a, end)))
     }
 
-    /// Summary of snapshots between two marks; energy covers `a` → `b`.
-    pub fn summary_between(&self, a: Mark, b: Mark) -> HardwareSummary {
-        let slice = lock(&self.shared.state).history.range(a.index, b.index);
-        summarize_window(&slice, Some((a.at_s, b.at_s)))
+    /// Summary of the snapshots with history index in `[a, b)`; energy covers
+    /// the two marks' times when both came from [`MonitorHandle::mark`].
+    pub fn summary_between(&self, a: usize, b: usize) -> HardwareSummary {
+        let window = {
+            let marks = lock(&self.shared.marks);
+            marks.get(&a).copied().zip(marks.get(&b).copied())
+        };
+        let slice = lock(&self.shared.state).history.range(a, b);
+        summarize_window(&slice, window)
     }
 
     /// Summary of the whole retained history (`hardware_run_summary`).

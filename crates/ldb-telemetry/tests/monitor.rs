@@ -76,6 +76,26 @@ fn fake_nvidia_smi_end_to_end() {
     assert!((tpj * window - 1.0).abs() < 0.01, "{tpj}");
     assert_eq!(hw.latest().map(|s| s.gpus.len()), Some(4));
     assert_eq!(hw.gpu_limit(), 8);
+    // An index that was never marked: energy over the snapshots' span only.
+    let all = hw.summary_since(0);
+    assert_eq!(all.samples, run.samples);
+    assert_eq!(all.energy_window_seconds, Some(run.duration_seconds));
+}
+
+#[test]
+fn summary_between_two_marks() {
+    let hw = HardwareMonitor::start(config("nvidia-smi", BackendChoice::NvidiaSmi));
+    wait_for_samples(&hw, 1);
+    let a = hw.mark();
+    sleep(Duration::from_millis(350));
+    let b = hw.mark();
+    sleep(Duration::from_millis(250));
+    let s = hw.summary_between(a, b);
+    hw.stop();
+    assert!(s.samples >= 2, "{s:?}");
+    let w = s.energy_window_seconds.unwrap_or(0.0);
+    assert!((0.34..0.6).contains(&w), "{w}");
+    assert!(hw.summary_between(b, a).is_empty());
 }
 
 #[test]
