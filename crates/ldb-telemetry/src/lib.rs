@@ -20,6 +20,7 @@ pub mod cpu;
 pub mod diagnostics;
 pub mod error;
 pub mod gpu;
+pub mod live;
 pub mod monitor;
 
 pub use diagnostics::{

@@ -322,6 +322,15 @@ impl MonitorHandle {
         lock(&self.shared.state).history.latest().cloned()
     }
 
+    /// The dashboard's hardware panel model from the latest snapshot, GPU
+    /// rows capped at [`MonitorHandle::gpu_limit`]; `None` without GPU data.
+    pub fn live(&self) -> Option<ldb_core::live::HardwareLive> {
+        let st = lock(&self.shared.state);
+        st.history
+            .latest()
+            .and_then(|s| crate::live::to_live(s, self.shared.gpu_limit))
+    }
+
     /// `"nvml"`, `"nvidia-smi"` or `"none"`.
     pub fn backend(&self) -> &'static str {
         *lock(&self.shared.backend)

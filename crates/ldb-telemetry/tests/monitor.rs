@@ -75,6 +75,7 @@ fn fake_nvidia_smi_end_to_end() {
     let tpj = tokens_per_joule(619.0, &cell).unwrap_or(0.0);
     assert!((tpj * window - 1.0).abs() < 0.01, "{tpj}");
     assert_eq!(hw.latest().map(|s| s.gpus.len()), Some(4));
+    assert_eq!(hw.live().map(|l| l.gpus.len()), Some(4));
     assert_eq!(hw.gpu_limit(), 8);
     // An index that was never marked: energy over the snapshots' span only.
     let all = hw.summary_since(0);
