@@ -268,6 +268,14 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn redaction_never_panics(name in "\\PC{0,40}", value in "\\PC{0,80}") {
+            let _ = redact_value(&name, &value);
+            let _ = redact_argv(&[name.clone(), value.clone(), format!("{name}={value}")]);
+        }
+    }
+
     #[test]
     fn env_filter() {
         let env = [

@@ -139,3 +139,11 @@ fn huge_params_file_is_truncated() {
             .all(|(k, _)| k != "RegistryDwords")
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn p2p_check_never_panics(params in "\\PC{0,400}", conf in "\\PC{0,200}") {
+        let p = check_p2p_override(PARAMS_PATH, Ok(&params), MODPROBE_PATH, Ok(&conf));
+        let _ = (p.summary_line(), p.panel_lines());
+    }
+}

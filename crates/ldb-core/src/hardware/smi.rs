@@ -255,6 +255,17 @@ mod tests {
         assert_eq!(parse_bitmask("Not Active"), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(text in "\\PC{0,300}") {
+            let _ = parse_sample_query(&text);
+            let _ = parse_inventory(&text);
+            let _ = parse_dmon(&text);
+            let _ = parse_value(&text);
+            let _ = parse_bitmask(&text);
+        }
+    }
+
     #[test]
     fn inventory_rejoins_names_with_commas() {
         let p = parse_inventory("0, Weird, Name, 580.1, 00000000:01:00.0, 5, 16, 700.00\n");

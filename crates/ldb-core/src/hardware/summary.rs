@@ -145,10 +145,12 @@ pub fn summarize_window(
         |f: &dyn Fn(&HardwareSnapshot) -> Option<f64>| r2(mean_of(s.iter().filter_map(|x| f(x))));
     let max =
         |f: &dyn Fn(&HardwareSnapshot) -> Option<f64>| r2(max_of(s.iter().filter_map(|x| f(x))));
-    let power: Vec<(f64, f64)> = s
+    let mut power: Vec<(f64, f64)> = s
         .iter()
         .filter_map(|x| Some((x.t_s, x.power_total()?)))
+        .filter(|(t, p)| t.is_finite() && p.is_finite())
         .collect();
+    power.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (energy, span) = match energy(&power, window) {
         Some((e, w)) => (r2(Some(e)), round_to(Some(w), 3)),
         None => (None, None),
@@ -197,7 +199,7 @@ pub fn tokens_per_joule(tokens: f64, summary: &HardwareSummary) -> Option<f64> {
     (tokens.is_finite() && tokens >= 0.0).then(|| tokens / e)
 }
 
-/// Integral of a piecewise-linear power curve (sorted by time). Returns
+/// Integral of a piecewise-linear power curve (finite, sorted by time). Returns
 /// (joules, seconds covered). Without a window: first to last point, which
 /// needs two points. With a window: the curve is held flat outside the points.
 fn energy(points: &[(f64, f64)], window: Option<(f64, f64)>) -> Option<(f64, f64)> {
@@ -215,7 +217,9 @@ fn energy(points: &[(f64, f64)], window: Option<(f64, f64)>) -> Option<(f64, f64
         if t >= last.0 {
             return last.1;
         }
-        let i = points.partition_point(|p| p.0 <= t);
+        let i = points
+            .partition_point(|p| p.0 <= t)
+            .clamp(1, points.len() - 1);
         let (p0, p1) = (points[i - 1], points[i]);
         if p1.0 <= p0.0 {
             return p1.1;

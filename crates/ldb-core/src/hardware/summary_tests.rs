@@ -217,3 +217,44 @@ fn rounding_matches_reference_precision() {
     assert_eq!(s.gpu_util_avg_pct, Some(33.33));
     assert_eq!(s.vram_used_avg_mb, Some(189_600.28));
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_f64() -> impl Strategy<Value = Option<f64>> {
+        prop_oneof![
+            Just(None),
+            (-1e6f64..1e6).prop_map(Some),
+            Just(Some(f64::NAN)),
+            Just(Some(f64::INFINITY)),
+        ]
+    }
+
+    prop_compose! {
+        fn any_snapshot()(t in any_f64(), power in any_f64(), util in any_f64(), n in 0usize..4) -> HardwareSnapshot {
+            let g = GpuSample { index: 0, power_w: power, util_pct: util, vram_total_mb: util, ..GpuSample::default() };
+            HardwareSnapshot { t_s: t.unwrap_or(0.0), gpus: vec![g; n], cpu: CpuSample::default() }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn summaries_never_panic_and_stay_finite(
+            snaps in proptest::collection::vec(any_snapshot(), 0..12),
+            a in any_f64(),
+            b in any_f64(),
+        ) {
+            let window = a.zip(b);
+            let s = summarize_window(&snaps, window);
+            let v = serde_json::to_value(&s).unwrap_or_default();
+            // serde_json writes non-finite floats as null; none may sneak in as numbers.
+            for (_, x) in v.as_object().into_iter().flatten() {
+                if let Some(f) = x.as_f64() {
+                    prop_assert!(f.is_finite());
+                }
+            }
+            let _ = tokens_per_joule(1.0, &s);
+        }
+    }
+}
