@@ -10,9 +10,16 @@ use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSen
 use std::ffi::OsStr;
 use std::path::Path;
 
-/// Library names tried when no path is configured. Many installs ship only
-/// the versioned name.
-const LIB_NAMES: [&str; 2] = ["libnvidia-ml.so", "libnvidia-ml.so.1"];
+/// Libraries tried when no path is configured: the loader's search path
+/// first (many installs ship only the versioned name), then the usual
+/// driver locations, which containers do not always put on that path.
+const LIB_CANDIDATES: [&str; 5] = [
+    "libnvidia-ml.so",
+    "libnvidia-ml.so.1",
+    "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+    "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+    "/usr/lib64/libnvidia-ml.so.1",
+];
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Samples GPUs through NVML.
@@ -35,7 +42,7 @@ impl NvmlSource {
     pub fn open(lib: Option<&Path>) -> Result<Self, TelemetryError> {
         let candidates: Vec<&OsStr> = match lib {
             Some(p) => vec![p.as_os_str()],
-            None => LIB_NAMES.iter().map(OsStr::new).collect(),
+            None => LIB_CANDIDATES.iter().map(OsStr::new).collect(),
         };
         let mut errors = Vec::new();
         for name in candidates {
@@ -49,11 +56,15 @@ impl NvmlSource {
                     }
                     return Ok(NvmlSource { nvml, count });
                 }
-                Err(e) => errors.push(format!("{}: {e}", name.to_string_lossy())),
+                Err(e) => errors.push(e.to_string()),
             }
         }
-        // The last candidate's reason is the informative one.
-        Err(TelemetryError::Nvml(errors.pop().unwrap_or_default()))
+        let tried = errors.len();
+        let first = errors.into_iter().next().unwrap_or_default();
+        Err(TelemetryError::Nvml(match tried {
+            0 | 1 => first,
+            n => format!("{first} (and {} other locations)", n - 1),
+        }))
     }
 
     /// Number of GPUs NVML reports.
