@@ -15,7 +15,10 @@ use futures_util::StreamExt;
 use ldb_sim::{Scenario, SimServer};
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
@@ -24,10 +27,15 @@ fn main() {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let sc = Scenario::builtin("firehose").unwrap();
-            let sim = SimServer::start(sc, None, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let sim = SimServer::start(sc, None, "127.0.0.1:0".parse().unwrap())
+                .await
+                .unwrap();
             addr_tx.send(sim.base_url()).unwrap();
             let _ = stop_rx.await;
             let stats = sim.stats();
@@ -37,7 +45,11 @@ fn main() {
     });
     let base = addr_rx.recv().unwrap();
     let chunks = Arc::new(AtomicU64::new(0));
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let elapsed = rt.block_on(async {
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let body = serde_json::json!({
@@ -48,9 +60,19 @@ fn main() {
         let start = Instant::now();
         let measure_from = start + Duration::from_secs(1);
         for _ in 0..streams {
-            let (client, body, base, chunks) = (client.clone(), body.clone(), base.clone(), Arc::clone(&chunks));
+            let (client, body, base, chunks) = (
+                client.clone(),
+                body.clone(),
+                base.clone(),
+                Arc::clone(&chunks),
+            );
             tasks.push(tokio::spawn(async move {
-                let resp = client.post(format!("{base}/v1/chat/completions")).json(&body).send().await.unwrap();
+                let resp = client
+                    .post(format!("{base}/v1/chat/completions"))
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
                 let mut s = resp.bytes_stream();
                 while let Some(Ok(piece)) = s.next().await {
                     let n = piece.windows(2).filter(|w| *w == b"\n\n").count() as u64;

@@ -5,7 +5,10 @@
 //! expected form.
 
 mod builtin;
+mod faults;
 mod validate;
+
+pub use faults::FaultConfig;
 
 use serde::Deserialize;
 
@@ -280,64 +283,6 @@ impl Default for ServerConfig {
             decode_log_interval: default_log_interval(),
         }
     }
-}
-
-/// Injected faults. Every share is a probability in `[0, 1]` drawn per request from the
-/// seeded generator.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FaultConfig {
-    /// Share of generation requests answered with `error_status` before any work.
-    #[serde(default)]
-    pub error_share: f64,
-    /// HTTP status of injected errors (500..=599).
-    #[serde(default = "default_error_status")]
-    pub error_status: u16,
-    /// Close the connection (without `[DONE]`) after this many streamed tokens (0 = off).
-    #[serde(default)]
-    pub drop_after_tokens: u32,
-    /// Share of streams the drop applies to.
-    #[serde(default = "one_f")]
-    pub drop_share: f64,
-    /// Pause the stream for `stall_seconds` after this many tokens (0 = off).
-    #[serde(default)]
-    pub stall_after_tokens: u32,
-    /// Length of the stall.
-    #[serde(default)]
-    pub stall_seconds: f64,
-    /// Write one malformed SSE line after this many tokens (0 = off).
-    #[serde(default)]
-    pub malformed_after_tokens: u32,
-    /// Delay every `/metrics` answer by this many seconds.
-    #[serde(default)]
-    pub metrics_delay_s: f64,
-    /// Share of `/metrics` requests answered with HTTP 500.
-    #[serde(default)]
-    pub metrics_fail_share: f64,
-}
-
-fn default_error_status() -> u16 {
-    503
-}
-
-impl Default for FaultConfig {
-    fn default() -> Self {
-        FaultConfig {
-            error_share: 0.0,
-            error_status: default_error_status(),
-            drop_after_tokens: 0,
-            drop_share: 1.0,
-            stall_after_tokens: 0,
-            stall_seconds: 0.0,
-            malformed_after_tokens: 0,
-            metrics_delay_s: 0.0,
-            metrics_fail_share: 0.0,
-        }
-    }
-}
-
-fn one_f() -> f64 {
-    1.0
 }
 
 impl Scenario {

@@ -37,7 +37,9 @@ pub fn encode_text(cfg: &TokenizerConfig, text: &str, out: &mut Vec<u32>) {
     let mut in_token = 0u32;
     let mut chars = 0u64;
     let mut emitted = 0u64;
-    let mut boundary = cpt;
+    // Token i covers characters floor(i·cpt) .. floor((i+1)·cpt), so c characters give
+    // exactly ⌈c / cpt⌉ tokens.
+    let mut boundary = cpt.floor();
     for c in text.chars() {
         h = fnv(h, u64::from(c));
         in_token += 1;
@@ -47,7 +49,7 @@ pub fn encode_text(cfg: &TokenizerConfig, text: &str, out: &mut Vec<u32>) {
             h = FNV_OFFSET;
             in_token = 0;
             emitted += 1;
-            boundary = (emitted + 1) as f64 * cpt;
+            boundary = ((emitted + 1) as f64 * cpt).floor();
         }
     }
     if in_token > 0 {
@@ -153,6 +155,12 @@ mod tests {
         assert_eq!(count_text(&c, &"x".repeat(4000)), 1000);
         let c = cfg(6.18);
         assert_eq!(count_text(&c, &"x".repeat(61_800)), 10_000);
+        let c = cfg(3.8);
+        assert_eq!(count_text(&c, "abcdefgh"), 3);
+        for n in 0..200usize {
+            let want = (n as f64 / 3.8).ceil() as u32;
+            assert_eq!(count_text(&c, &"y".repeat(n)), want, "{n} chars");
+        }
     }
 
     #[test]

@@ -6,5 +6,7 @@ mod sim {
     mod bad_input;
     pub mod client;
     mod contract;
+    mod discovery;
+    mod faults;
     mod model;
 }

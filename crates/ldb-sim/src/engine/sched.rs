@@ -7,9 +7,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
+
+mod accept;
+mod admit;
+
+use accept::Interval;
 
 use super::kv::KvCache;
 use super::stats::EngineStats;
@@ -184,76 +189,6 @@ impl Scheduler {
         self.stats.kv_tokens_used = self.running.iter().map(|s| u64::from(s.len())).sum();
     }
 
-    fn admit(&mut self, now: Instant) {
-        while self.running.len() < self.cfg.scheduler.max_running as usize {
-            let Some(seq) = self.waiting.front() else {
-                break;
-            };
-            let len = seq.len();
-            let hits = self.kv.lookup(&seq.req.block_hashes);
-            let need = blocks_for(len, self.block_tokens);
-            let fresh = need.saturating_sub(hits.len());
-            let available = self.kv.free() - self.kv.count_free(&hits);
-            if fresh > available {
-                if self.running.is_empty() && need > self.kv.total() {
-                    // Can never fit: end it rather than block the queue forever.
-                    if let Some(seq) = self.waiting.pop_front() {
-                        let _ = seq.req.tx.send(Chunk {
-                            n: 0,
-                            total: seq.generated,
-                            cached: 0,
-                            finish: Some(FinishReason::Length),
-                        });
-                        self.retire(seq, FinishReason::Length, now);
-                    }
-                    continue;
-                }
-                break;
-            }
-            let Some(mut seq) = self.waiting.pop_front() else {
-                break;
-            };
-            for &b in &hits {
-                self.kv.acquire(b);
-            }
-            seq.blocks = hits;
-            for _ in 0..fresh {
-                if let Some(b) = self.kv.allocate() {
-                    seq.blocks.push(b);
-                }
-            }
-            let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
-            let cached = hit_tokens.min(u64::from(len - 1)) as u32;
-            seq.prefill_left = len - cached;
-            seq.prefill_total = len - cached;
-            if !seq.scheduled_once {
-                seq.scheduled_once = true;
-                seq.cached = cached;
-                self.stats.prefix_queries += u64::from(seq.req.prompt_len);
-                self.stats.prefix_hits += u64::from(cached);
-                self.stats
-                    .queue_time
-                    .observe((now - seq.req.arrival).as_secs_f64());
-            } else {
-                self.stats.recomputed_tokens += u64::from(len - cached);
-            }
-            self.running.push(seq);
-        }
-    }
-
-    fn preempt_last(&mut self) {
-        if let Some(mut seq) = self.running.pop() {
-            for b in seq.blocks.drain(..) {
-                self.kv.release(b);
-            }
-            seq.prefill_left = 0;
-            seq.plan_decode = false;
-            seq.plan_prefill = 0;
-            self.stats.preemptions += 1;
-            self.waiting.push_front(seq);
-        }
-    }
-
     /// Decide the next step. Returns its duration in seconds, or `None` when idle.
     pub(crate) fn plan(&mut self, now: Instant) -> Option<f64> {
         self.admit(now);
@@ -317,33 +252,6 @@ impl Scheduler {
         }
         self.stats.decode_seconds += decode_s;
         Some(decode_s + prefill_s)
-    }
-
-    fn sample_accepted(&mut self) -> u32 {
-        let mut acc = 0u32;
-        for (i, &q) in self.cond_probs.iter().enumerate() {
-            let accept = match &mut self.diffusion {
-                Some(acc) => {
-                    acc[i] += q;
-                    let hit = acc[i] >= 1.0 - 1e-9;
-                    if hit {
-                        acc[i] -= 1.0;
-                    }
-                    hit
-                }
-                None => self.rng.random::<f64>() < q,
-            };
-            if accept {
-                acc += 1;
-                self.stats.spec_accepted_per_pos[i] += 1;
-            } else {
-                break;
-            }
-        }
-        self.stats.spec_drafts += 1;
-        self.stats.spec_draft_tokens += self.cond_probs.len() as u64;
-        self.stats.spec_accepted += u64::from(acc);
-        acc
     }
 
     /// Finish the planned step at `end`: emit tokens, retire finished requests.
@@ -445,47 +353,4 @@ impl Scheduler {
         }
         Ok(finish)
     }
-
-    /// SGLang-style gauges recomputed every `decode_log_interval` decode steps.
-    fn log_interval(&mut self, step_s: f64) {
-        if self.plan_decode_batch == 0 {
-            return;
-        }
-        let iv = &mut self.interval;
-        iv.steps += 1;
-        iv.seconds += step_s;
-        iv.seq_steps += self.plan_decode_batch as u64;
-        if iv.steps < self.cfg.server.decode_log_interval {
-            return;
-        }
-        let tokens = iv.tokens as f64;
-        let seq_steps = iv.seq_steps as f64;
-        let k = self.cond_probs.len() as f64;
-        let st = &mut self.stats;
-        st.interval_gen_throughput = if iv.seconds > 0.0 {
-            tokens / iv.seconds
-        } else {
-            0.0
-        };
-        st.interval_accept_length = if seq_steps > 0.0 {
-            tokens / seq_steps
-        } else {
-            0.0
-        };
-        st.interval_accept_rate = if k > 0.0 && seq_steps > 0.0 {
-            ((tokens - seq_steps) / (seq_steps * k)).max(0.0)
-        } else {
-            0.0
-        };
-        *iv = Interval::default();
-    }
-}
-
-/// Counters of the current SGLang log interval.
-#[derive(Debug, Default)]
-struct Interval {
-    steps: u32,
-    tokens: u64,
-    seq_steps: u64,
-    seconds: f64,
 }

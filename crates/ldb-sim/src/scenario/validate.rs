@@ -115,9 +115,9 @@ impl Scenario {
         }
         let t = &self.tokenizer;
         check(
-            t.chars_per_token.is_finite() && t.chars_per_token >= 0.5,
+            t.chars_per_token.is_finite() && t.chars_per_token >= 1.0,
             "tokenizer.chars_per_token",
-            "a number >= 0.5",
+            "a number >= 1.0",
             t.chars_per_token,
         )?;
         check(

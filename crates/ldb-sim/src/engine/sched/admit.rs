@@ -1,0 +1,78 @@
+//! Admission (FIFO, running cap, KV room, prefix hits) and recompute preemption.
+
+use tokio::time::Instant;
+
+use super::{Scheduler, blocks_for};
+use crate::engine::{Chunk, FinishReason};
+
+impl Scheduler {
+    pub(super) fn admit(&mut self, now: Instant) {
+        while self.running.len() < self.cfg.scheduler.max_running as usize {
+            let Some(seq) = self.waiting.front() else {
+                break;
+            };
+            let len = seq.len();
+            let hits = self.kv.lookup(&seq.req.block_hashes);
+            let need = blocks_for(len, self.block_tokens);
+            let fresh = need.saturating_sub(hits.len());
+            let available = self.kv.free() - self.kv.count_free(&hits);
+            if fresh > available {
+                if self.running.is_empty() && need > self.kv.total() {
+                    // Can never fit: end it rather than block the queue forever.
+                    if let Some(seq) = self.waiting.pop_front() {
+                        let _ = seq.req.tx.send(Chunk {
+                            n: 0,
+                            total: seq.generated,
+                            cached: 0,
+                            finish: Some(FinishReason::Length),
+                        });
+                        self.retire(seq, FinishReason::Length, now);
+                    }
+                    continue;
+                }
+                break;
+            }
+            let Some(mut seq) = self.waiting.pop_front() else {
+                break;
+            };
+            for &b in &hits {
+                self.kv.acquire(b);
+            }
+            seq.blocks = hits;
+            for _ in 0..fresh {
+                if let Some(b) = self.kv.allocate() {
+                    seq.blocks.push(b);
+                }
+            }
+            let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
+            let cached = hit_tokens.min(u64::from(len - 1)) as u32;
+            seq.prefill_left = len - cached;
+            seq.prefill_total = len - cached;
+            if !seq.scheduled_once {
+                seq.scheduled_once = true;
+                seq.cached = cached;
+                self.stats.prefix_queries += u64::from(seq.req.prompt_len);
+                self.stats.prefix_hits += u64::from(cached);
+                self.stats
+                    .queue_time
+                    .observe((now - seq.req.arrival).as_secs_f64());
+            } else {
+                self.stats.recomputed_tokens += u64::from(len - cached);
+            }
+            self.running.push(seq);
+        }
+    }
+
+    pub(super) fn preempt_last(&mut self) {
+        if let Some(mut seq) = self.running.pop() {
+            for b in seq.blocks.drain(..) {
+                self.kv.release(b);
+            }
+            seq.prefill_left = 0;
+            seq.plan_decode = false;
+            seq.plan_prefill = 0;
+            self.stats.preemptions += 1;
+            self.waiting.push_front(seq);
+        }
+    }
+}

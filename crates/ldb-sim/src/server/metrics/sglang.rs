@@ -1,0 +1,158 @@
+//! SGLang exposition (`sglang:` scheduler and tokenizer metrics).
+
+use super::Out;
+use crate::engine::stats::EngineStats;
+use crate::scenario::Scenario;
+
+pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
+    let sl = format!(
+        "engine_type=\"unified\",model_name=\"{}\",pp_rank=\"0\",tp_rank=\"0\"",
+        cfg.model
+    );
+    let tl = format!("model_name=\"{}\"", cfg.model);
+    let mut o = Out {
+        text: String::with_capacity(8192),
+    };
+    let cap = cfg.kv.capacity_tokens().max(1) as f64;
+    let used = s.kv_blocks_used as f64 * f64::from(cfg.kv.logical_block_tokens());
+    o.metric(
+        "sglang:num_running_reqs",
+        "gauge",
+        "The number of running requests.",
+        &sl,
+        s.running as f64,
+    );
+    o.metric(
+        "sglang:num_queue_reqs",
+        "gauge",
+        "The number of requests in the waiting queue.",
+        &sl,
+        s.waiting as f64,
+    );
+    o.metric(
+        "sglang:num_used_tokens",
+        "gauge",
+        "The number of used tokens.",
+        &sl,
+        used,
+    );
+    o.metric(
+        "sglang:token_usage",
+        "gauge",
+        "The token usage.",
+        &sl,
+        used / cap,
+    );
+    o.metric(
+        "sglang:utilization",
+        "gauge",
+        "The utilization.",
+        &sl,
+        used / cap,
+    );
+    o.metric(
+        "sglang:gen_throughput",
+        "gauge",
+        "The generation throughput (token/s).",
+        &sl,
+        s.interval_gen_throughput,
+    );
+    o.metric(
+        "sglang:cache_hit_rate",
+        "gauge",
+        "The prefix cache hit rate.",
+        &sl,
+        0.0,
+    );
+    o.metric(
+        "sglang:max_total_num_tokens",
+        "gauge",
+        "Maximum total number of tokens in the KV cache pool.",
+        &sl,
+        cfg.kv.local_capacity_tokens() as f64,
+    );
+    if cfg.spec.is_some() {
+        o.metric(
+            "sglang:spec_accept_length",
+            "gauge",
+            "The average acceptance length of speculative decoding.",
+            &sl,
+            s.interval_accept_length,
+        );
+        o.metric(
+            "sglang:spec_accept_rate",
+            "gauge",
+            "The average acceptance rate of speculative decoding.",
+            &sl,
+            s.interval_accept_rate,
+        );
+    }
+    o.metric(
+        "sglang:num_retracted_requests_total",
+        "counter",
+        "Number of retracted requests.",
+        &sl,
+        s.preemptions as f64,
+    );
+    o.histogram(
+        "sglang:queue_time_seconds",
+        "Histogram of queueing time in seconds.",
+        &sl,
+        &s.queue_time,
+    );
+    let stage = format!("{sl},stage=\"prefill_forward\"");
+    o.histogram(
+        "sglang:per_stage_req_latency_seconds",
+        "The latency of each stage of requests.",
+        &stage,
+        &s.prefill_time,
+    );
+    o.metric(
+        "sglang:prompt_tokens_total",
+        "counter",
+        "Number of prefill tokens processed.",
+        &tl,
+        s.prompt_tokens as f64,
+    );
+    o.metric(
+        "sglang:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        &tl,
+        s.generated_tokens as f64,
+    );
+    o.metric(
+        "sglang:cached_tokens_total",
+        "counter",
+        "Number of cached prompt tokens.",
+        &tl,
+        s.prompt_tokens_cached as f64,
+    );
+    o.metric(
+        "sglang:num_requests_total",
+        "counter",
+        "Number of requests processed.",
+        &tl,
+        (s.completed + s.aborted) as f64,
+    );
+    o.metric(
+        "sglang:num_aborted_requests_total",
+        "counter",
+        "Number of requests aborted.",
+        &tl,
+        s.aborted as f64,
+    );
+    o.histogram(
+        "sglang:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &tl,
+        &s.ttft,
+    );
+    o.histogram(
+        "sglang:e2e_request_latency_seconds",
+        "Histogram of End-to-end request latency in seconds",
+        &tl,
+        &s.e2e,
+    );
+    o.text
+}
