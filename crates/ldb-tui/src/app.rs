@@ -1,0 +1,178 @@
+//! The UI thread: the screen loop, the plain loop and the key reader.
+
+use std::io::{self, IsTerminal};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyEventKind};
+use ldb_core::live::{Control, LiveSnapshot};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::{MissedTickBehavior, interval};
+
+use crate::UiOptions;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::plain::{self, PlainPrinter};
+use crate::terminal::{self, TerminalGuard};
+use crate::update::{Cmd, Msg, update};
+
+/// Reads terminal events on its own thread until dropped.
+struct KeyReader {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl KeyReader {
+    fn spawn(tx: mpsc::Sender<Event>) -> io::Result<KeyReader> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("ldb-tui-keys".into())
+            .spawn(move || {
+                // Poll with a timeout so the thread notices `stop` promptly.
+                while !flag.load(Ordering::Relaxed) {
+                    match event::poll(Duration::from_millis(50)) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            let Ok(ev) = event::read() else { break };
+                            if tx.blocking_send(ev).is_err() {
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+            })?;
+        Ok(KeyReader {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for KeyReader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn to_msg(ev: Event) -> Option<Msg> {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => Some(Msg::Key(k)),
+        Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+        _ => None,
+    }
+}
+
+fn send_control(controls: &mpsc::Sender<Control>, c: Control) {
+    if let Err(mpsc::error::TrySendError::Full(c)) = controls.try_send(c) {
+        // Never wait on the runner from the UI loop; deliver in the background.
+        let tx = controls.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(c).await;
+        });
+    }
+}
+
+/// Run the dashboard until `stop` fires (or its sender is dropped).
+pub(crate) async fn run_screen(
+    snapshots: &mut watch::Receiver<LiveSnapshot>,
+    controls: &mpsc::Sender<Control>,
+    opts: &UiOptions,
+    stop: &mut oneshot::Receiver<()>,
+) -> Result<()> {
+    let keys = opts.keys && io::stdin().is_terminal();
+    let _guard = TerminalGuard::enter(keys)?;
+    let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(Error::Terminal)?;
+    term.clear().map_err(Error::Draw)?;
+    let size = term.size().map_err(Error::Terminal)?;
+    let first = snapshots.borrow_and_update().clone();
+    let mut model = Model::new(first, (size.width, size.height), keys);
+    let (key_tx, mut key_rx) = mpsc::channel(64);
+    let _reader = if keys {
+        KeyReader::spawn(key_tx).ok()
+    } else {
+        None
+    };
+    let mut keys_open = _reader.is_some();
+    let mut snaps_open = true;
+    let period = Duration::from_millis(1000 / u64::from(opts.max_fps.clamp(1, 10)));
+    let mut tick = interval(period);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        let msg = tokio::select! {
+            biased;
+            _ = &mut *stop => break,
+            ev = key_rx.recv(), if keys_open => match ev.map(to_msg) {
+                Some(Some(m)) => m,
+                Some(None) => continue,
+                None => { keys_open = false; continue; }
+            },
+            r = snapshots.changed(), if snaps_open => match r {
+                Ok(()) => Msg::Snapshot(Box::new(snapshots.borrow_and_update().clone())),
+                Err(_) => { snaps_open = false; continue; }
+            },
+            _ = tick.tick() => {
+                // Resize events need stdin; poll the size so a resize is
+                // noticed without keys too.
+                match crossterm::terminal::size() {
+                    Ok(s) if s != model.size => Msg::Resize(s.0, s.1),
+                    _ => Msg::Tick,
+                }
+            }
+        };
+        if let Some(Cmd::Control(c)) = update(&mut model, msg) {
+            send_control(controls, c);
+        }
+        if !terminal::is_active() {
+            // A panic elsewhere restored the terminal: stop drawing over it.
+            break;
+        }
+        let due = last_draw.is_none_or(|t| t.elapsed() >= period);
+        if model.dirty && due {
+            term.draw(|f| crate::render::render(f, &model))
+                .map_err(Error::Draw)?;
+            model.dirty = false;
+            last_draw = Some(Instant::now());
+        }
+    }
+    Ok(())
+}
+
+/// Print events and progress lines until `stop` fires, then flush the last
+/// snapshot's remaining events.
+pub(crate) async fn run_plain(
+    snapshots: &mut watch::Receiver<LiveSnapshot>,
+    opts: &UiOptions,
+    stop: &mut oneshot::Receiver<()>,
+) {
+    let mut printer = PlainPrinter::new(opts.progress_every);
+    let out = io::stdout();
+    let mut open = true;
+    let mut alive = true;
+    loop {
+        let snap = snapshots.borrow_and_update().clone();
+        if alive {
+            let lines = printer.lines(&snap, Instant::now(), &plain::clock());
+            alive = plain::emit(&mut out.lock(), &lines);
+        }
+        tokio::select! {
+            biased;
+            _ = &mut *stop => break,
+            r = snapshots.changed(), if open => if r.is_err() { open = false },
+        }
+    }
+    if alive {
+        let snap = snapshots.borrow().clone();
+        let lines = printer.events(&snap, &plain::clock());
+        plain::emit(&mut out.lock(), &lines);
+    }
+}

@@ -1,0 +1,139 @@
+//! CURRENT: the cell or prefill row being measured.
+
+use ldb_core::live::{CellStage, CurrentCell, LiveSnapshot, Phase, PrefillRow};
+use ldb_core::tokens::{format_context, thousands};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::format;
+use crate::model::running_prefill;
+use crate::render::panel;
+use crate::theme;
+
+/// Draw the current cell (or prefill row, or a waiting line) into `area`.
+pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+    let inner = panel(f, area, "CURRENT");
+    let width = usize::from(inner.width);
+    let lines = match (&snap.phase, running_prefill(snap), &snap.current) {
+        (Phase::Prefill, Some((_, row)), _) => prefill_lines(row, width),
+        (_, _, Some(cell)) => cell_lines(&snap.phase, cell, width),
+        (_, Some((_, row)), None) => prefill_lines(row, width),
+        _ => vec![Line::styled(
+            format!("Waiting… ({})", snap.phase.label()),
+            theme::dim(),
+        )],
+    };
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn prefill_lines(row: &PrefillRow, width: usize) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled("PREFILL ", theme::title()),
+        Span::raw(format!("ctx={}  ", format_context(row.context))),
+        Span::styled(row.method.clone(), theme::dim()),
+    ])];
+    lines.push(Line::raw(format!(
+        "elapsed {}",
+        format::duration(row.elapsed)
+    )));
+    lines.push(match row.eta {
+        Some(eta) => {
+            let frac = row.elapsed / (row.elapsed + eta).max(1e-9);
+            let bar_w = width.saturating_sub(22).clamp(8, 30);
+            Line::from(vec![
+                Span::raw("eta "),
+                Span::styled(format::bar(frac, bar_w), theme::value()),
+                Span::raw(format!(
+                    " {:>3.0}%  left ~{}",
+                    frac * 100.0,
+                    format::duration(eta)
+                )),
+            ])
+        }
+        None => Line::styled("eta: waiting for a prefill speed estimate", theme::dim()),
+    });
+    lines
+}
+
+fn cell_lines(phase: &Phase, c: &CurrentCell, width: usize) -> Vec<Line<'static>> {
+    let kind = match phase {
+        Phase::DecodeWarmup => "WARMUP",
+        Phase::Burst => "BURST",
+        _ => "DECODE",
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{kind} "), theme::title()),
+        Span::raw(format!(
+            "C={} ctx={}  ",
+            c.concurrency,
+            format_context(c.context)
+        )),
+        Span::styled(c.stage.label().to_uppercase(), theme::active()),
+    ])];
+    lines.push(if c.stage == CellStage::Window && c.window_total > 0.0 {
+        let frac = c.window_elapsed / c.window_total;
+        let bar_w = width.saturating_sub(14).clamp(8, 30);
+        Line::from(vec![
+            Span::styled(format::bar(frac, bar_w), theme::value()),
+            Span::raw(format!(" {:.0}/{:.0}s", c.window_elapsed, c.window_total)),
+        ])
+    } else {
+        Line::raw(format!(
+            "{} {}",
+            c.stage.label(),
+            format::duration(c.stage_elapsed)
+        ))
+    });
+    let requested = f64::from(c.concurrency);
+    let short = c.running.is_some_and(|r| r + 0.05 < requested);
+    lines.push(Line::from(vec![
+        Span::raw("running "),
+        Span::styled(
+            format!("{}/{}", format::opt(c.running, 0, ""), c.concurrency),
+            if short { theme::warn() } else { theme::text() },
+        ),
+        Span::raw("  queued "),
+        Span::styled(
+            format::opt(c.queued, 0, ""),
+            if c.queued.is_some_and(|q| q > 0.0) {
+                theme::warn()
+            } else {
+                theme::text()
+            },
+        ),
+        Span::raw(format!("  producing {}/{}", c.producing, c.concurrency)),
+    ]));
+    lines.push(tps_line(c));
+    let trace_w = width.saturating_sub(6);
+    lines.push(if c.tps_trace.is_empty() {
+        Line::styled("trace waiting for samples", theme::dim())
+    } else {
+        Line::from(vec![
+            Span::styled("trace ", theme::dim()),
+            Span::styled(format::sparkline(&c.tps_trace, trace_w), theme::value()),
+        ])
+    });
+    if let Some(acc) = c.accept_length {
+        lines.push(Line::raw(format!("accept length {acc:.2} tok/step")));
+    }
+    lines
+}
+
+fn tps_line(c: &CurrentCell) -> Line<'static> {
+    let now = c.tps_trace.last().copied();
+    let avg = (c.window_elapsed > 0.0).then(|| c.window_tokens as f64 / c.window_elapsed);
+    Line::from(vec![
+        Span::raw("tok/s "),
+        Span::styled(
+            now.map_or_else(|| "-".to_owned(), |v| format::tps(v, true)),
+            theme::value(),
+        ),
+        Span::raw(format!(
+            "  window avg {}  tokens {}",
+            avg.map_or_else(|| "-".to_owned(), |v| format::tps(v, true)),
+            thousands(c.window_tokens)
+        )),
+    ])
+}
