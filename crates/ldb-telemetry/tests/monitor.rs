@@ -217,3 +217,9 @@ fn dropping_the_last_handle_stops_the_thread() {
     drop(clone);
     assert!(t.elapsed() < Duration::from_secs(3));
 }
+
+#[test]
+fn handle_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<MonitorHandle>();
+}
