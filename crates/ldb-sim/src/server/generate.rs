@@ -140,6 +140,7 @@ fn stream_response(
         first_at: None,
         done: false,
         fail_next: false,
+        stall_next: false,
     };
     let body = Body::from_stream(futures_util::stream::unfold(state, next_piece));
     (

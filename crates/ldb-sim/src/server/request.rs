@@ -216,6 +216,9 @@ pub(crate) fn prepare(
         },
     };
     let prompt_len = prompt_tokens.len() as u32;
+    if prompt_len == 0 {
+        return Err(ApiError::bad("The prompt is empty.", Some("prompt")));
+    }
     let requested = match kind {
         Kind::Chat => b.max_completion_tokens.or(b.max_tokens),
         Kind::Completion => b.max_tokens,

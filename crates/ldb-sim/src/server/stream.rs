@@ -44,6 +44,7 @@ pub(crate) struct StreamState {
     pub first_at: Option<Instant>,
     pub done: bool,
     pub fail_next: bool,
+    pub stall_next: bool,
 }
 
 /// Largest body piece assembled from queued chunks before it is handed to hyper.
@@ -98,7 +99,8 @@ impl StreamState {
 
 type Item = Result<Bytes, std::io::Error>;
 
-/// Produce the next body piece: all chunks that are ready, as one buffer.
+/// Produce the next body piece: all chunks that are ready, as one buffer. A fault threshold
+/// ends the piece, so what came before a stall or a drop reaches the client first.
 pub(crate) async fn next_piece(mut st: StreamState) -> Option<(Item, StreamState)> {
     if st.fail_next {
         st.done = true;
@@ -106,28 +108,33 @@ pub(crate) async fn next_piece(mut st: StreamState) -> Option<(Item, StreamState
         let err = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected drop");
         return Some((Err(err), st));
     }
+    if st.stall_next {
+        st.stall_next = false;
+        tokio::time::sleep(st.faults.stall).await;
+    }
     if st.done {
         return None;
     }
     let chunk = st.rx.recv().await?;
     let mut buf = Vec::with_capacity(512);
-    let mut last_total = chunk.total;
     let mut finished = st.write_chunk(&mut buf, &chunk);
-    while !finished && buf.len() < MAX_PIECE {
+    let mut cut = check_faults(&mut st, &mut buf, chunk.total, finished);
+    while !finished && !cut && buf.len() < MAX_PIECE {
         match st.rx.try_recv() {
             Ok(c) => {
-                last_total = c.total;
                 finished = st.write_chunk(&mut buf, &c);
+                cut = check_faults(&mut st, &mut buf, c.total, finished);
             }
             Err(_) => break,
         }
     }
     st.done = finished;
-    apply_faults(&mut st, &mut buf, last_total).await;
     Some((Ok(Bytes::from(buf)), st))
 }
 
-async fn apply_faults(st: &mut StreamState, buf: &mut Vec<u8>, total: u32) {
+/// Apply the fault thresholds crossed at `total` tokens; true when the piece must end here.
+fn check_faults(st: &mut StreamState, buf: &mut Vec<u8>, total: u32, finished: bool) -> bool {
+    let mut cut = false;
     if st.faults.malformed_at.is_some_and(|at| total >= at) {
         st.faults.malformed_at = None;
         buf.extend_from_slice(
@@ -136,12 +143,15 @@ async fn apply_faults(st: &mut StreamState, buf: &mut Vec<u8>, total: u32) {
     }
     if st.faults.stall_at.is_some_and(|at| total >= at) {
         st.faults.stall_at = None;
-        tokio::time::sleep(st.faults.stall).await;
+        st.stall_next = true;
+        cut = true;
     }
-    if st.faults.drop_at.is_some_and(|at| total >= at) && !st.done {
+    if st.faults.drop_at.is_some_and(|at| total >= at) && !finished {
         st.faults.drop_at = None;
         st.fail_next = true;
+        cut = true;
     }
+    cut
 }
 
 /// Wait for the whole generation (non-streaming requests).

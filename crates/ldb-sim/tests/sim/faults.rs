@@ -92,7 +92,7 @@ async fn stall_and_malformed_line() {
     let r = post(
         &sim.base_url(),
         "/v1/chat/completions",
-        &chat_body("x", 20, json!({})),
+        &chat_body("x", 200, json!({})),
     )
     .await;
     let events = sse(r, t).await;

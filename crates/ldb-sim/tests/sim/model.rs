@@ -29,9 +29,10 @@ async fn decode_throughput_matches_formula() {
         .await
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (t0, a) = (Instant::now(), sim.stats().engine);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let (dt, b) = (t0.elapsed().as_secs_f64(), sim.stats().engine);
+    // Record the moments the counters change (step ends) so the window is step-aligned.
+    let points = change_points(&sim, Duration::from_millis(2500)).await;
+    let ((ta, a), (tb, b)) = (points.first().unwrap(), points.last().unwrap());
+    let dt = (*tb - *ta).as_secs_f64();
     let rate = (b.generated_tokens - a.generated_tokens) as f64 / dt;
     let steps = (b.decode_steps - a.decode_steps) as f64 / dt;
     assert!(
@@ -43,6 +44,28 @@ async fn decode_throughput_matches_formula() {
         s.abort();
     }
     sim.shutdown().await;
+}
+
+/// (time, stats) at every change of `decode_steps`, polled every millisecond.
+async fn change_points(
+    sim: &ldb_sim::SimHandle,
+    window: Duration,
+) -> Vec<(Instant, ldb_sim::EngineStats)> {
+    let start = Instant::now();
+    let mut out: Vec<(Instant, ldb_sim::EngineStats)> = Vec::new();
+    while start.elapsed() < window {
+        let s = sim.stats().engine;
+        if out
+            .last()
+            .is_none_or(|(_, p)| p.decode_steps != s.decode_steps)
+        {
+            out.push((Instant::now(), s));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The first sample is not at a step boundary.
+    out.remove(0);
+    out
 }
 
 #[tokio::test]
@@ -283,7 +306,7 @@ async fn glm_scenario_steps_and_capacity() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let (dt, b) = (t0.elapsed().as_secs_f64(), sim.stats().engine);
     let steps = (b.decode_steps - a.decode_steps) as f64 / dt;
-    assert!((steps / sps - 1.0).abs() < 0.04, "{steps} vs {sps}");
+    assert!((steps / sps - 1.0).abs() < 0.05, "{steps} vs {sps}");
     assert_eq!((b.running, b.waiting), (1, 1));
     drop((held, held2));
     sim.shutdown().await;
@@ -320,5 +343,42 @@ async fn sglang_abort_request_frees_at_once() {
             .iter()
             .all(|e| e.data == "[DONE]" || e.data.contains("\"id\":\"rid-1\""))
     );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_streams_quickly() {
+    let sim = start(tiny(), None).await;
+    let r = post(
+        &sim.base_url(),
+        "/v1/chat/completions",
+        &chat_body("x", 3000, json!({})),
+    )
+    .await;
+    let reader = tokio::spawn(sse(r, Instant::now()));
+    assert!(
+        wait_for(&sim, Duration::from_secs(1), |s| s.engine.generated_tokens
+            > 0)
+        .await
+    );
+    let t = Instant::now();
+    sim.shutdown().await;
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let events = tokio::time::timeout(Duration::from_secs(2), reader)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!events.is_empty());
+}
+
+#[tokio::test]
+async fn empty_prompt_is_rejected_not_stuck() {
+    let mut sc = tiny();
+    sc.tokenizer.tokens_per_request = 0;
+    sc.tokenizer.tokens_per_message = 0;
+    let sim = start(sc, None).await;
+    let body = json!({"messages": [{"role": "user", "content": ""}]});
+    let r = post(&sim.base_url(), "/v1/chat/completions", &body).await;
+    assert_eq!(r.status(), 400);
     sim.shutdown().await;
 }

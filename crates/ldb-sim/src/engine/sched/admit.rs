@@ -45,7 +45,7 @@ impl Scheduler {
                 }
             }
             let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
-            let cached = hit_tokens.min(u64::from(len - 1)) as u32;
+            let cached = hit_tokens.min(u64::from(len.saturating_sub(1))) as u32;
             seq.prefill_left = len - cached;
             seq.prefill_total = len - cached;
             if !seq.scheduled_once {
