@@ -1,6 +1,6 @@
 //! The UI thread: the screen loop, the plain loop and the key reader.
 
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
@@ -88,6 +88,9 @@ pub(crate) async fn run_screen(
     opts: &UiOptions,
     stop: &mut oneshot::Receiver<()>,
 ) -> Result<()> {
+    if !io::stdout().is_terminal() {
+        return Err(Error::NotATerminal);
+    }
     let keys = opts.keys && io::stdin().is_terminal();
     let _guard = TerminalGuard::enter(keys)?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(Error::Terminal)?;
@@ -147,22 +150,23 @@ pub(crate) async fn run_screen(
     Ok(())
 }
 
-/// Print events and progress lines until `stop` fires, then flush the last
-/// snapshot's remaining events.
+/// Print events and progress lines to `out` until `stop` fires (or its
+/// sender is dropped), then the last snapshot's events not printed yet.
+/// Stops writing, but keeps waiting for `stop`, once `out` fails.
 pub(crate) async fn run_plain(
     snapshots: &mut watch::Receiver<LiveSnapshot>,
     opts: &UiOptions,
     stop: &mut oneshot::Receiver<()>,
+    out: &mut dyn Write,
 ) {
     let mut printer = PlainPrinter::new(opts.progress_every);
-    let out = io::stdout();
     let mut open = true;
     let mut alive = true;
     loop {
         let snap = snapshots.borrow_and_update().clone();
         if alive {
             let lines = printer.lines(&snap, Instant::now(), &plain::clock());
-            alive = plain::emit(&mut out.lock(), &lines);
+            alive = plain::emit(out, &lines);
         }
         tokio::select! {
             biased;
@@ -173,6 +177,51 @@ pub(crate) async fn run_plain(
     if alive {
         let snap = snapshots.borrow().clone();
         let lines = printer.events(&snap, &plain::clock());
-        plain::emit(&mut out.lock(), &lines);
+        plain::emit(out, &lines);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn plain_loop_prints_new_events_and_flushes_on_stop() {
+        let (tx, mut rx) = watch::channel(LiveSnapshot::default());
+        let (stop_tx, mut stop_rx) = oneshot::channel();
+        let opts = UiOptions::default();
+        let mut out = Vec::new();
+        let feeder = async {
+            for i in 0..3 {
+                tx.send_modify(|s| s.events.push(format!("10:00:0{i} event {i}")));
+                tokio::task::yield_now().await;
+            }
+            // Published just before the stop: still printed.
+            tx.send_modify(|s| s.events.push("10:00:09 last".into()));
+            let _ = stop_tx.send(());
+        };
+        tokio::join!(run_plain(&mut rx, &opts, &mut stop_rx, &mut out), feeder);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "10:00:00 event 0",
+                "10:00:01 event 1",
+                "10:00:02 event 2",
+                "10:00:09 last"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn plain_loop_ends_when_the_handle_is_dropped_even_without_snapshots() {
+        let (tx, mut rx) = watch::channel(LiveSnapshot::default());
+        drop(tx);
+        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        drop(stop_tx);
+        let mut out = Vec::new();
+        run_plain(&mut rx, &UiOptions::default(), &mut stop_rx, &mut out).await;
+        assert!(out.is_empty());
     }
 }

@@ -14,6 +14,9 @@ pub enum Error {
     /// The UI thread's runtime could not be built.
     #[error("could not start the UI runtime: {0}")]
     Runtime(#[source] io::Error),
+    /// Screen mode was asked for but stdout is not a terminal.
+    #[error("stdout is not a terminal")]
+    NotATerminal,
     /// An unknown `--display-mode` word.
     #[error("unknown display mode `{0}` (expected screen, live or plain)")]
     UnknownMode(String),

@@ -109,7 +109,8 @@ pub struct UiOptions {
     pub max_fps: u32,
     /// Plain mode: the shortest gap between two progress lines of one cell.
     pub progress_every: Duration,
-    /// Read keys (only honoured when stdin is a terminal).
+    /// Read keys in screen mode. Ignored (keys off, no raw mode) when stdin
+    /// is not a terminal; plain mode never reads keys.
     pub keys: bool,
 }
 
@@ -192,11 +193,13 @@ pub fn spawn(
                         Ok(()) => {}
                         Err(e) => {
                             eprintln!("dashboard: {e}; continuing with plain output");
-                            app::run_plain(&mut snapshots, &opts, &mut stop_rx).await;
+                            let mut out = std::io::stdout();
+                            app::run_plain(&mut snapshots, &opts, &mut stop_rx, &mut out).await;
                         }
                     }
                 } else {
-                    app::run_plain(&mut snapshots, &opts, &mut stop_rx).await;
+                    let mut out = std::io::stdout();
+                    app::run_plain(&mut snapshots, &opts, &mut stop_rx, &mut out).await;
                 }
             }),
             Err(e) => eprintln!("dashboard: {}", Error::Runtime(e)),
@@ -218,5 +221,43 @@ pub fn spawn(
         stop: Some(stop_tx),
         done: Some(done_rx),
         thread,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_modes_parse() {
+        assert_eq!(
+            "screen".parse::<DisplayMode>().ok(),
+            Some(DisplayMode::Screen)
+        );
+        assert_eq!(
+            "LIVE".parse::<DisplayMode>().ok(),
+            Some(DisplayMode::Screen)
+        );
+        assert_eq!(
+            "plain".parse::<DisplayMode>().ok(),
+            Some(DisplayMode::Plain)
+        );
+        assert!(matches!(
+            "fancy".parse::<DisplayMode>(),
+            Err(Error::UnknownMode(m)) if m == "fancy"
+        ));
+        assert_eq!(DisplayMode::Plain.to_string(), "plain");
+    }
+
+    #[tokio::test]
+    async fn finish_returns_promptly_in_plain_mode() {
+        let (tx, rx) = watch::channel(LiveSnapshot::default());
+        let (ctl_tx, _ctl_rx) = mpsc::channel(4);
+        let ui = spawn(DisplayMode::Plain, rx, ctl_tx, UiOptions::default());
+        assert_eq!(ui.mode(), DisplayMode::Plain);
+        tx.send_replace(LiveSnapshot::default());
+        tokio::time::timeout(Duration::from_secs(5), ui.finish())
+            .await
+            .expect("the UI thread ends when asked");
     }
 }

@@ -135,7 +135,7 @@ fn progress(snap: &LiveSnapshot) -> Option<(String, String)> {
 }
 
 /// Write `lines` to `out`; false once the output is gone (closed pipe).
-pub fn emit(out: &mut impl Write, lines: &[String]) -> bool {
+pub fn emit(out: &mut (impl Write + ?Sized), lines: &[String]) -> bool {
     for line in lines {
         if writeln!(out, "{line}").is_err() {
             return false;

@@ -20,6 +20,7 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
         (Phase::Prefill, Some((_, row)), _) => prefill_lines(row, width),
         (_, _, Some(cell)) => cell_lines(&snap.phase, cell, width),
         (_, Some((_, row)), None) => prefill_lines(row, width),
+        _ if snap.phase == Phase::Done => vec![Line::styled("Run finished", theme::value())],
         _ => vec![Line::styled(
             format!("Waiting… ({})", snap.phase.label()),
             theme::dim(),
