@@ -279,6 +279,7 @@ impl Scheduler {
                     1 + self.sample_accepted()
                 };
                 step_tokens += u64::from(n);
+                self.interval.tokens += u64::from(n);
             }
             s.plan_prefill = 0;
             s.plan_decode = false;
@@ -328,7 +329,6 @@ impl Scheduler {
         s.generated += n;
         s.pending += n;
         self.stats.generated_tokens += u64::from(n);
-        self.interval.tokens += u64::from(n);
         let finish = if s.generated >= limit {
             let natural = s.req.stop_at.is_some_and(|stop| s.generated >= stop);
             Some(if natural {
@@ -352,5 +352,43 @@ impl Scheduler {
             s.req.tx.send(chunk).map_err(|_| ())?;
         }
         Ok(finish)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Scheduler;
+    use crate::scenario::Scenario;
+
+    fn glm(deterministic: bool) -> Scheduler {
+        let mut sc = Scenario::builtin("glm-5.3-flash-4gpu").unwrap_or_else(|e| panic!("{e}"));
+        if let Some(spec) = sc.spec.as_mut() {
+            spec.deterministic = deterministic;
+        }
+        Scheduler::new(Arc::new(sc))
+    }
+
+    /// The unconditional per-position rates come out as configured (the seed's values).
+    #[test]
+    fn per_position_acceptance_matches_unconditional_probs() {
+        let want = [0.7699, 0.5011, 0.2825, 0.18, 0.1071, 0.0638, 0.0387];
+        for (deterministic, tol) in [(true, 1e-3), (false, 0.01)] {
+            let mut s = glm(deterministic);
+            let n = 200_000;
+            let tokens: u64 = (0..n).map(|_| 1 + u64::from(s.sample_accepted())).sum();
+            for (i, w) in want.iter().enumerate() {
+                let got = s.stats.spec_accepted_per_pos[i] as f64 / n as f64;
+                assert!(
+                    (got - w).abs() < tol,
+                    "pos {i}: {got} vs {w} (deterministic {deterministic})"
+                );
+            }
+            let mean = tokens as f64 / n as f64;
+            assert!((mean - 2.9431).abs() < 3.0 * tol, "mean {mean}");
+            assert_eq!(s.stats.spec_drafts, n);
+            assert_eq!(s.stats.spec_draft_tokens, 7 * n);
+        }
     }
 }

@@ -189,3 +189,24 @@ async fn natural_length_without_ignore_eos() {
     }));
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn vllm_request_id_header_becomes_chunk_id() {
+    let sim = start(tiny(), None).await;
+    let r = client()
+        .post(format!("{}/v1/chat/completions", sim.base_url()))
+        .header("X-Request-Id", "bench-42")
+        .json(&chat_body("x", 2, json!({})))
+        .send()
+        .await
+        .unwrap();
+    let events = sse(r, Instant::now()).await;
+    let ids: Vec<_> = events
+        .iter()
+        .filter_map(|e| e.json())
+        .map(|v| v["id"].clone())
+        .collect();
+    assert!(!ids.is_empty());
+    assert!(ids.iter().all(|id| id == "chatcmpl-bench-42"), "{ids:?}");
+    sim.shutdown().await;
+}
