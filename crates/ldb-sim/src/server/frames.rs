@@ -45,7 +45,10 @@ fn q(s: &str) -> String {
 const EOS_ID: u32 = 151_645;
 
 impl Frames {
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "built once per stream from the request and the scenario"
+    )]
     pub(crate) fn new(
         p: Personality,
         kind: Kind,
