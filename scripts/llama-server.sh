@@ -134,13 +134,23 @@ ensure_cmake() {
     return 0
   fi
   log "installing cmake from PyPI into $TOOLS_VENV"
-  have "$PYTHON" || die "$PYTHON not found (needed to install cmake from PyPI)"
   rm -rf "$TOOLS_VENV"
-  "$PYTHON" -m venv "$TOOLS_VENV" || die "could not create a venv (on Debian: apt-get install -y python3-venv)"
-  "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "cmake>=$MIN_CMAKE" >&2 \
-    || die "pip install cmake failed"
-  "$c" --version >/dev/null 2>&1 || die "installed cmake does not run"
-  log "installed $("$c" --version | head -n1)"
+  if have "$PYTHON" && "$PYTHON" -m venv "$TOOLS_VENV" >&2 \
+    && "$TOOLS_VENV/bin/pip" install --quiet --disable-pip-version-check "cmake>=$MIN_CMAKE" >&2 \
+    && "$c" --version >/dev/null 2>&1; then
+    log "installed $("$c" --version | head -n1)"
+    CMAKE="$c"
+    return 0
+  fi
+  # no usable python venv here: fall back to Debian's package
+  log "cmake from PyPI failed; trying apt-get install cmake"
+  have apt-get || die "could not install cmake (no venv/pip and no apt-get)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake; } >&2 \
+    || die "neither pip nor apt-get could install cmake"
+  c="$(command -v cmake)" || die "apt-get installed cmake but it is not on PATH"
+  v="$("$c" --version | head -n1 | awk '{print $3}')"
+  version_ge "$v" "$MIN_CMAKE" || die "Debian's cmake $v is older than $MIN_CMAKE"
+  log "using Debian's cmake $v"
   CMAKE="$c"
 }
 
@@ -479,4 +489,5 @@ main() {
   esac
 }
 
-main "$@"
+# one line, so that editing this file while it runs cannot feed bash a half-read tail
+main "$@"; exit $?
