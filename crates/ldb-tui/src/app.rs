@@ -123,12 +123,12 @@ pub(crate) async fn run_screen(
                 Ok(()) => Msg::Snapshot(Box::new(snapshots.borrow_and_update().clone())),
                 Err(_) => { snaps_open = false; continue; }
             },
-            _ = tick.tick() => {
+            at = tick.tick() => {
                 // Resize events need stdin; poll the size so a resize is
                 // noticed without keys too.
                 match crossterm::terminal::size() {
                     Ok(s) if s != model.size => Msg::Resize(s.0, s.1),
-                    _ => Msg::Tick,
+                    _ => Msg::Tick(at.into_std()),
                 }
             }
         };

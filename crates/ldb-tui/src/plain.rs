@@ -11,7 +11,7 @@ use ldb_core::live::{CellStage, LiveSnapshot};
 use ldb_core::tokens::format_context;
 
 use crate::format;
-use crate::model::running_prefill;
+use crate::model::{prefill_clock, running_prefill};
 
 /// Turns successive snapshots into new output lines.
 #[derive(Debug, Clone)]
@@ -19,7 +19,12 @@ pub struct PlainPrinter {
     every: Duration,
     seen: Vec<String>,
     last_progress: Option<(Instant, String)>,
+    /// The running prefill row's clocks and when they were first seen, so
+    /// its elapsed time and ETA count on between snapshots.
+    prefill_stamp: Option<(PrefillKey, Instant)>,
 }
+
+type PrefillKey = (u64, f64, Option<f64>);
 
 impl PlainPrinter {
     /// A printer that repeats progress lines at most every `every`.
@@ -28,6 +33,7 @@ impl PlainPrinter {
             every,
             seen: Vec::new(),
             last_progress: None,
+            prefill_stamp: None,
         }
     }
 
@@ -36,7 +42,19 @@ impl PlainPrinter {
     /// stamp lines that do not carry a time already.
     pub fn lines(&mut self, snap: &LiveSnapshot, now: Instant, clock: &str) -> Vec<String> {
         let mut out = self.events(snap, clock);
-        if let Some((key, line)) = progress(snap) {
+        let key = running_prefill(snap).map(|(_, r)| (r.context, r.elapsed, r.eta));
+        let since = match (key, &self.prefill_stamp) {
+            (Some(k), Some((old, at))) if *old == k => now.duration_since(*at).as_secs_f64(),
+            (Some(k), _) => {
+                self.prefill_stamp = Some((k, now));
+                0.0
+            }
+            (None, _) => {
+                self.prefill_stamp = None;
+                0.0
+            }
+        };
+        if let Some((key, line)) = progress(snap, since) {
             let due = match &self.last_progress {
                 Some((at, k)) => *k != key || now.duration_since(*at) >= self.every,
                 None => true,
@@ -90,20 +108,25 @@ fn stamp(event: &str, clock: &str) -> String {
 }
 
 /// (identity, text) of the progress line for what runs now, if anything.
-fn progress(snap: &LiveSnapshot) -> Option<(String, String)> {
+fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
     if let Some((i, row)) = running_prefill(snap) {
         let ctx = format_context(row.context);
-        let mut line = format!(
-            "prefill ctx={ctx} running {}",
-            format::duration(row.elapsed)
-        );
-        if let Some(eta) = row.eta {
-            let frac = row.elapsed / (row.elapsed + eta).max(1e-9);
-            line.push_str(&format!(
-                " eta ~{} {}",
-                format::duration(eta),
-                format::ascii_bar(frac, 10)
-            ));
+        let (elapsed, left) = prefill_clock(row, since);
+        let mut line = format!("prefill ctx={ctx} running {}", format::duration(elapsed));
+        match (row.eta, left) {
+            (Some(total), Some(left)) if left >= 0.0 => {
+                let frac = elapsed / (row.elapsed + total).max(1e-9);
+                line.push_str(&format!(
+                    " eta ~{} {}",
+                    format::duration(left),
+                    format::ascii_bar(frac, 10)
+                ));
+            }
+            (Some(total), Some(_)) => line.push_str(&format!(
+                " (estimate ~{} exceeded)",
+                format::duration(row.elapsed + total)
+            )),
+            _ => {}
         }
         return Some((format!("prefill {i}"), line));
     }
@@ -231,6 +254,28 @@ mod tests {
         assert_eq!(
             p.lines(&s, Instant::now(), "12:00:00"),
             ev(&["12:00:00 prefill ctx=32k running 2s eta ~1s [######----]"])
+        );
+    }
+
+    #[test]
+    fn prefill_clock_counts_on_between_snapshots() {
+        let mut p = PlainPrinter::new(Duration::from_secs(5));
+        let mut s = demo::prefill_running();
+        s.events.clear();
+        if let Some(r) = s.prefill.get_mut(1) {
+            // As the runner publishes it: an estimate at the start, no elapsed.
+            r.elapsed = 0.0;
+            r.eta = Some(20.0);
+        }
+        let t0 = Instant::now();
+        p.lines(&s, t0, "12:00:00");
+        assert_eq!(
+            p.lines(&s, t0 + Duration::from_secs(5), "12:00:05"),
+            ev(&["12:00:05 prefill ctx=32k running 5s eta ~15s [###-------]"])
+        );
+        assert_eq!(
+            p.lines(&s, t0 + Duration::from_secs(25), "12:00:25"),
+            ev(&["12:00:25 prefill ctx=32k running 25s (estimate ~20s exceeded)"])
         );
     }
 

@@ -42,14 +42,14 @@ pub fn render(f: &mut Frame, model: &Model) {
     }
     let snap = &model.snapshot;
     let a = layout::areas(area, snap);
-    header::render(f, a.header, snap, a.mode);
-    current::render(f, a.current, snap);
+    header::render(f, a.header, snap, a.mode, model.run_since());
+    current::render(f, a.current, snap, model.prefill_since());
     if let (Some(r), Some(hw)) = (a.hardware, snap.hardware.as_ref()) {
         hardware::render(f, r, hw, a.mode);
     }
     matrix::render(f, a.matrix, snap);
     if let Some(r) = a.prefill {
-        prefill::render(f, r, snap);
+        prefill::render(f, r, snap, model.prefill_since());
     }
     events::render(f, a.events, snap);
     footer::render(f, a.footer, model);

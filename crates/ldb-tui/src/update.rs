@@ -1,5 +1,7 @@
 //! `update(&mut Model, Msg) -> Option<Cmd>`: the only place the model changes.
 
+use std::time::Instant;
+
 use crossterm::event::KeyEvent;
 use ldb_core::live::{Control, LiveSnapshot};
 use ratatui::layout::Rect;
@@ -13,8 +15,8 @@ use crate::model::{Model, Overlay};
 pub enum Msg {
     /// A key press.
     Key(KeyEvent),
-    /// The frame timer fired.
-    Tick,
+    /// The frame timer fired at this instant (the view's clock).
+    Tick(Instant),
     /// The runner published a new snapshot.
     Snapshot(Box<LiveSnapshot>),
     /// The terminal changed size (columns, rows).
@@ -31,7 +33,21 @@ pub enum Cmd {
 /// Apply `msg` to `model`; returns what the loop must do about it.
 pub fn update(model: &mut Model, msg: Msg) -> Option<Cmd> {
     match msg {
-        Msg::Tick => None,
+        Msg::Tick(now) => {
+            // Redraw when a counted-on clock shows a new whole second.
+            let before = (model.run_since() as u64, model.prefill_since() as u64);
+            model.now = Some(now);
+            let stamps = &mut model.stamps;
+            stamps.run.get_or_insert(now);
+            if crate::model::running_prefill(&model.snapshot).is_some() {
+                stamps.prefill.get_or_insert(now);
+            }
+            let after = (model.run_since() as u64, model.prefill_since() as u64);
+            if before != after {
+                model.dirty = true;
+            }
+            None
+        }
         Msg::Resize(w, h) => {
             model.size = (w, h);
             model.dirty = true;
@@ -41,6 +57,13 @@ pub fn update(model: &mut Model, msg: Msg) -> Option<Cmd> {
         Msg::Snapshot(snapshot) => {
             if cell_key(&model.snapshot) != cell_key(&snapshot) {
                 model.skipping = false;
+            }
+            let old = &model.snapshot;
+            if (old.elapsed, old.eta) != (snapshot.elapsed, snapshot.eta) {
+                model.stamps.run = model.now;
+            }
+            if prefill_clock_key(old) != prefill_clock_key(&snapshot) {
+                model.stamps.prefill = model.now;
             }
             model.snapshot = *snapshot;
             model.dirty = true;
@@ -62,6 +85,12 @@ fn cell_key(s: &LiveSnapshot) -> (String, Option<(u64, u32)>, usize) {
         s.current.as_ref().map(|c| (c.context, c.concurrency)),
         crate::model::running_prefill(s).map_or(usize::MAX, |(i, _)| i),
     )
+}
+
+/// Identity and clocks of the running prefill row; a change restarts the
+/// count from the new values.
+fn prefill_clock_key(s: &LiveSnapshot) -> Option<(u64, f64, Option<f64>)> {
+    crate::model::running_prefill(s).map(|(_, r)| (r.context, r.elapsed, r.eta))
 }
 
 fn act(model: &mut Model, action: Action) -> Option<Cmd> {

@@ -107,3 +107,27 @@ fn every_size_from_tiny_to_wide_renders() {
         }
     }
 }
+
+#[test]
+fn clocks_count_on_in_the_header_and_prefill_panels() {
+    use ldb_tui::update::{Msg, update};
+    use std::time::{Duration, Instant};
+    let mut s = demo::prefill_running();
+    s.eta = Some(600.0);
+    // As the runner publishes a prefill row: an estimate, no elapsed time.
+    s.prefill[1].elapsed = 0.0;
+    s.prefill[1].eta = Some(20.0);
+    let mut m = model(s, 120, 40);
+    let t0 = Instant::now();
+    update(&mut m, Msg::Tick(t0));
+    update(&mut m, Msg::Tick(t0 + Duration::from_secs(5)));
+    let f = frame(&m);
+    assert!(f.contains("elapsed 53s"), "{f}");
+    assert!(f.contains("ETA 9m 55s"), "{f}");
+    assert!(f.contains("left ~15s"), "{f}");
+    assert!(f.contains("▶    5s eta ~15s"), "{f}");
+    update(&mut m, Msg::Tick(t0 + Duration::from_secs(30)));
+    let f = frame(&m);
+    assert!(f.contains("estimate ~20s exceeded; still waiting"), "{f}");
+    assert!(f.contains("over estimate"), "{f}");
+}

@@ -8,18 +8,19 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::format;
-use crate::model::running_prefill;
+use crate::model::{prefill_clock, running_prefill};
 use crate::render::panel;
 use crate::theme;
 
 /// Draw the current cell (or prefill row, or a waiting line) into `area`.
-pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+/// `prefill_since` counts a running prefill row's clocks on.
+pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, prefill_since: f64) {
     let inner = panel(f, area, "CURRENT");
     let width = usize::from(inner.width);
     let lines = match (&snap.phase, running_prefill(snap), &snap.current) {
-        (Phase::Prefill, Some((_, row)), _) => prefill_lines(row, width),
+        (Phase::Prefill, Some((_, row)), _) => prefill_lines(row, width, prefill_since),
         (_, _, Some(cell)) => cell_lines(&snap.phase, cell, width),
-        (_, Some((_, row)), None) => prefill_lines(row, width),
+        (_, Some((_, row)), None) => prefill_lines(row, width, prefill_since),
         _ if snap.phase == Phase::Done => vec![Line::styled("Run finished", theme::value())],
         _ => vec![Line::styled(
             format!("Waiting… ({})", snap.phase.label()),
@@ -29,19 +30,17 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-fn prefill_lines(row: &PrefillRow, width: usize) -> Vec<Line<'static>> {
+fn prefill_lines(row: &PrefillRow, width: usize, since: f64) -> Vec<Line<'static>> {
+    let (elapsed, left) = prefill_clock(row, since);
     let mut lines = vec![Line::from(vec![
         Span::styled("PREFILL ", theme::title()),
         Span::raw(format!("ctx={}  ", format_context(row.context))),
         Span::styled(row.method.clone(), theme::dim()),
     ])];
-    lines.push(Line::raw(format!(
-        "elapsed {}",
-        format::duration(row.elapsed)
-    )));
-    lines.push(match row.eta {
-        Some(eta) => {
-            let frac = row.elapsed / (row.elapsed + eta).max(1e-9);
+    lines.push(Line::raw(format!("elapsed {}", format::duration(elapsed))));
+    lines.push(match (row.eta, left) {
+        (Some(total), Some(left)) if left >= 0.0 => {
+            let frac = elapsed / (row.elapsed + total).max(1e-9);
             let bar_w = width.saturating_sub(22).clamp(8, 30);
             Line::from(vec![
                 Span::raw("eta "),
@@ -49,11 +48,18 @@ fn prefill_lines(row: &PrefillRow, width: usize) -> Vec<Line<'static>> {
                 Span::raw(format!(
                     " {:>3.0}%  left ~{}",
                     frac * 100.0,
-                    format::duration(eta)
+                    format::duration(left)
                 )),
             ])
         }
-        None => Line::styled("eta: waiting for a prefill speed estimate", theme::dim()),
+        (Some(total), Some(_)) => Line::styled(
+            format!(
+                "estimate ~{} exceeded; still waiting",
+                format::duration(row.elapsed + total)
+            ),
+            theme::warn(),
+        ),
+        _ => Line::styled("eta: waiting for a prefill speed estimate", theme::dim()),
     });
     lines
 }

@@ -12,11 +12,12 @@ use crate::layout::Mode;
 use crate::render::panel;
 use crate::theme;
 
-/// Draw the header into `area` (3 rows).
+/// Draw the header into `area` (3 rows). `since` is how long ago the run's
+/// `elapsed`/`eta` were published; both are counted on by it.
 ///
 /// The run's state (KV, phase, elapsed, ETA) is kept whole; the identity
 /// (engine, model, server) is shortened to fit what is left.
-pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, mode: Mode) {
+pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, mode: Mode, since: f64) {
     let title = concat!("llm-decode-bench v", env!("CARGO_PKG_VERSION"));
     let inner = panel(f, area, title);
     let sep = || Span::styled(" │ ", theme::dim());
@@ -33,7 +34,7 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, mode: Mode) {
     };
     right.push(Span::styled(snap.phase.label(), phase_style));
     right.push(sep());
-    let elapsed = format::duration(snap.elapsed);
+    let elapsed = format::duration(snap.elapsed + since);
     right.push(Span::raw(if mode == Mode::Narrow {
         elapsed
     } else {
@@ -41,7 +42,7 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, mode: Mode) {
     }));
     right.push(sep());
     right.push(Span::raw(match snap.eta {
-        Some(eta) => format!("ETA {}", format::duration(eta)),
+        Some(eta) => format!("ETA {}", format::duration((eta - since).max(0.0))),
         None => "ETA …".to_owned(),
     }));
     let right_w: usize = right.iter().map(|s| s.content.chars().count()).sum();

@@ -8,12 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::format;
-use crate::model::running_prefill;
+use crate::model::{prefill_clock, running_prefill};
 use crate::render::panel;
 use crate::theme;
 
-/// Draw the prefill rows into `area`.
-pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+/// Draw the prefill rows into `area`; `since` counts the running row's
+/// clocks on.
+pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, since: f64) {
     let inner = panel(f, area, "PREFILL C=1");
     let running = running_prefill(snap).map(|(i, _)| i);
     let mut lines = vec![Line::styled(
@@ -27,12 +28,12 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
         _ => 0,
     };
     for (i, row) in snap.prefill.iter().enumerate().skip(first).take(rows) {
-        lines.push(row_line(row, running == Some(i)));
+        lines.push(row_line(row, (running == Some(i)).then_some(since)));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-fn row_line(row: &PrefillRow, running: bool) -> Line<'static> {
+fn row_line(row: &PrefillRow, running: Option<f64>) -> Line<'static> {
     let ctx = Span::styled(
         format!("{:>6}", format_context(row.context)),
         theme::title(),
@@ -55,15 +56,17 @@ fn row_line(row: &PrefillRow, running: bool) -> Line<'static> {
             Span::styled(format!("  {}", row.method), theme::dim()),
         ]);
     }
-    if running {
-        let eta = row.eta.map_or_else(
-            || "eta …".to_owned(),
-            |e| format!("eta ~{}", format::duration(e)),
-        );
+    if let Some(since) = running {
+        let (elapsed, left) = prefill_clock(row, since);
+        let eta = match left {
+            Some(l) if l >= 0.0 => format!("eta ~{}", format::duration(l)),
+            Some(_) => "over estimate".to_owned(),
+            None => "eta …".to_owned(),
+        };
         return Line::from(vec![
             ctx,
             Span::styled(
-                format!(" ▶{:>6}", format::duration(row.elapsed)),
+                format!(" ▶{:>6}", format::duration(elapsed)),
                 theme::active(),
             ),
             Span::styled(format!(" {eta}"), theme::active()),

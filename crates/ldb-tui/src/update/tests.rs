@@ -209,11 +209,47 @@ fn shrinking_the_terminal_clamps_the_scroll() {
 fn snapshots_and_resizes_mark_dirty_ticks_do_not() {
     let mut m = model();
     m.dirty = false;
-    update(&mut m, Msg::Tick);
+    update(&mut m, Msg::Tick(std::time::Instant::now()));
     assert!(!m.dirty);
     update(&mut m, Msg::Resize(80, 30));
     assert!(m.dirty);
     m.dirty = false;
     update(&mut m, Msg::Snapshot(Box::new(demo::prefill_running())));
     assert!(m.dirty);
+}
+
+#[test]
+fn clocks_count_on_between_snapshots() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let mut m = Model::new(demo::prefill_running(), (120, 40), true);
+    update(&mut m, Msg::Tick(t0));
+    assert_eq!(m.run_since(), 0.0);
+    m.dirty = false;
+    update(&mut m, Msg::Tick(t0 + Duration::from_millis(500)));
+    assert!(!m.dirty, "no new whole second yet");
+    update(&mut m, Msg::Tick(t0 + Duration::from_secs(3)));
+    assert!(m.dirty);
+    assert_eq!(m.run_since(), 3.0);
+    assert_eq!(m.prefill_since(), 3.0);
+    // The same snapshot again: the counts go on.
+    update(&mut m, Msg::Snapshot(Box::new(demo::prefill_running())));
+    assert_eq!(m.run_since(), 3.0);
+    // New run clocks restart the run count only.
+    let mut s = demo::prefill_running();
+    s.elapsed += 3.0;
+    update(&mut m, Msg::Snapshot(Box::new(s.clone())));
+    assert_eq!(m.run_since(), 0.0);
+    assert_eq!(m.prefill_since(), 3.0);
+    // A new running prefill row restarts its count.
+    s.prefill[1].tok_per_sec = Some(1.0);
+    s.prefill[2].eta = Some(9.0);
+    update(&mut m, Msg::Snapshot(Box::new(s.clone())));
+    assert_eq!(m.prefill_since(), 0.0);
+    // Once the run is done nothing counts on.
+    update(&mut m, Msg::Tick(t0 + Duration::from_secs(9)));
+    s.phase = ldb_core::live::Phase::Done;
+    update(&mut m, Msg::Snapshot(Box::new(s)));
+    update(&mut m, Msg::Tick(t0 + Duration::from_secs(20)));
+    assert_eq!(m.run_since(), 0.0);
 }
