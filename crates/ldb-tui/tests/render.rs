@@ -101,9 +101,13 @@ fn empty_snapshot_renders_at_every_size() {
 #[test]
 fn every_size_from_tiny_to_wide_renders() {
     let s = demo::mid_decode();
-    for w in (20..=200).step_by(7) {
-        for h in (5..=60).step_by(5) {
-            let _ = frame(&model(s.clone(), w, h));
+    for w in (1..=200).step_by(7) {
+        for h in (1..=60).step_by(4) {
+            for overlay in [Overlay::None, Overlay::Help, Overlay::Output] {
+                let mut m = model(s.clone(), w, h);
+                m.overlay = overlay;
+                let _ = frame(&m);
+            }
         }
     }
 }
