@@ -132,8 +132,14 @@ pub(crate) async fn run_screen(
                 }
             }
         };
-        if let Some(Cmd::Control(c)) = update(&mut model, msg) {
-            send_control(controls, c);
+        match update(&mut model, msg) {
+            Some(Cmd::Control(c)) => send_control(controls, c),
+            Some(Cmd::Redraw) => {
+                term.clear().map_err(Error::Draw)?;
+                model.dirty = true;
+                last_draw = None;
+            }
+            None => {}
         }
         if !terminal::is_active() {
             // A panic elsewhere restored the terminal: stop drawing over it.

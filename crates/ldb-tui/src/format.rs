@@ -138,6 +138,18 @@ pub fn fit(s: &str, width: usize) -> String {
     out
 }
 
+/// The last `max` bytes of `s` at most, cut on a character boundary.
+pub fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut cut = s.len() - max;
+    while !s.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &s[cut..]
+}
+
 /// Hard-wrap `text` into lines of at most `width` characters for the output
 /// viewer. Tabs become spaces and other control characters are dropped, so
 /// model output cannot move the cursor.
@@ -205,6 +217,14 @@ mod tests {
     fn wrapping() {
         assert_eq!(wrap("abcdef\ngh\tx\u{1b}", 4), vec!["abcd", "ef", "gh x"]);
         assert_eq!(wrap("", 4), vec![""]);
+    }
+
+    #[test]
+    fn tails() {
+        assert_eq!(tail("abcdef", 3), "def");
+        assert_eq!(tail("ab", 3), "ab");
+        // Never splits a character: `é` is two bytes.
+        assert_eq!(tail("aéb", 2), "b");
     }
 
     #[test]

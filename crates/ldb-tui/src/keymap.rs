@@ -11,6 +11,8 @@ pub enum Action {
     Stop,
     /// Ctrl-C: stop; repeated presses are passed on so the runner may hurry.
     Interrupt,
+    /// Ctrl-L: repaint the whole screen (after stray output scribbled on it).
+    Redraw,
     /// `s`: skip the current cell or prefill row.
     Skip,
     /// `o`: open/close the output viewer.
@@ -45,6 +47,7 @@ pub fn action(key: KeyEvent, overlay: Overlay) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         return match key.code {
             KeyCode::Char('c') => Some(Action::Interrupt),
+            KeyCode::Char('l') => Some(Action::Redraw),
             _ => None,
         };
     }
@@ -80,6 +83,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("o", "show streamed output of one request"),
     ("↑/↓ PgUp/PgDn", "scroll the output (Home/End: top/follow)"),
     ("←/→ n/p", "previous / next stream"),
+    ("Ctrl-L", "repaint the screen"),
     ("?", "this help"),
     ("Esc", "close the overlay"),
 ];

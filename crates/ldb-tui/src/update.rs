@@ -28,6 +28,8 @@ pub enum Msg {
 pub enum Cmd {
     /// Send this to the runner.
     Control(Control),
+    /// Clear the terminal and draw the whole frame again.
+    Redraw,
 }
 
 /// Apply `msg` to `model`; returns what the loop must do about it.
@@ -105,6 +107,7 @@ fn act(model: &mut Model, action: Action) -> Option<Cmd> {
             model.skipping = true;
             Some(Cmd::Control(Control::Skip))
         }
+        Action::Redraw => Some(Cmd::Redraw),
         Action::ToggleHelp => {
             model.overlay = toggle(model.overlay, Overlay::Help);
             None
@@ -172,9 +175,20 @@ pub fn viewer_extent(model: &Model) -> (usize, usize) {
         .snapshot
         .outputs
         .get(model.viewer.stream)
-        .map_or(0, |s| crate::format::wrap(&s.text, text.width.into()).len());
+        .map_or(0, |s| {
+            crate::format::wrap(viewer_text(&s.text), text.width.into()).len()
+        });
     (lines, text.height.into())
 }
+
+/// The part of a stream's text the viewer shows: at most the last
+/// [`VIEWER_BYTES`], whatever the runner sends.
+pub fn viewer_text(text: &str) -> &str {
+    crate::format::tail(text, VIEWER_BYTES)
+}
+
+/// Most text the output viewer wraps and scrolls through.
+pub const VIEWER_BYTES: usize = 64 * 1024;
 
 /// Keep the stream index and scroll offset inside the current text.
 fn clamp_viewer(model: &mut Model) {

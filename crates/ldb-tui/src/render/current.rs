@@ -113,19 +113,39 @@ fn cell_lines(phase: &Phase, c: &CurrentCell, width: usize) -> Vec<Line<'static>
         Span::raw(format!("  producing {}/{}", c.producing, c.concurrency)),
     ]));
     lines.push(tps_line(c));
-    let trace_w = width.saturating_sub(6);
+    let stats = trace_stats(&c.tps_trace);
+    let trace_w = width.saturating_sub(6 + stats.chars().count());
     lines.push(if c.tps_trace.is_empty() {
         Line::styled("trace waiting for samples", theme::dim())
     } else {
         Line::from(vec![
             Span::styled("trace ", theme::dim()),
             Span::styled(format::sparkline(&c.tps_trace, trace_w), theme::value()),
+            Span::styled(stats, theme::dim()),
         ])
     });
     if let Some(acc) = c.accept_length {
         lines.push(Line::raw(format!("accept length {acc:.2} tok/step")));
     }
     lines
+}
+
+/// `  avg 129 jitter 4.2%` over the trace (jitter = coefficient of variation).
+fn trace_stats(trace: &[f64]) -> String {
+    if trace.len() < 2 {
+        return String::new();
+    }
+    let n = trace.len() as f64;
+    let mean = trace.iter().sum::<f64>() / n;
+    if mean <= 0.0 {
+        return String::new();
+    }
+    let var = trace.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    format!(
+        "  avg {} jitter {:.1}%",
+        format::tps(mean, false),
+        var.sqrt() / mean * 100.0
+    )
 }
 
 fn tps_line(c: &CurrentCell) -> Line<'static> {

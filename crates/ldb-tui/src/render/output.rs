@@ -10,7 +10,7 @@ use crate::layout;
 use crate::model::Model;
 use crate::render::panel;
 use crate::theme;
-use crate::update::viewer_extent;
+use crate::update::{viewer_extent, viewer_text};
 
 /// Draw the viewer over `area`.
 pub fn render(f: &mut Frame, area: Rect, model: &Model) {
@@ -53,7 +53,7 @@ pub fn render(f: &mut Frame, area: Rect, model: &Model) {
         ),
     ]);
     f.render_widget(Paragraph::new(bar), Rect { height: 1, ..inner });
-    let lines: Vec<Line> = format::wrap(&stream.text, text_area.width.into())
+    let lines: Vec<Line> = format::wrap(viewer_text(&stream.text), text_area.width.into())
         .into_iter()
         .skip(first)
         .take(page)

@@ -253,3 +253,19 @@ fn clocks_count_on_between_snapshots() {
     update(&mut m, Msg::Tick(t0 + Duration::from_secs(20)));
     assert_eq!(m.run_since(), 0.0);
 }
+
+#[test]
+fn ctrl_l_asks_for_a_full_redraw() {
+    let mut m = model();
+    let k = Msg::Key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
+    assert_eq!(update(&mut m, k), Some(Cmd::Redraw));
+    assert!(!m.stopping);
+}
+
+#[test]
+fn the_viewer_keeps_only_the_tail_of_huge_text() {
+    let mut m = long_output(1);
+    m.snapshot.outputs[0].text = "x\n".repeat(100_000);
+    let (lines, _) = viewer_extent(&m);
+    assert!(lines <= VIEWER_BYTES / 2 + 1, "{lines}");
+}
