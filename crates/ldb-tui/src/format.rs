@@ -150,29 +150,33 @@ pub fn tail(s: &str, max: usize) -> &str {
     &s[cut..]
 }
 
-/// Hard-wrap `text` into lines of at most `width` characters for the output
-/// viewer. Tabs become spaces and other control characters are dropped, so
-/// model output cannot move the cursor.
+/// Wrap `text` into lines of at most `width` characters for the output
+/// viewer, breaking after the last space when there is one in the line and
+/// mid-word otherwise. Tabs become spaces and other control characters are
+/// dropped, so model output cannot move the cursor.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = Vec::new();
     for raw in text.split('\n') {
-        let mut line = String::new();
-        let mut n = 0;
+        let mut line: Vec<char> = Vec::with_capacity(width);
         for c in raw.chars() {
             let c = match c {
                 '\t' => ' ',
                 c if c.is_control() => continue,
                 c => c,
             };
-            if n == width {
-                lines.push(std::mem::take(&mut line));
-                n = 0;
+            if line.len() == width {
+                // Break after the last space, carrying the partial word over.
+                let carry = match line.iter().rposition(|&c| c == ' ') {
+                    Some(sp) if sp + 1 < width => line.split_off(sp + 1),
+                    _ => Vec::new(),
+                };
+                lines.push(line.iter().collect());
+                line = carry;
             }
             line.push(c);
-            n += 1;
         }
-        lines.push(line);
+        lines.push(line.iter().collect());
     }
     lines
 }
@@ -216,6 +220,12 @@ mod tests {
     #[test]
     fn wrapping() {
         assert_eq!(wrap("abcdef\ngh\tx\u{1b}", 4), vec!["abcd", "ef", "gh x"]);
+        assert_eq!(
+            wrap("the quick brown fox", 10),
+            vec!["the quick ", "brown fox"]
+        );
+        // A space in the last column: the next word starts the next line.
+        assert_eq!(wrap("abcd efgh", 5), vec!["abcd ", "efgh"]);
         assert_eq!(wrap("", 4), vec![""]);
     }
 

@@ -60,6 +60,9 @@ pub struct Areas {
 
 const PREFILL_WIDTH: u16 = 44;
 const EVENTS_MIN: u16 = 24;
+/// The matrix panel is never narrower than this, so its title and legend
+/// stay readable while every cell is still `...`.
+const MATRIX_MIN: u16 = 32;
 
 /// Lay out `area` for `snap`. Call only when [`fits`] holds.
 pub fn areas(area: Rect, snap: &LiveSnapshot) -> Areas {
@@ -113,7 +116,7 @@ fn wide_results(
 ) -> (Rect, Option<Rect>, Rect) {
     let pf = if has_prefill { PREFILL_WIDTH } else { 0 };
     let avail = results.width.saturating_sub(pf + EVENTS_MIN);
-    let mw = matrix::plan(snap, avail).width().min(avail).max(32);
+    let mw = matrix::plan(snap, avail).width().min(avail).max(MATRIX_MIN);
     let [p, m, e] = Layout::horizontal([
         Constraint::Length(pf),
         Constraint::Length(mw),
@@ -129,7 +132,10 @@ fn mid_results(
     has_prefill: bool,
     ctx_rows: u16,
 ) -> (Rect, Option<Rect>, Rect) {
-    let mw = matrix::plan(snap, results.width).width().min(results.width);
+    let mw = matrix::plan(snap, results.width)
+        .width()
+        .max(MATRIX_MIN)
+        .min(results.width);
     let beside = results.width - mw;
     if !has_prefill && beside >= EVENTS_MIN {
         let [m, e] =

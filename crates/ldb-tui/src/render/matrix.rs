@@ -174,7 +174,7 @@ fn done_spans(
 pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     let p = plan(snap, area.width);
     let title = match p.detail {
-        Detail::Full => "DECODE tok/s + TTFT/ITL ms",
+        Detail::Full if area.width >= 30 => "DECODE tok/s + TTFT/ITL ms",
         _ => "DECODE tok/s",
     };
     let inner = panel(f, area, title);
