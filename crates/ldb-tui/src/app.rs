@@ -81,6 +81,46 @@ fn send_control(controls: &mpsc::Sender<Control>, c: Control) {
     }
 }
 
+type Term = Terminal<CrosstermBackend<io::Stdout>>;
+
+/// Frame pacing: draw only when something changed and a period has passed.
+struct Pacer {
+    period: Duration,
+    last: Option<Instant>,
+}
+
+impl Pacer {
+    fn due(&self) -> bool {
+        self.last.is_none_or(|t| t.elapsed() >= self.period)
+    }
+}
+
+/// Apply one message: update the model, carry out its command, draw if due.
+fn step(
+    model: &mut Model,
+    msg: Msg,
+    term: &mut Term,
+    pacer: &mut Pacer,
+    controls: &mpsc::Sender<Control>,
+) -> Result<()> {
+    match update(model, msg) {
+        Some(Cmd::Control(c)) => send_control(controls, c),
+        Some(Cmd::Redraw) => {
+            term.clear().map_err(Error::Draw)?;
+            model.dirty = true;
+            pacer.last = None;
+        }
+        None => {}
+    }
+    if model.dirty && pacer.due() {
+        term.draw(|f| crate::render::render(f, model))
+            .map_err(Error::Draw)?;
+        model.dirty = false;
+        pacer.last = Some(Instant::now());
+    }
+    Ok(())
+}
+
 /// Run the dashboard until `stop` fires (or its sender is dropped).
 pub(crate) async fn run_screen(
     snapshots: &mut watch::Receiver<LiveSnapshot>,
@@ -92,6 +132,7 @@ pub(crate) async fn run_screen(
         return Err(Error::NotATerminal);
     }
     let keys = opts.keys && io::stdin().is_terminal();
+    // Drop order matters: the key reader stops, then the guard restores.
     let _guard = TerminalGuard::enter(keys)?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(Error::Terminal)?;
     term.clear().map_err(Error::Draw)?;
@@ -99,17 +140,13 @@ pub(crate) async fn run_screen(
     let first = snapshots.borrow_and_update().clone();
     let mut model = Model::new(first, (size.width, size.height), keys);
     let (key_tx, mut key_rx) = mpsc::channel(64);
-    let _reader = if keys {
-        KeyReader::spawn(key_tx).ok()
-    } else {
-        None
-    };
-    let mut keys_open = _reader.is_some();
+    let reader = keys.then(|| KeyReader::spawn(key_tx).ok()).flatten();
+    let mut keys_open = reader.is_some();
     let mut snaps_open = true;
     let period = Duration::from_millis(1000 / u64::from(opts.max_fps.clamp(1, 10)));
+    let mut pacer = Pacer { period, last: None };
     let mut tick = interval(period);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut last_draw: Option<Instant> = None;
     loop {
         let msg = tokio::select! {
             biased;
@@ -132,27 +169,13 @@ pub(crate) async fn run_screen(
                 }
             }
         };
-        match update(&mut model, msg) {
-            Some(Cmd::Control(c)) => send_control(controls, c),
-            Some(Cmd::Redraw) => {
-                term.clear().map_err(Error::Draw)?;
-                model.dirty = true;
-                last_draw = None;
-            }
-            None => {}
-        }
         if !terminal::is_active() {
             // A panic elsewhere restored the terminal: stop drawing over it.
             break;
         }
-        let due = last_draw.is_none_or(|t| t.elapsed() >= period);
-        if model.dirty && due {
-            term.draw(|f| crate::render::render(f, &model))
-                .map_err(Error::Draw)?;
-            model.dirty = false;
-            last_draw = Some(Instant::now());
-        }
+        step(&mut model, msg, &mut term, &mut pacer, controls)?;
     }
+    drop(reader);
     Ok(())
 }
 
