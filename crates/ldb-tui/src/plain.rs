@@ -130,10 +130,26 @@ fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
         }
         return Some((format!("prefill {i}"), line));
     }
-    let c = snap
-        .current
-        .as_ref()
-        .filter(|c| c.stage == CellStage::Window)?;
+    let c = snap.current.as_ref()?;
+    let cell = format!("C={} ctx={}", c.concurrency, format_context(c.context));
+    let running = format!(
+        "running {}/{}",
+        format::opt(c.running, 0, ""),
+        c.concurrency
+    );
+    let window = c.stage == CellStage::Window;
+    let key = format!("cell {} {} {window}", c.context, c.concurrency);
+    if !window {
+        // Scout, ramp-up or drain: say what it waits on, so a long ramp-up
+        // does not look like a hang in the log.
+        let line = format!(
+            "{cell} {} {} {running} queued {}",
+            c.stage.label(),
+            format::duration(c.stage_elapsed),
+            format::opt(c.queued, 0, ""),
+        );
+        return Some((key, line));
+    }
     let frac = if c.window_total > 0.0 {
         c.window_elapsed / c.window_total
     } else {
@@ -144,17 +160,13 @@ fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
         .last()
         .map_or_else(|| "-".to_owned(), |v| format::tps(*v, true));
     let line = format!(
-        "C={} ctx={} {} {} {:.0}/{:.0}s {tps} tok/s running {}/{}",
-        c.concurrency,
-        format_context(c.context),
+        "{cell} {} {} {:.0}/{:.0}s {tps} tok/s {running}",
         c.stage.label(),
         format::ascii_bar(frac, 10),
         c.window_elapsed,
         c.window_total,
-        format::opt(c.running, 0, ""),
-        c.concurrency,
     );
-    Some((format!("cell {} {}", c.context, c.concurrency), line))
+    Some((key, line))
 }
 
 /// Write `lines` to `out`; false once the output is gone (closed pipe).
@@ -236,13 +248,22 @@ mod tests {
             p.lines(&s, t0 + Duration::from_secs(6), "12:00:06").len(),
             1
         );
-        // Outside the window: nothing.
+        // Leaving the window (drain) prints at once, then every 5 s.
         if let Some(c) = s.current.as_mut() {
-            c.stage = CellStage::RampUp;
+            c.stage = CellStage::Drain;
+            c.stage_elapsed = 1.0;
         }
+        assert_eq!(
+            p.lines(&s, t0 + Duration::from_secs(7), "12:00:07"),
+            ev(&["12:00:07 C=8 ctx=32k drain 1s running 4/8 queued 0"])
+        );
         assert!(
-            p.lines(&s, t0 + Duration::from_secs(20), "12:00:20")
+            p.lines(&s, t0 + Duration::from_secs(8), "12:00:08")
                 .is_empty()
+        );
+        assert_eq!(
+            p.lines(&s, t0 + Duration::from_secs(12), "12:00:12").len(),
+            1
         );
     }
 
