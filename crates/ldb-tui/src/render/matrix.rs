@@ -75,7 +75,7 @@ fn plan_for(snap: &LiveSnapshot, detail: Detail) -> Plan {
                 .iter()
                 .filter(|m| m.concurrency == conc)
                 .map(|m| width(&cell_spans(m, snap, detail)))
-                .chain([head, 3])
+                .chain([head, min_col(detail)])
                 .max()
                 .unwrap_or(head)
         })
@@ -84,6 +84,16 @@ fn plan_for(snap: &LiveSnapshot, detail: Detail) -> Plan {
         detail,
         label,
         cols,
+    }
+}
+
+/// Columns start at the width of a typical finished cell, so the panel does
+/// not jump about as cells fill in.
+fn min_col(detail: Detail) -> usize {
+    match detail {
+        Detail::Full => 12,
+        Detail::Precise => 7,
+        Detail::Compact => 4,
     }
 }
 
