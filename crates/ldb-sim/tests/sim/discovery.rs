@@ -210,3 +210,35 @@ async fn vllm_request_id_header_becomes_chunk_id() {
     assert!(ids.iter().all(|id| id == "chatcmpl-bench-42"), "{ids:?}");
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn non_streaming_answers_in_every_personality() {
+    for p in Personality::ALL {
+        let sim = start(tiny(), Some(p)).await;
+        let base = sim.base_url();
+        let chat = json!({"messages": [{"role": "user", "content": "hello"}], "max_tokens": 7, "ignore_eos": true});
+        let v: Value = post(&base, "/v1/chat/completions", &chat)
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["object"], "chat.completion", "{p}: {v}");
+        assert_eq!(v["usage"]["completion_tokens"], 7, "{p}");
+        assert_eq!(v["choices"][0]["finish_reason"], "length", "{p}");
+        assert!(
+            v["choices"][0]["message"]["content"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(" The"))
+        );
+        let comp = json!({"prompt": "Once upon", "max_tokens": 3});
+        let v: Value = post(&base, "/v1/completions", &comp)
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["object"], "text_completion", "{p}: {v}");
+        assert_eq!(v["usage"]["completion_tokens"], 3, "{p}");
+        assert_eq!(v["choices"][0]["text"], " The engine keeps", "{p}");
+        sim.shutdown().await;
+    }
+}
