@@ -204,8 +204,8 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
     app.fallback(info::not_found).with_state(state)
 }
 
-/// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the tasks running
-/// until the runtime stops.
+/// A running simulator. Prefer [`SimHandle::shutdown`]; dropping the handle also stops the
+/// engine and the listener, without waiting.
 pub struct SimHandle {
     addr: SocketAddr,
     state: Arc<AppState>,
@@ -213,6 +213,15 @@ pub struct SimHandle {
     stop: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
     engine_task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        let _ = self.engine.tx.send(Command::Shutdown);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }
 
 impl SimHandle {

@@ -382,3 +382,20 @@ async fn empty_prompt_is_rejected_not_stuck() {
     assert_eq!(r.status(), 400);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn dropping_the_handle_stops_the_server() {
+    let sim = start(tiny(), None).await;
+    let addr = sim.addr();
+    drop(sim);
+    let mut rebound = None;
+    for _ in 0..100 {
+        if let Ok(s) = ldb_sim::SimServer::start(tiny(), None, addr).await {
+            rebound = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sim = rebound.expect("port freed after drop");
+    sim.shutdown().await;
+}
