@@ -298,3 +298,32 @@ fn glm_calibration_matches_seed() {
         "generation prompt {ask_only} tokens (seed: 78)"
     );
 }
+
+#[tokio::test]
+async fn stream_interval_groups_tokens() {
+    let mut sc = tiny();
+    sc.spec = None;
+    sc.scheduler.stream_interval = 4;
+    sc.step_time.base_s = 0.001;
+    let sim = start(sc, Some(Personality::Sglang)).await;
+    let body = chat_body(
+        "x",
+        10,
+        json!({"stream_options": {"continuous_usage_stats": true}}),
+    );
+    let r = post(&sim.base_url(), "/v1/chat/completions", &body).await;
+    let events = sse(r, Instant::now()).await;
+    let counts: Vec<u64> = events
+        .iter()
+        .filter_map(|e| e.json())
+        .filter(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|c| !c.is_empty())
+        })
+        .filter_map(|v| v["usage"]["completion_tokens"].as_u64())
+        .collect();
+    // First token at once, then every 4, then the rest at the end.
+    assert_eq!(counts, vec![1, 5, 9, 10]);
+    sim.shutdown().await;
+}
