@@ -91,6 +91,22 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         "",
         s.waiting as f64,
     );
+    // Present in builds up to mid 2025; clients use them for KV utilisation.
+    let used_tokens = s.kv_blocks_used as f64 * f64::from(cfg.kv.logical_block_tokens());
+    o.metric(
+        "llamacpp:kv_cache_usage_ratio",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        "",
+        used_tokens / cfg.kv.capacity_tokens().max(1) as f64,
+    );
+    o.metric(
+        "llamacpp:kv_cache_tokens",
+        "gauge",
+        "KV-cache tokens.",
+        "",
+        s.kv_tokens_used as f64,
+    );
     if let Some(spec) = &cfg.spec {
         o.metric(
             "llamacpp:spec_decode_num_drafts_total",
