@@ -70,10 +70,13 @@ pub(crate) struct AppState {
 
 impl AppState {
     pub(crate) fn count(&self, endpoint: &str) {
-        *lock(&self.http)
-            .requests_by_endpoint
-            .entry(endpoint.to_string())
-            .or_insert(0) += 1;
+        let mut http = lock(&self.http);
+        match http.requests_by_endpoint.get_mut(endpoint) {
+            Some(n) => *n += 1,
+            None => {
+                http.requests_by_endpoint.insert(endpoint.to_string(), 1);
+            }
+        }
     }
 
     /// A deterministic 32-hex-digit id (seeded counter).

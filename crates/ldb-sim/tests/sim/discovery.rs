@@ -25,6 +25,10 @@ async fn vllm_glm_discovery_matches_seed_server() {
     assert!(v["version"].is_string());
     let (s, _) = get_json(format!("{base}/get_server_info")).await;
     assert_eq!(s, 404);
+    let http = sim.stats().http;
+    assert_eq!(http.requests_by_endpoint.get("GET /v1/models"), Some(&1));
+    assert_eq!(http.requests_by_endpoint.get("GET /version"), Some(&1));
+    assert_eq!(http.requests_by_endpoint.get("other"), Some(&1));
     let text = client()
         .get(format!("{base}/metrics"))
         .send()
