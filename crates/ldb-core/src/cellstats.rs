@@ -46,7 +46,10 @@ pub struct SchedSample {
 /// Scheduler fields from the window's scrapes.
 ///
 /// `capacity_limited` when readiness timed out or plateaued, or (C > 1 with
-/// samples) max running < C or mean running < 0.95·C, or any queue was seen.
+/// samples) max running < C or mean running < 0.95·C, or a queue persisted
+/// (mean ≥ 0.5 requests or non-empty in more than half of the scrapes). A
+/// request that restarts sits in the queue for a moment; that alone is not a
+/// capacity limit (the reference flagged any queue sample).
 /// `underfilled` when C > 1 and mean running < 0.98·C. Without samples the
 /// effective concurrency is the number of streams that produced in the window.
 pub fn scheduler_fields(
@@ -77,8 +80,8 @@ pub fn scheduler_fields(
     let underfilled = concurrency > 1 && (has || streams_in_window > 0.0) && effective < 0.98 * c;
     let capacity_limited = readiness_failed
         || (concurrency > 1 && has && (max_run < c || avg_run < 0.95 * c))
-        || avg_q > 0.0
-        || qfrac > 0.0;
+        || avg_q >= 0.5
+        || qfrac > 0.5;
     SchedulerFields {
         avg_running_reqs: avg_run,
         max_running_reqs: max_run.round() as u64,
@@ -112,6 +115,15 @@ mod tests {
         assert!(!ok.capacity_limited && !ok.underfilled);
         let c1 = scheduler_fields(1, &[], false, 1.0);
         assert!(!c1.capacity_limited);
+        let churn = scheduler_fields(
+            16,
+            &[s(16.0, 0.0), s(15.0, 1.0), s(16.0, 0.0), s(16.0, 0.0)],
+            false,
+            16.0,
+        );
+        assert!(!churn.capacity_limited, "{churn:?}");
+        let queued = scheduler_fields(2, &[s(2.0, 1.0), s(2.0, 1.0)], false, 2.0);
+        assert!(queued.capacity_limited);
         assert_eq!(c1.effective_concurrency, 1.0);
     }
 

@@ -3,12 +3,14 @@
 //! The clock starts when the C streams launch (not before the scout). Each tick
 //! the runner reports what it knows; the detector answers with a decision.
 //!
-//! - **Ready**: with metrics, running ≥ C, waiting = 0 and all C streams are
-//!   producing tokens right now; without metrics, all C streams are producing.
-//!   The condition must hold for `stable_seconds` (3 s) without a break.
-//! - **Capacity plateau**: the server admits fewer than C. With metrics:
-//!   running < C with a non-empty queue, every admitted request producing, and
-//!   no increase of running for `plateau_seconds`. Without metrics: fewer than C
+//! - **Ready**: over the last `stable_seconds` (3 s): with metrics, the server
+//!   reached C running, ran ≥ 0.95·C on average with an empty queue on average
+//!   (≤ 0.5), and ≥ 90% of the C streams were producing tokens on average;
+//!   without metrics, the stream condition alone. Averages, not every single
+//!   scrape, because short requests finish and restart all the time.
+//! - **Capacity plateau**: the server never reached C. With metrics: the
+//!   highest running count seen stays below C for `plateau_seconds` with a
+//!   non-empty queue and every admitted request producing. Without metrics: fewer than C
 //!   streams producing, no increase for `plateau_seconds`, after the first
 //!   token. The window then starts at once, flagged capacity-limited.
 //! - **Timeout**: neither within the limit; the window starts anyway.
@@ -53,7 +55,8 @@ pub struct Readiness {
     limit: f64,
     stable_seconds: f64,
     plateau_seconds: f64,
-    ready_since: Option<f64>,
+    /// Observations of the last `stable_seconds` (bounded by the tick rate).
+    recent: std::collections::VecDeque<Observation>,
     best_running: f64,
     best_since: f64,
 }
@@ -66,7 +69,7 @@ impl Readiness {
             limit,
             stable_seconds: 3.0,
             plateau_seconds: 5.0,
-            ready_since: None,
+            recent: std::collections::VecDeque::new(),
             best_running: -1.0,
             best_since: 0.0,
         }
@@ -79,32 +82,66 @@ impl Readiness {
         self
     }
 
+    /// True when the last `stable_seconds` of observations show the server
+    /// running the requested concurrency. Short requests finish and restart
+    /// all the time, so single scrapes dip below C for a moment; the test is
+    /// on the span: C reached, mean running ≥ 0.95·C, the queue empty on
+    /// average (≤ 0.5 requests), and ≥ 90% of the streams producing on average.
+    fn held(&self) -> bool {
+        let (Some(first), Some(last)) = (self.recent.front(), self.recent.back()) else {
+            return false;
+        };
+        if last.elapsed - first.elapsed < self.stable_seconds {
+            return false;
+        }
+        let c = f64::from(self.concurrency);
+        let n = self.recent.len() as f64;
+        let mean = |f: fn(&Observation) -> f64| self.recent.iter().map(f).sum::<f64>() / n;
+        let producing_ok = mean(|o| f64::from(o.producing)) >= 0.9 * c
+            && self.recent.iter().any(|o| o.producing >= self.concurrency);
+        match (last.running, last.waiting) {
+            (Some(_), Some(_)) => {
+                let max_run = self
+                    .recent
+                    .iter()
+                    .filter_map(|o| o.running)
+                    .fold(0.0, f64::max);
+                producing_ok
+                    && max_run >= c
+                    && mean(|o| o.running.unwrap_or(0.0)) >= 0.95 * c
+                    && mean(|o| o.waiting.unwrap_or(0.0)) <= 0.5
+            }
+            _ => producing_ok,
+        }
+    }
+
     /// Feed one observation.
     pub fn observe(&mut self, o: Observation) -> Decision {
         let c = f64::from(self.concurrency);
-        let all_producing = o.producing >= self.concurrency;
-        let ready_now = match (o.running, o.waiting) {
-            (Some(r), Some(w)) => r >= c && w <= 0.0 && all_producing,
-            _ => all_producing,
-        };
-        if ready_now {
-            let since = *self.ready_since.get_or_insert(o.elapsed);
-            if o.elapsed - since >= self.stable_seconds {
-                return Decision::Ready(match (o.running, o.waiting) {
-                    (Some(r), Some(w)) => format!(
-                        "running_reqs={}/{}, queue_reqs={}, active_streams={}/{}, stable={:.1}s",
-                        r, self.concurrency, w, o.producing, self.concurrency, self.stable_seconds
-                    ),
-                    _ => format!(
-                        "metrics_unavailable, active_streams={}/{}, stable={:.1}s",
-                        o.producing, self.concurrency, self.stable_seconds
-                    ),
-                });
-            }
-        } else {
-            self.ready_since = None;
+        self.recent.push_back(o);
+        // Keep the newest observation that is at least `stable_seconds` old,
+        // so the span covers the whole hold whatever the tick spacing.
+        while self
+            .recent
+            .get(1)
+            .is_some_and(|second| o.elapsed - second.elapsed >= self.stable_seconds)
+        {
+            self.recent.pop_front();
         }
-        // Plateau: the admitted level, tracked as the best seen so far.
+        if self.held() {
+            return Decision::Ready(match (o.running, o.waiting) {
+                (Some(r), Some(w)) => format!(
+                    "running_reqs={}/{}, queue_reqs={}, active_streams={}/{}, stable={:.1}s",
+                    r, self.concurrency, w, o.producing, self.concurrency, self.stable_seconds
+                ),
+                _ => format!(
+                    "metrics_unavailable, active_streams={}/{}, stable={:.1}s",
+                    o.producing, self.concurrency, self.stable_seconds
+                ),
+            });
+        }
+        // Plateau: the highest level the server has admitted so far, when it
+        // stays below C with requests left waiting.
         let admitted = o.running.unwrap_or(f64::from(o.producing));
         if admitted > self.best_running {
             self.best_running = admitted;
@@ -115,29 +152,30 @@ impl Readiness {
             _ => true,
         };
         let admitted_producing = f64::from(o.producing) >= admitted && admitted >= 1.0;
-        if !ready_now
+        if self.best_running < c
             && o.any_tokens
-            && admitted < c
             && queue
             && admitted_producing
             && o.elapsed - self.best_since >= self.plateau_seconds
         {
+            let best = self.best_running;
             let reason = match o.waiting {
                 Some(w) => format!(
                     "capacity_plateau running_reqs={}/{}, queue_reqs={}, held={:.1}s",
-                    admitted, self.concurrency, w, self.plateau_seconds
+                    best, self.concurrency, w, self.plateau_seconds
                 ),
                 None => format!(
                     "capacity_plateau active_streams={}/{}, held={:.1}s",
-                    admitted, self.concurrency, self.plateau_seconds
+                    best, self.concurrency, self.plateau_seconds
                 ),
             };
             return Decision::Plateau {
                 reason,
-                running: admitted,
+                running: best,
             };
         }
         if o.elapsed >= self.limit {
+            let all_producing = o.producing >= self.concurrency;
             let reason = if o.running.is_none() {
                 "metrics_unavailable".to_string()
             } else if o.running.unwrap_or(0.0) < c {
@@ -200,7 +238,7 @@ mod tests {
     #[test]
     fn ready_after_three_stable_seconds() {
         let mut d = Readiness::new(4, 60.0);
-        assert_eq!(d.observe(obs(0.5, Some(4.0), Some(0.0), 3)), Decision::Wait);
+        assert_eq!(d.observe(obs(0.5, Some(4.0), Some(0.0), 0)), Decision::Wait);
         assert_eq!(d.observe(obs(1.0, Some(4.0), Some(0.0), 4)), Decision::Wait);
         assert_eq!(d.observe(obs(3.5, Some(4.0), Some(0.0), 4)), Decision::Wait);
         match d.observe(obs(4.0, Some(4.0), Some(0.0), 4)) {
@@ -210,15 +248,60 @@ mod tests {
     }
 
     #[test]
-    fn a_break_resets_stability() {
+    fn a_sustained_queue_blocks_readiness_until_it_clears() {
         let mut d = Readiness::new(2, 60.0);
         d.observe(obs(0.0, Some(2.0), Some(0.0), 2));
-        d.observe(obs(2.0, Some(2.0), Some(1.0), 2));
+        d.observe(obs(1.0, Some(2.0), Some(2.0), 2));
+        d.observe(obs(2.0, Some(2.0), Some(2.0), 2));
         assert_eq!(d.observe(obs(3.5, Some(2.0), Some(0.0), 2)), Decision::Wait);
         assert!(matches!(
             d.observe(obs(6.5, Some(2.0), Some(0.0), 2)),
             Decision::Ready(_)
         ));
+    }
+
+    #[test]
+    fn churn_of_short_requests_still_counts_as_ready() {
+        let mut d = Readiness::new(16, 60.0);
+        let mut last = Decision::Wait;
+        for i in 0..20 {
+            let t = f64::from(i) * 0.25;
+            let (r, w, p) = if i % 3 == 0 {
+                (15.0, 1.0, 15)
+            } else {
+                (16.0, 0.0, 16)
+            };
+            last = d.observe(obs(t, Some(r), Some(w), p));
+            if last != Decision::Wait {
+                break;
+            }
+        }
+        assert!(matches!(last, Decision::Ready(_)), "{last:?}");
+    }
+
+    #[test]
+    fn uneven_tick_spacing_still_reaches_ready() {
+        let mut d = Readiness::new(1, 60.0);
+        let mut t = 0.0;
+        let mut last = Decision::Wait;
+        while t < 10.0 && last == Decision::Wait {
+            t += 0.2503;
+            last = d.observe(obs(t, Some(1.0), Some(0.0), 1));
+        }
+        assert!(
+            matches!(last, Decision::Ready(_)) && t < 3.6,
+            "{last:?} at {t}"
+        );
+    }
+
+    #[test]
+    fn a_server_that_reached_c_is_never_a_plateau() {
+        let mut d = Readiness::new(4, 60.0);
+        d.observe(obs(0.5, Some(4.0), Some(0.0), 4));
+        for i in 1..40 {
+            let o = obs(0.5 + f64::from(i) * 0.25, Some(3.0), Some(1.0), 3);
+            assert_eq!(d.observe(o), Decision::Wait);
+        }
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //! - `accept_len_effective = out / engine_steps`
 //! - `steps_per_s = engine_steps / Δt`, with Δt the time between the same two
 //!   scrapes (the reference divided the client rate by the ratio, mixing windows)
+//!
+//! Steps are counted per sequence, as the engines' draft counters are: with B
+//! sequences decoding, one engine forward pass is B steps. At C = 1 the two
+//! are the same; at C > 1 divide by the effective concurrency for passes/s.
 //! - `pos_accept[i] = Δaccepted_at_position_i / Δdrafts`
 //!
 //! `out` is the server's generated-token delta over the same scrape pair.

@@ -35,7 +35,7 @@ pub fn methodology(
             "name": "Acceptance-normalized decode (MTP / speculative)",
             "present": spec_present,
             "formula": "engine_steps = drafts + max(0, output_tokens - (accepted + drafts)); accept_len_effective = output_tokens / engine_steps; steps_per_s = engine_steps / scrape_interval",
-            "notes": "Counter deltas between the scrapes that bracket the window, summed over data-parallel engines. steps_per_s is the target model's forward passes per second, independent of how much of the draft was accepted; server_spec_pos_accept gives the acceptance probability of each draft position. SGLang exposes no counters, so its values come from the accept-length gauge over the window."
+            "notes": "Counter deltas between the scrapes that bracket the window, summed over data-parallel engines. steps_per_s counts decoding steps per sequence (one target-model pass yields one step for every running sequence), independent of how much of the draft was accepted; server_spec_pos_accept gives the acceptance probability of each draft position. SGLang exposes no counters, so its values come from the accept-length gauge over the window."
         }
     })
 }

@@ -1,2 +1,46 @@
-//! `llm-decode-bench`: the command-line front end.
-fn main() {}
+//! `llm-decode-bench`: a thin front end over the library crates.
+//!
+//! Parses flags, hands over to `app`, and turns the outcome into an exit
+//! code (documented in `--help` and the README).
+
+mod app;
+mod cli;
+mod config;
+
+use clap::Parser;
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = match cli::Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints usage errors with its own formatting; help and
+            // version are not errors.
+            let code = if e.use_stderr() {
+                app::exit::CONFIG
+            } else {
+                app::exit::OK
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match cli.command {
+            Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
+            None => app::bench(cli.bench, argv).await,
+        }
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    std::process::exit(code);
+}

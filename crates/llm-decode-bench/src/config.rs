@@ -1,0 +1,219 @@
+//! Flags → validated `RunConfig`, before any request is sent.
+
+use ldb_core::tokens::{parse_count_list, parse_token_list, parse_tokens};
+use ldb_runner::{PrefillMetric, RunConfig};
+
+use crate::cli::BenchArgs;
+
+/// A configuration problem, one line naming the flag.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
+    ConfigError(format!("invalid {flag}: {detail}"))
+}
+
+/// Base URL and report label from `--host` / `--port`.
+pub fn server_address(host: &str, port: Option<u16>) -> Result<(String, String), ConfigError> {
+    let host = host.trim();
+    if host.is_empty() {
+        return Err(bad("--host", "empty"));
+    }
+    if host.starts_with("http://") || host.starts_with("https://") {
+        let trimmed = host.trim_end_matches('/');
+        let (scheme, rest) = trimmed
+            .split_once("://")
+            .ok_or_else(|| bad("--host", host))?;
+        let (hostport, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if hostport.is_empty() {
+            return Err(bad("--host", format!("{host:?} has no host name")));
+        }
+        let has_port = hostport
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+            && !hostport.ends_with(']');
+        let base = match port {
+            Some(p) if !has_port => format!("{scheme}://{hostport}:{p}{path}"),
+            _ => trimmed.to_string(),
+        };
+        return Ok((base, trimmed.to_string()));
+    }
+    if host.contains('/') || host.contains(' ') {
+        return Err(bad(
+            "--host",
+            format!("{host:?} is neither a host name nor an http(s) URL"),
+        ));
+    }
+    let port = port.unwrap_or(5000);
+    Ok((format!("http://{host}:{port}"), format!("{host}:{port}")))
+}
+
+/// Build the run configuration. `sim` selects the small default matrix.
+pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, ConfigError> {
+    let d = RunConfig::default();
+    let (base_url, server_label) = server_address(&a.host, a.port)?;
+    let concurrency = match &a.concurrency {
+        Some(s) => parse_count_list(s).map_err(|e| bad("--concurrency", e))?,
+        None if sim => vec![1, 4, 16],
+        None => d.concurrency.clone(),
+    };
+    let contexts = match &a.contexts {
+        Some(s) => parse_token_list(s).map_err(|e| bad("--contexts", e))?,
+        None if sim => vec![0, 8192],
+        None => d.contexts.clone(),
+    };
+    let prefill_contexts = match &a.prefill_contexts {
+        Some(s) if s.trim().is_empty() => vec![],
+        Some(s) => parse_token_list(s).map_err(|e| bad("--prefill-contexts", e))?,
+        None if sim => vec![16384],
+        None => d.prefill_contexts.clone(),
+    };
+    let max_tokens = a.max_tokens.unwrap_or(if sim { 512 } else { d.max_tokens });
+    if max_tokens == 0 {
+        return Err(bad("--max-tokens", "must be at least 1"));
+    }
+    let duration = a.duration.unwrap_or(if sim { 5.0 } else { d.duration });
+    if !(duration.is_finite() && duration > 0.0) {
+        return Err(bad("--duration", "must be a positive number of seconds"));
+    }
+    let warm = a
+        .decode_warmup_seconds
+        .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });
+    if !(warm.is_finite() && warm >= 0.0) {
+        return Err(bad("--decode-warmup-seconds", "must be ≥ 0"));
+    }
+    if !(a.cell_warmup_timeout_seconds.is_finite() && a.cell_warmup_timeout_seconds >= 0.0) {
+        return Err(bad("--cell-warmup-timeout-seconds", "must be ≥ 0"));
+    }
+    let prefill_metric = match a.prefill_metric.as_str() {
+        "client" | "ttft" | "aiperf" => PrefillMetric::Client,
+        "auto" => PrefillMetric::Auto,
+        "prometheus" => PrefillMetric::Prometheus,
+        other => {
+            return Err(bad(
+                "--prefill-metric",
+                format!("{other:?} (use client, auto or prometheus)"),
+            ));
+        }
+    };
+    if let Some(t) = a.temperature
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(bad("--temperature", "must be ≥ 0"));
+    }
+    if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
+        return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
+    }
+    if a.hw_gpu_limit == 0 {
+        return Err(bad("--hw-gpu-limit", "must be at least 1"));
+    }
+    if let Some(t) = &a.token_targeting
+        && !matches!(t.as_str(), "estimate" | "exact" | "auto")
+    {
+        return Err(bad(
+            "--token-targeting",
+            format!("{t:?} (use estimate or exact)"),
+        ));
+    }
+    let calibration_context =
+        parse_tokens(&a.calibration_context).map_err(|e| bad("--calibration-context", e))?;
+    let calibration_cache = if a.no_calibration_cache {
+        None
+    } else {
+        Some(a.calibration_cache.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join("llm_decode_bench_calibration_cache.json")
+        }))
+    };
+    Ok(RunConfig {
+        base_url,
+        server_label,
+        api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+        model: a.model.clone(),
+        concurrency,
+        contexts,
+        max_tokens,
+        duration,
+        decode_warmup_seconds: warm,
+        cell_warmup_timeout: a.cell_warmup_timeout_seconds,
+        prefill_contexts,
+        prefill_metric,
+        skip_prefill: a.skip_prefill,
+        kv_budget: a.kv_budget,
+        max_total_tokens: a.max_total_tokens,
+        dcp_size: a.dcp_size,
+        temperature: a.temperature,
+        respect_eos: a.respect_eos,
+        output: a.output.clone(),
+        show_capacity_limited_values: a.show_capacity_limited_values,
+        accept_len_ref: a.accept_len_ref,
+        calibration_context,
+        calibration_cache,
+        argv,
+        ..d
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_forms() {
+        assert_eq!(
+            server_address("localhost", None).unwrap(),
+            ("http://localhost:5000".into(), "localhost:5000".into())
+        );
+        assert_eq!(
+            server_address("http://10.0.0.1/v1/", Some(8000)).unwrap().0,
+            "http://10.0.0.1:8000/v1"
+        );
+        assert_eq!(
+            server_address("https://h:9000", Some(1)).unwrap().0,
+            "https://h:9000"
+        );
+        assert!(server_address("http://", None).is_err());
+        assert!(server_address("a b", None).is_err());
+    }
+
+    #[test]
+    fn bad_lists_fail_before_any_request() {
+        let mut a = BenchArgs {
+            host: "localhost".into(),
+            prefill_metric: "client".into(),
+            calibration_context: "8k".into(),
+            hw_gpu_limit: 8,
+            ..Default::default()
+        };
+        for bad in ["8x", "-1", "", "1,1"] {
+            a.concurrency = Some(bad.into());
+            let e = build(&a, false, vec![]).unwrap_err().to_string();
+            assert!(e.starts_with("invalid --concurrency"), "{e}");
+        }
+        a.concurrency = None;
+        a.contexts = Some("0,8x".into());
+        assert!(
+            build(&a, false, vec![])
+                .unwrap_err()
+                .to_string()
+                .contains("--contexts")
+        );
+        a.contexts = None;
+        a.prefill_metric = "magic".into();
+        assert!(build(&a, false, vec![]).is_err());
+        a.prefill_metric = "aiperf".into();
+        let c = build(&a, true, vec![]).unwrap();
+        assert_eq!(c.concurrency, vec![1, 4, 16]);
+        assert_eq!(c.contexts, vec![0, 8192]);
+    }
+}
