@@ -72,10 +72,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Concurrency levels, comma separated [default: 1,2,4,8,16,32,64,128; with --sim: 1,4,16].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub concurrency: Option<String>,
     /// Context lengths in tokens, `k` = ×1024 [default: 0,16k,32k,64k,128k; with --sim: 0,8k].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub contexts: Option<String>,
     /// max_tokens per decode request [default: 8192; with --sim: 512].
     #[arg(long)]
@@ -118,7 +118,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_calibration_cache: bool,
     /// Extra scout-only prefill contexts [default: 8k,64k,128k; with --sim: 16k].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub prefill_contexts: Option<String>,
     /// Prefill headline: client, auto or prometheus (ttft and aiperf mean client).
     #[arg(long, default_value = "client")]

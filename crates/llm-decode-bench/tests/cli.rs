@@ -1,0 +1,178 @@
+//! The binary end to end: flags, exit codes, the result file and its schema.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .env("COLUMNS", "140")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn schema() -> serde_json::Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
+}
+
+fn assert_valid(doc: &serde_json::Value) {
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
+}
+
+fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join(name);
+    (dir, p)
+}
+
+#[test]
+fn sim_run_writes_a_result_that_matches_the_schema() {
+    let (_d, out) = tmp("r.json");
+    let o = run(&[
+        "--sim",
+        "--concurrency",
+        "1,2",
+        "--contexts",
+        "0,2k",
+        "--duration",
+        "1",
+        "--decode-warmup-seconds",
+        "0",
+        "--prefill-contexts",
+        "4k",
+        "--api-key",
+        "sk-test-SECRET-9f8e7d",
+        "--display-mode",
+        "plain",
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&o.stderr)
+    );
+    assert!(stdout.contains("Aggregate tok/s"), "{stdout}");
+    assert!(stdout.contains("Results saved to"));
+    let raw = std::fs::read_to_string(&out).expect("result file");
+    assert!(
+        !raw.contains("SECRET-9f8e7d"),
+        "the API key leaked into the JSON"
+    );
+    assert!(
+        !stdout.contains("SECRET-9f8e7d"),
+        "the API key leaked onto the screen"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&raw).expect("valid JSON");
+    assert_valid(&doc);
+    assert_eq!(doc["metadata"]["run_status"], "complete");
+    assert_eq!(doc["metadata"]["engine"], "vllm");
+    assert_eq!(doc["results"].as_array().map(Vec::len), Some(4));
+    assert!(
+        doc["prefill"]["4096"]["tok_per_sec"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0
+    );
+    assert!(doc["summary_table"]["2048"]["2"].as_f64().unwrap_or(0.0) > 0.0);
+}
+
+#[test]
+fn malformed_lists_are_one_line_errors_with_exit_code_2() {
+    for (flag, value) in [
+        ("--concurrency", "8x"),
+        ("--concurrency", "-1"),
+        ("--contexts", ""),
+        ("--contexts", "0,8k,8k"),
+    ] {
+        let o = run(&["--host", "127.0.0.1", "--port", "9", flag, value]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("error: invalid {flag}")), "{err}");
+    }
+    let o = run(&["--duration", "abc"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn an_unreachable_server_is_a_one_line_error_naming_the_url() {
+    let (_d, out) = tmp("r.json");
+    let o = run(&[
+        "--host",
+        "http://127.0.0.1:9",
+        "--output",
+        out.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .expect("error line");
+    assert!(line.contains("http://127.0.0.1:9/v1/models"), "{line}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn an_unserved_model_lists_the_served_ones() {
+    let (_d, out) = tmp("r.json");
+    let o = run(&[
+        "--sim",
+        "--model",
+        "nope",
+        "--output",
+        out.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("\"nope\" is not served") && err.contains("sim-quickstart"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let s = text(&o.stdout);
+    assert!(s.contains("Exit codes:") && s.contains("130"), "{s}");
+}
+
+#[test]
+fn sim_subcommand_rejects_bad_input_in_one_line() {
+    let o = run(&["sim", "--engine", "tgi"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr).trim().lines().count(),
+        1,
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&["sim", "--scenario", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).starts_with("error:"));
+}
