@@ -22,7 +22,9 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// A tmux server on its own socket; killed on drop, whatever happened.
 struct Tmux {
-    socket: String,
+    /// Socket path inside the test's temporary directory, so it never
+    /// touches other tmux servers and is removed with the directory.
+    socket: PathBuf,
 }
 
 impl Tmux {
@@ -30,7 +32,9 @@ impl Tmux {
         let mut c = Command::new("tmux");
         // Own socket and no user configuration; never talk to the tmux we
         // may be running inside of.
-        c.args(["-L", &self.socket, "-f", "/dev/null"])
+        c.arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
             .env_remove("TMUX");
         c
     }
@@ -57,6 +61,7 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").output();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
@@ -121,7 +126,7 @@ fn dashboard_q_stops_with_partial_report_and_json() {
         rc = sh_quote(&rc_file),
     );
     let tmux = Tmux {
-        socket: format!("ldb-e2e-{}", std::process::id()),
+        socket: dir.path().join("tmux.sock"),
     };
     let cols = COLS.to_string();
     let rows = ROWS.to_string();
