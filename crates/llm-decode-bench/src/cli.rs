@@ -80,7 +80,7 @@ pub struct BenchArgs {
     /// max_tokens per decode request [default: 8192; with --sim: 512].
     #[arg(long)]
     pub max_tokens: Option<u64>,
-    /// Seconds of measurement window per cell [default: 30; with --sim: 5].
+    /// Seconds of measurement window per cell [default: 30; with --sim: 4].
     #[arg(long)]
     pub duration: Option<f64>,
     /// Hidden C=1 warmup cell before the matrix, seconds (0 = off) [default: 3; with --sim: 1].

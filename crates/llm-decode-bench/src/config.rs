@@ -83,7 +83,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if max_tokens == 0 {
         return Err(bad("--max-tokens", "must be at least 1"));
     }
-    let duration = a.duration.unwrap_or(if sim { 5.0 } else { d.duration });
+    let duration = a.duration.unwrap_or(if sim { 4.0 } else { d.duration });
     if !(duration.is_finite() && duration > 0.0) {
         return Err(bad("--duration", "must be a positive number of seconds"));
     }
@@ -159,6 +159,8 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         accept_len_ref: a.accept_len_ref,
         calibration_context,
         calibration_cache,
+        // The simulator drains at once; a short pause keeps the demo run brief.
+        cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
         argv,
         ..d
     })
