@@ -31,6 +31,9 @@ pub enum RunError {
     /// The server could not be reached or answered wrongly.
     #[error(transparent)]
     Server(#[from] ClientError),
+    /// The first generation request failed in a way every request would.
+    #[error("{0}")]
+    Preflight(String),
 }
 
 /// How the run ended.
@@ -208,7 +211,13 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         path: "/v1/chat/completions",
     };
     live.event("decode warmup start");
-    let _ = probe(&env, &rc.model, &plan.messages(0, "jit"), &rc.controls.stop).await;
+    let jit = probe(&env, &rc.model, &plan.messages(0, "jit"), &rc.controls.stop).await;
+    // A route or key problem would fail every cell the same way: stop here
+    // with the server's answer instead of producing a matrix of ERROR cells.
+    if let Some(e) = jit.error.as_deref().filter(|e| is_fatal(e)) {
+        scraper.stop();
+        return Err(RunError::Preflight(e.to_string()));
+    }
     let first_prefill = decode_prefill
         .iter()
         .chain(&extras)
@@ -360,6 +369,14 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         },
     );
     Ok(RunOutcome { doc, interrupted })
+}
+
+/// Failures that no later request can escape: authentication, a missing
+/// route or model, an unreachable server.
+fn is_fatal(e: &str) -> bool {
+    ["HTTP 401", "HTTP 403", "HTTP 404", "cannot connect"]
+        .iter()
+        .any(|p| e.starts_with(p))
 }
 
 fn set_cell(s: &mut ldb_core::live::LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {

@@ -258,6 +258,10 @@ pub struct ServerConfig {
     /// (`decode_log_interval`).
     #[serde(default = "default_log_interval")]
     pub decode_log_interval: u32,
+    /// Require `Authorization: Bearer <key>` on `/v1/*` routes (vLLM's
+    /// `--api-key`); a missing or wrong key gets HTTP 401.
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 fn default_version() -> String {
@@ -281,6 +285,7 @@ impl Default for ServerConfig {
             reasoning_field: ReasoningField::default(),
             cp_labels: true,
             decode_log_interval: default_log_interval(),
+            api_key: None,
         }
     }
 }

@@ -204,7 +204,37 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
             .route("/metrics", get(metrics::metrics)),
         Personality::OpenAi => app,
     };
-    app.fallback(info::not_found).with_state(state)
+    let key = state.cfg.server.api_key.clone();
+    let app = app.fallback(info::not_found).with_state(state);
+    match key {
+        Some(key) => app.layer(axum::middleware::from_fn(move |req, next| {
+            check_key(key.clone(), req, next)
+        })),
+        None => app,
+    }
+}
+
+/// vLLM's `--api-key`: `/v1/*` needs the bearer key, other routes stay open.
+async fn check_key(
+    key: String,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let needs_key = req.uri().path().starts_with("/v1/");
+    let given = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if needs_key && given != Some(key.as_str()) {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(serde_json::json!({"error": "Unauthorized"})),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 /// A running simulator. Prefer [`SimHandle::shutdown`]; dropping the handle also stops the

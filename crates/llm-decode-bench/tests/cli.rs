@@ -176,3 +176,62 @@ fn sim_subcommand_rejects_bad_input_in_one_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).starts_with("error:"));
 }
+
+#[test]
+fn a_wrong_api_key_is_a_one_line_error_pointing_at_the_flag() {
+    let (dir, out) = tmp("r.json");
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/quickstart.toml"),
+    )
+    .expect("scenario");
+    assert!(
+        base.trim_end().ends_with('"'),
+        "[server] must be the last table of quickstart.toml"
+    );
+    let scenario = dir.path().join("keyed.toml");
+    std::fs::write(&scenario, format!("{base}\napi_key = \"right-key\"\n")).expect("write");
+    let common = [
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--concurrency",
+        "1",
+        "--contexts",
+        "0",
+        "--duration",
+        "1",
+    ];
+    let o = bin()
+        .args([
+            "--sim",
+            scenario.to_str().expect("path"),
+            "--api-key",
+            "wrong-key",
+            "--output",
+            out.to_str().expect("path"),
+        ])
+        .args(common)
+        .output()
+        .expect("runs");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.contains("check --api-key") && err.contains("/v1/models"),
+        "{err}"
+    );
+    assert!(!err.contains("wrong-key"));
+    let o = bin()
+        .args([
+            "--sim",
+            scenario.to_str().expect("path"),
+            "--api-key",
+            "right-key",
+            "--output",
+            out.to_str().expect("path"),
+        ])
+        .args(common)
+        .args(["--decode-warmup-seconds", "0", "--prefill-contexts", ""])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
