@@ -380,7 +380,11 @@ fn fresh_scrape(rc: &RunCtx, since: f64) -> Option<Arc<Scrape>> {
     rc.scraper.latest().filter(|s| s.sent >= since)
 }
 
-async fn scout(rc: &RunCtx, spec: &CellSpec, skip: &CancellationToken) -> Option<PrefillEntry> {
+pub(crate) async fn scout(
+    rc: &RunCtx,
+    spec: &CellSpec,
+    skip: &CancellationToken,
+) -> Option<PrefillEntry> {
     let env = StreamEnv {
         http: rc.http.clone(),
         clock: rc.clock,

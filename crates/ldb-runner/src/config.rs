@@ -71,6 +71,25 @@ pub struct RunConfig {
     pub cell_pause_seconds: f64,
     /// Scrape interval, seconds.
     pub scrape_interval: f64,
+    /// Measured requests per cell; > 0 replaces the sustained matrix by
+    /// request-count cells (`--request-count`).
+    pub request_count: u64,
+    /// Discarded warmup requests per request-count cell.
+    pub warmup_request_count: u64,
+    /// Run the Burst / E2E matrix after the sustained one.
+    pub run_burst: bool,
+    /// Measured requests per burst cell (0 = max(C, C × per-concurrency)).
+    pub burst_request_count: u64,
+    /// Warmup requests per burst cell (0 = C).
+    pub burst_warmup_request_count: u64,
+    /// Multiplier for the automatic burst request count (≥ 1).
+    pub burst_requests_per_concurrency: u64,
+    /// Standalone cold-prefill profile over `prefill_contexts` before decode.
+    pub standalone_prefill: bool,
+    /// Seconds of sampling per standalone prefill context.
+    pub prefill_duration: f64,
+    /// Standalone prefill, then stop (no decode).
+    pub prefill_only: bool,
     /// Simulator scenario name when `--sim` was used.
     pub sim_scenario: String,
     /// Command-line arguments as given (redacted later) for diagnostics.
@@ -107,6 +126,15 @@ impl Default for RunConfig {
             plateau_seconds: 5.0,
             cell_pause_seconds: 1.0,
             scrape_interval: 0.5,
+            request_count: 0,
+            warmup_request_count: 0,
+            run_burst: false,
+            burst_request_count: 0,
+            burst_warmup_request_count: 0,
+            burst_requests_per_concurrency: 5,
+            standalone_prefill: false,
+            prefill_duration: 10.0,
+            prefill_only: false,
             sim_scenario: String::new(),
             argv: Vec::new(),
         }

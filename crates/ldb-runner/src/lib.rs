@@ -6,6 +6,7 @@
 //! Measurement formulas live in `ldb-core`; HTTP in `ldb-client`.
 
 mod assemble;
+pub mod burst;
 pub mod cell;
 pub mod config;
 pub mod ctx;

@@ -16,6 +16,7 @@ use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
 use ldb_core::tokens::{format_context, thousands};
 use serde_json::Value;
 
+use crate::burst::{BurstSpec, MODE_BURST, MODE_REQUEST_COUNT, burst_counts, run_burst_cell};
 use crate::cell::{CellSpec, drain, run_cell};
 use crate::config::RunConfig;
 use crate::ctx::{Controls, Hardware, RunCtx};
@@ -188,11 +189,12 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             doc.hardware_run_summary = serde_json::to_value(h.summary_since(0)).unwrap_or_default();
         }
         let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
+        let request_mode = rc.cfg.request_count > 0;
         doc.methodology = methodology(
             &doc.metadata.prefill_mode,
             !doc.prefill.is_empty(),
-            !doc.results.is_empty(),
-            !doc.burst_results.is_empty(),
+            !doc.results.is_empty() && !request_mode,
+            !doc.burst_results.is_empty() || (request_mode && !doc.results.is_empty()),
             spec_present,
         );
         (hooks.save)(doc);
@@ -288,7 +290,12 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     }
 
     // The matrix.
-    live.update(|s| s.phase = Phase::Decode);
+    let phase = if cfg.request_count > 0 {
+        Phase::Burst
+    } else {
+        Phase::Decode
+    };
+    live.update(|s| s.phase = phase);
     let order = test_order(&cfg.concurrency, &cfg.contexts);
     let mut recorded: Vec<u64> = Vec::new();
     let t_matrix = clock.now();
@@ -307,14 +314,27 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             Some(inf) => skip_cell(&live, c, x, &inf),
             None => {
                 let record = decode_prefill.contains(&x) && !recorded.contains(&x);
-                let spec = CellSpec {
-                    concurrency: c,
-                    context: x,
-                    messages: plan.messages(x, &format!("ctx{x}")),
-                    duration: cfg.duration,
-                    record_prefill: record,
+                let out = if cfg.request_count > 0 {
+                    let spec = BurstSpec {
+                        concurrency: c,
+                        context: x,
+                        messages: plan.messages(x, &format!("ctx{x}")),
+                        requests: cfg.request_count,
+                        warmup: cfg.warmup_request_count,
+                        mode: MODE_REQUEST_COUNT,
+                        record_prefill: record,
+                    };
+                    run_burst_cell(&rc, spec).await
+                } else {
+                    let spec = CellSpec {
+                        concurrency: c,
+                        context: x,
+                        messages: plan.messages(x, &format!("ctx{x}")),
+                        duration: cfg.duration,
+                        record_prefill: record,
+                    };
+                    run_cell(&rc, spec).await
                 };
-                let out = run_cell(&rc, spec).await;
                 if let Some(p) = out.prefill {
                     recorded.push(x);
                     doc.prefill.insert(x, p);
@@ -349,6 +369,9 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             tokio::time::sleep(Duration::from_secs_f64(rc.cfg.cell_pause_seconds)).await;
         }
     }
+    if cfg.run_burst && cfg.request_count == 0 {
+        burst_matrix(&rc, &plan, &kv, disc.model_context, &mut doc, &finish).await;
+    }
     let interrupted = rc.controls.stop.is_cancelled();
     scraper.stop();
     live.update(|s| {
@@ -369,6 +392,60 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         },
     );
     Ok(RunOutcome { doc, interrupted })
+}
+
+/// The Burst / E2E matrix after the sustained one (`--run-burst`), same order.
+async fn burst_matrix(
+    rc: &RunCtx,
+    plan: &PromptPlan,
+    kv: &KvBudget,
+    model_ctx: u64,
+    doc: &mut ResultDocument,
+    finish: &impl Fn(&mut ResultDocument, &str),
+) {
+    let cfg = &rc.cfg;
+    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.event("Phase 3: Burst / E2E decode request burst");
+    for (c, x) in test_order(&cfg.concurrency, &cfg.contexts) {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let (n, w) = burst_counts(
+            c,
+            cfg.burst_request_count,
+            cfg.burst_warmup_request_count,
+            cfg.burst_requests_per_concurrency,
+        );
+        let mut cell = match check(c, x, cfg.max_tokens, kv.budget, model_ctx) {
+            Some(inf) => {
+                let mut cell = skip_cell(&rc.live, c, x, &inf);
+                cell.benchmark_mode = MODE_BURST.into();
+                cell
+            }
+            None => {
+                let spec = BurstSpec {
+                    concurrency: c,
+                    context: x,
+                    messages: plan.messages(x, &format!("ctx{x}")),
+                    requests: n,
+                    warmup: w,
+                    mode: MODE_BURST,
+                    record_prefill: false,
+                };
+                run_burst_cell(rc, spec).await.cell
+            }
+        };
+        cell.request_count_target = n;
+        cell.warmup_request_count = w;
+        let stopped = cell.ext.status == CellStatus::SkippedUser && rc.controls.stop.is_cancelled();
+        if !stopped {
+            doc.burst_results.push(cell);
+        }
+        finish(doc, "in_progress");
+        if cfg.cell_pause_seconds > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(cfg.cell_pause_seconds)).await;
+        }
+    }
 }
 
 /// Failures that no later request can escape: authentication, a missing
@@ -540,6 +617,7 @@ fn metadata(
     plan: &PromptPlan,
     warm_ctx: u64,
 ) -> Metadata {
+    let request_mode = cfg.request_count > 0;
     let prompt_tokens: BTreeMap<String, u64> = plan
         .by_ctx
         .iter()
@@ -550,13 +628,27 @@ fn metadata(
         engine: d.engine.as_str().into(),
         model: d.model.clone(),
         server: cfg.server_label.clone(),
-        decode_mode: "duration".into(),
-        primary_decode_layer: "sustained_decode".into(),
+        decode_mode: if request_mode { "request-count" } else { "duration" }.into(),
+        primary_decode_layer: if request_mode { "burst_e2e_decode" } else { "sustained_decode" }.into(),
         duration_per_test: cfg.duration,
-        prefill_mode: if cfg.skip_prefill { "skipped" } else { "integrated_decode_scout" }.into(),
+        request_count: cfg.request_count,
+        warmup_request_count: cfg.warmup_request_count,
+        run_burst: cfg.run_burst,
+        prefill_mode: if cfg.skip_prefill {
+            "skipped"
+        } else if cfg.standalone_prefill || cfg.prefill_only {
+            "standalone_cold"
+        } else {
+            "integrated_decode_scout"
+        }
+        .into(),
+        standalone_prefill: cfg.standalone_prefill || cfg.prefill_only,
+        prefill_only: cfg.prefill_only,
         skip_prefill: cfg.skip_prefill,
-        burst_e2e_status: "not_run_use_--run-burst".into(),
-        burst_requests_per_concurrency: 5,
+        burst_e2e_status: if request_mode || cfg.run_burst { "enabled" } else { "not_run_use_--run-burst" }.into(),
+        burst_request_count: cfg.burst_request_count,
+        burst_warmup_request_count: cfg.burst_warmup_request_count,
+        burst_requests_per_concurrency: cfg.burst_requests_per_concurrency,
         decode_warmup_seconds: cfg.decode_warmup_seconds,
         decode_warmup_context: if cfg.decode_warmup_seconds > 0.0 { warm_ctx } else { 0 },
         decode_warmup_concurrency: u32::from(cfg.decode_warmup_seconds > 0.0),
