@@ -47,7 +47,8 @@ pub fn server_address(host: &str, port: Option<u16>) -> Result<(String, String),
             Some(p) if !has_port => format!("{scheme}://{hostport}:{p}{path}"),
             _ => trimmed.to_string(),
         };
-        return Ok((base, trimmed.to_string()));
+        // The label lands in the result and on screen: never with credentials.
+        return Ok((base, ldb_core::redact::redact_url(trimmed)));
     }
     if host.contains('/') || host.contains(' ') {
         return Err(bad(
@@ -107,6 +108,55 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             ));
         }
     };
+    if a.prefill_only && a.skip_prefill {
+        return Err(bad(
+            "--prefill-only",
+            "cannot be combined with --skip-prefill (it measures prefill only)",
+        ));
+    }
+    if a.standalone_prefill && a.skip_prefill {
+        return Err(bad(
+            "--standalone-prefill",
+            "cannot be combined with --skip-prefill",
+        ));
+    }
+    let standalone = a.standalone_prefill || a.prefill_only;
+    if standalone && prefill_contexts.is_empty() {
+        return Err(bad(
+            "--prefill-contexts",
+            "the standalone prefill profile needs at least one context",
+        ));
+    }
+    if standalone && prefill_contexts.contains(&0) {
+        return Err(bad(
+            "--prefill-contexts",
+            "context 0 has no prompt to prefill; list positive contexts",
+        ));
+    }
+    if !(a.prefill_duration.is_finite() && a.prefill_duration > 0.0) {
+        return Err(bad(
+            "--prefill-duration",
+            "must be a positive number of seconds",
+        ));
+    }
+    if a.warmup_request_count > 0 && a.request_count == 0 {
+        return Err(bad(
+            "--warmup-request-count",
+            "needs --request-count N (N > 0)",
+        ));
+    }
+    if a.run_burst && a.request_count > 0 {
+        return Err(bad(
+            "--run-burst",
+            "cannot be combined with --request-count: request-count mode already measures finite batches instead of the sustained matrix",
+        ));
+    }
+    if a.burst_requests_per_concurrency == 0 {
+        return Err(bad(
+            "--burst-requests-per-concurrency",
+            "must be at least 1",
+        ));
+    }
     if let Some(t) = a.temperature
         && !(t.is_finite() && t >= 0.0)
     {
@@ -161,6 +211,15 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
+        request_count: a.request_count,
+        warmup_request_count: a.warmup_request_count,
+        run_burst: a.run_burst,
+        burst_request_count: a.burst_request_count,
+        burst_warmup_request_count: a.burst_warmup_request_count,
+        burst_requests_per_concurrency: a.burst_requests_per_concurrency,
+        standalone_prefill: standalone,
+        prefill_duration: a.prefill_duration,
+        prefill_only: a.prefill_only,
         argv,
         ..d
     })
@@ -185,6 +244,9 @@ mod tests {
             "https://h:9000"
         );
         assert!(server_address("http://", None).is_err());
+        let (base, label) = server_address("https://user:pw@h:1/v1", None).unwrap();
+        assert_eq!(base, "https://user:pw@h:1/v1");
+        assert!(!label.contains("pw"), "{label}");
         assert!(server_address("a b", None).is_err());
     }
 
@@ -217,5 +279,106 @@ mod tests {
         let c = build(&a, true, vec![]).unwrap();
         assert_eq!(c.concurrency, vec![1, 4, 16]);
         assert_eq!(c.contexts, vec![0, 8192]);
+    }
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        use clap::Parser;
+        let mut argv = vec!["llm-decode-bench"];
+        argv.extend_from_slice(args);
+        crate::cli::Cli::try_parse_from(argv).map(|c| c.bench)
+    }
+
+    fn build_err(args: &[&str]) -> String {
+        let a = parse(args).expect("parses");
+        build(&a, false, vec![]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn burst_and_request_count_flags() {
+        let c = build(&parse(&[]).unwrap(), false, vec![]).unwrap();
+        assert_eq!((c.request_count, c.warmup_request_count), (0, 0));
+        assert!(!c.run_burst && !c.standalone_prefill && !c.prefill_only);
+        assert_eq!(c.burst_requests_per_concurrency, 5);
+        assert_eq!(c.prefill_duration, 10.0);
+        let a = parse(&["--request-count", "40", "--warmup-request-count", "4"]).unwrap();
+        let c = build(&a, false, vec![]).unwrap();
+        assert_eq!((c.request_count, c.warmup_request_count), (40, 4));
+        let a = parse(&[
+            "--run-burst",
+            "--burst-request-count",
+            "12",
+            "--burst-warmup-request-count",
+            "3",
+            "--burst-requests-per-concurrency",
+            "2",
+        ])
+        .unwrap();
+        let c = build(&a, false, vec![]).unwrap();
+        assert!(c.run_burst);
+        assert_eq!(c.burst_request_count, 12);
+        assert_eq!(c.burst_warmup_request_count, 3);
+        assert_eq!(c.burst_requests_per_concurrency, 2);
+        // --prefill-only implies the standalone profile.
+        let c = build(&parse(&["--prefill-only"]).unwrap(), false, vec![]).unwrap();
+        assert!(c.prefill_only && c.standalone_prefill);
+    }
+
+    #[test]
+    fn bad_burst_and_prefill_input_is_a_one_line_error() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--request-count", "10", "--run-burst"],
+                "invalid --run-burst: cannot be combined with --request-count",
+            ),
+            (
+                &["--warmup-request-count", "3"],
+                "invalid --warmup-request-count",
+            ),
+            (
+                &["--burst-requests-per-concurrency", "0"],
+                "invalid --burst-requests-per-concurrency",
+            ),
+            (
+                &["--prefill-only", "--skip-prefill"],
+                "invalid --prefill-only",
+            ),
+            (
+                &["--standalone-prefill", "--skip-prefill"],
+                "invalid --standalone-prefill",
+            ),
+            (
+                &["--prefill-only", "--prefill-contexts", ""],
+                "invalid --prefill-contexts",
+            ),
+            (
+                &["--standalone-prefill", "--prefill-contexts", "0,8k"],
+                "invalid --prefill-contexts",
+            ),
+            (&["--prefill-duration", "0"], "invalid --prefill-duration"),
+            (&["--prefill-duration=-1"], "invalid --prefill-duration"),
+            (&["--prefill-duration", "nan"], "invalid --prefill-duration"),
+            (&["--prefill-duration", "inf"], "invalid --prefill-duration"),
+        ];
+        for (args, want) in cases {
+            let e = build_err(args);
+            assert!(e.starts_with(want), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn negative_counts_are_clap_errors_with_exit_code_2() {
+        for flag in [
+            "--request-count",
+            "--warmup-request-count",
+            "--burst-request-count",
+            "--burst-warmup-request-count",
+            "--burst-requests-per-concurrency",
+        ] {
+            let e = parse(&[flag, "-3"]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag}");
+            let e = parse(&[&format!("{flag}=-3")]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag}");
+        }
     }
 }
