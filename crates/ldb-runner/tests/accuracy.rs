@@ -11,6 +11,10 @@ use ldb_core::result::{CellResult, CellStatus};
 use ldb_runner::{Controls, Live, RunConfig, RunHooks, run};
 use ldb_sim::{Scenario, SimHandle, SimServer};
 
+/// Timing tests share two cores: run them one at a time so one test's
+/// streams do not steal the CPU another test's clock depends on.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A vLLM-like server: `max_running` 32, 100 steps/s at batch 1 with a small
 /// per-sequence cost, no context cost, no speculative decoding.
 const FLAT: &str = r#"
@@ -87,6 +91,7 @@ fn within(measured: f64, truth: f64, tol: f64) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_rate_matches_truth_at_c1_c4_c16_ctx0_and_8k() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let (doc, _) = bench(config(&sim, &[1, 4, 16], &[0, 8192], 4.0), Arc::default()).await;
     for &c in &[1u32, 4, 16] {
@@ -133,6 +138,7 @@ async fn decode_rate_matches_truth_at_c1_c4_c16_ctx0_and_8k() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_capped_below_c_is_flagged_within_15_s() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.scheduler.max_running = 2).await;
     let mut cfg = config(&sim, &[6], &[0], 3.0);
     cfg.cell_warmup_timeout = 120.0;
@@ -171,6 +177,7 @@ deterministic = true
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn speculative_fields_match_the_simulators_counters() {
+    let _serial = SERIAL.lock().await;
     let toml = format!("{FLAT}{SPEC}");
     let sim = start(&toml, |_| {}).await;
     let (doc, _) = bench(config(&sim, &[4], &[0], 4.0), Arc::default()).await;
@@ -212,6 +219,7 @@ async fn speculative_fields_match_the_simulators_counters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[1], &[0, 16384], 1.0);
     cfg.prefill_contexts = vec![8192, 32768];
@@ -247,6 +255,7 @@ async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_requests_mark_the_cell_error_and_the_run_goes_on() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| {
         s.faults.error_share = 1.0;
         s.faults.error_status = 500;
@@ -268,6 +277,7 @@ async fn failing_requests_mark_the_cell_error_and_the_run_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cells_beyond_kv_or_model_context_are_skipped_with_the_reason() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| {
         s.max_model_len = 12000;
         s.kv.num_blocks = 1000; // 16,000 tokens
@@ -290,6 +300,7 @@ async fn cells_beyond_kv_or_model_context_are_skipped_with_the_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_keeps_finished_cells_and_marks_the_run_interrupted() {
+    let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let controls = Arc::new(Controls::default());
     let stopper = controls.clone();
