@@ -394,13 +394,15 @@ fn assemble(
     // wait for the next one (a queue of a few requests at every wave edge), and
     // the batch drains at its end. Neither is a capacity limit, so the sustained
     // rules on mean running and queue length do not apply. The batch is
-    // capacity-limited when the server never ran all requested streams at once
-    // (a max_num_seqs or KV cap below C).
+    // capacity-limited when the server never decoded all requested streams at
+    // once (a max_num_seqs or KV cap below C). That is read from the requests'
+    // own first/last token times, not from ~1 s scrapes, which a batch of a
+    // second or two can fall between.
     let workers = u64::from(c).min(spec.requests) as u32;
-    let mut sched = scheduler_fields(workers, &samples_sched, false, f64::from(workers));
-    let has = samples_sched.iter().any(|s| s.running > 0.0);
+    let overlap = max_overlap(&samples);
+    let mut sched = scheduler_fields(workers, &samples_sched, false, f64::from(overlap));
     sched.underfilled = false;
-    sched.capacity_limited = has && (sched.max_running_reqs as f64) < f64::from(workers);
+    sched.capacity_limited = overlap < workers;
     let kv: Vec<f64> = m.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
     let kv_mean = if kv.is_empty() {
         0.0
@@ -427,10 +429,9 @@ fn assemble(
             errors[0]
         ),
         CellStatus::NoTokens => "no request completed with output tokens".into(),
-        CellStatus::CapacityLimited => format!(
-            "server ran at most {} of {} requested streams at once",
-            sched.max_running_reqs, workers
-        ),
+        CellStatus::CapacityLimited => {
+            format!("at most {overlap} of {workers} requests were generating at the same time")
+        }
         _ => String::new(),
     };
     let tpj = hw
@@ -487,6 +488,24 @@ fn assemble(
         },
         ..CellResult::default()
     }
+}
+
+/// Most requests generating at the same moment: overlap of the intervals from
+/// first to last token (an interval ending exactly when another starts does
+/// not overlap it).
+fn max_overlap(samples: &[ldb_core::result::RequestSample]) -> u32 {
+    let mut edges: Vec<(f64, i32)> = samples
+        .iter()
+        .filter_map(|s| Some((s.first_token_s?, s.end_s?)))
+        .flat_map(|(a, b)| [(a, 1), (b, -1)])
+        .collect();
+    edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut cur, mut best) = (0i32, 0i32);
+    for (_, d) in edges {
+        cur += d;
+        best = best.max(cur);
+    }
+    best.max(0) as u32
 }
 
 fn skipped(
@@ -561,6 +580,30 @@ fn stage(rc: &RunCtx, spec: &BurstSpec, stage: CellStage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(first: f64, end: f64) -> ldb_core::result::RequestSample {
+        ldb_core::result::RequestSample {
+            first_token_s: Some(first),
+            end_s: Some(end),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn overlap_counts_simultaneous_generation() {
+        // Two waves of two: the second wave starts when the first ends.
+        let s = [
+            sample(0.1, 1.0),
+            sample(0.11, 1.01),
+            sample(1.01, 2.0),
+            sample(1.02, 2.0),
+        ];
+        assert_eq!(max_overlap(&s), 2);
+        // A server running one request at a time.
+        let s = [sample(0.1, 1.0), sample(1.0, 2.0), sample(2.0, 3.0)];
+        assert_eq!(max_overlap(&s), 1);
+        assert_eq!(max_overlap(&[]), 0);
+    }
 
     #[test]
     fn burst_counts_follow_the_reference_defaults() {

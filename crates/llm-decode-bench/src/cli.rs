@@ -126,6 +126,33 @@ pub struct BenchArgs {
     /// No prefill measurement.
     #[arg(long)]
     pub skip_prefill: bool,
+    /// Repeated cold-prefill profile over --prefill-contexts before decode (a unique prefix per sample).
+    #[arg(long)]
+    pub standalone_prefill: bool,
+    /// Seconds of sampling per standalone prefill context (at least 2 samples each).
+    #[arg(long, default_value_t = 10.0)]
+    pub prefill_duration: f64,
+    /// Standalone cold prefill only, then stop (implies --standalone-prefill).
+    #[arg(long)]
+    pub prefill_only: bool,
+    /// Measured requests per cell; > 0 replaces the sustained matrix by finite closed-loop batches.
+    #[arg(long, default_value_t = 0)]
+    pub request_count: u64,
+    /// Discarded warmup requests per request-count cell (needs --request-count).
+    #[arg(long, default_value_t = 0)]
+    pub warmup_request_count: u64,
+    /// After the sustained matrix, run a Burst / E2E matrix of finite batches.
+    #[arg(long)]
+    pub run_burst: bool,
+    /// Measured requests per burst cell (0 = max(C, C × --burst-requests-per-concurrency)).
+    #[arg(long, default_value_t = 0)]
+    pub burst_request_count: u64,
+    /// Warmup requests per burst cell (0 = C).
+    #[arg(long, default_value_t = 0)]
+    pub burst_warmup_request_count: u64,
+    /// Multiplier for the automatic burst request count.
+    #[arg(long, default_value_t = 5)]
+    pub burst_requests_per_concurrency: u64,
     /// Sampling temperature for decode requests (not sent when unset).
     #[arg(long)]
     pub temperature: Option<f64>,

@@ -257,6 +257,8 @@ mod tests {
             prefill_metric: "client".into(),
             calibration_context: "8k".into(),
             hw_gpu_limit: 8,
+            prefill_duration: 10.0,
+            burst_requests_per_concurrency: 5,
             ..Default::default()
         };
         for bad in ["8x", "-1", "", "1,1"] {
