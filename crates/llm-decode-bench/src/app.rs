@@ -153,26 +153,50 @@ pub async fn bench(mut a: BenchArgs, argv: Vec<String>) -> i32 {
         }
     }
 
-    let monitor = HardwareMonitor::start(MonitorConfig::from_flags(
-        a.hw_monitor_interval,
-        a.no_hw_monitor,
-        a.hw_gpu_limit,
-    ));
+    // Starting the sampler and collecting diagnostics run commands with
+    // timeouts; keep them off the async workers.
+    let monitor_cfg =
+        MonitorConfig::from_flags(a.hw_monitor_interval, a.no_hw_monitor, a.hw_gpu_limit);
+    let monitor =
+        match tokio::task::spawn_blocking(move || HardwareMonitor::start(monitor_cfg)).await {
+            Ok(m) => m,
+            Err(_) => HardwareMonitor::start(MonitorConfig::from_flags(0.0, true, 1)),
+        };
     let args_json = args_for_diagnostics(&a);
-    let diag_url = cfg.base_url.clone();
+    let diag_url = ldb_core::redact::redact_url(&cfg.base_url);
     let diagnostics = tokio::task::spawn_blocking(move || {
-        ldb_telemetry::collect_startup_diagnostics(&args_json, &diag_url).to_json()
+        ldb_telemetry::collect_startup_diagnostics(&args_json, &diag_url)
     })
     .await
-    .unwrap_or(Value::Null);
+    .ok();
+    let p2p_lines = diagnostics.as_ref().map(|d| {
+        let p = &d.nvidia_p2p_override;
+        let panel = (p.status() == ldb_core::hardware::p2p::P2pStatus::NotEffective)
+            .then(|| p.panel_lines());
+        (p.summary_line(), panel)
+    });
+    let diagnostics = diagnostics.map_or(Value::Null, |d| d.to_json());
     let p2p = diagnostics
         .get("nvidia_p2p_override")
         .cloned()
         .unwrap_or(Value::Null);
+    if let Some((_, Some(panel))) = &p2p_lines {
+        // Shown before the dashboard takes the screen, and kept in the event log.
+        eprintln!("NVIDIA P2P override");
+        for line in panel {
+            eprintln!("  {line}");
+        }
+    }
 
     let (live, rx) = Live::new();
     if let Some(w) = monitor.warning() {
         live.event(format!("startup WARNING {w}"));
+    }
+    if let Some((summary, panel)) = &p2p_lines {
+        live.event(format!("startup NVIDIA P2P override: {summary}"));
+        for line in panel.iter().flatten() {
+            live.event(format!("startup   {line}"));
+        }
     }
     let controls = Arc::new(Controls::default());
     let (ctl_tx, mut ctl_rx) = mpsc::channel::<Control>(8);
