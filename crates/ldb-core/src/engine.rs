@@ -102,6 +102,23 @@ fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
     v
 }
 
+/// Generated tokens so far on llama.cpp, counted live.
+///
+/// `llamacpp:tokens_predicted_total` only grows when a request is released
+/// (finished or cancelled), so its delta over a window counts whole requests
+/// that ended inside it and nothing of the ones still running. What does grow
+/// live is `n_decode_total` (one per `llama_decode()` call) and the busy-slot
+/// count behind `n_busy_slots_per_decode` (its running mean since start):
+/// their product is the number of slot-steps, and without speculative decoding
+/// every busy slot in a decode call yields one token (a prompt batch yields its
+/// request's first). The gauge is printed with 6 significant digits, so the
+/// product is good to about 5 ppm of all slot-steps since the server started.
+fn llamacpp_slot_steps(m: &MetricSet) -> Option<f64> {
+    let busy = m.sum("llamacpp:n_busy_slots_per_decode", &[])?;
+    let decodes = m.sum("llamacpp:n_decode_total", &[])?;
+    Some((busy * decodes).round())
+}
+
 /// Map a scrape to the engine-independent snapshot (series summed across DP engines).
 pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
     let s = |n: &str| m.sum(n, &[]);
@@ -156,7 +173,7 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
             running: s("llamacpp:requests_processing"),
             waiting: s("llamacpp:requests_deferred"),
             kv_usage: s("llamacpp:kv_cache_usage_ratio"),
-            gen_tokens: s("llamacpp:tokens_predicted_total"),
+            gen_tokens: llamacpp_slot_steps(m).or(s("llamacpp:tokens_predicted_total")),
             prompt_tokens: s("llamacpp:prompt_tokens_total"),
             prefill_time_sum: s("llamacpp:prompt_seconds_total"),
             spec_drafts: s("llamacpp:spec_decode_num_drafts_total"),
@@ -188,5 +205,20 @@ vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\nvllm:prompt_toke
         assert_eq!(snap.spec_accepted_per_pos, vec![10.0, 5.0]);
         assert_eq!(snap.prompt_local_compute, Some(7.0));
         assert_eq!(snap.waiting, None);
+    }
+
+    #[test]
+    fn llamacpp_generated_tokens_are_live_slot_steps() {
+        // A scrape taken while 4 slots decode: the finished-request counter lags
+        // (156), the slot-steps (2.5 × 400) do not.
+        let text = "llamacpp:tokens_predicted_total 156\nllamacpp:n_decode_total 400\n\
+llamacpp:n_busy_slots_per_decode 2.5\nllamacpp:requests_processing 4\n";
+        let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(text));
+        assert_eq!(snap.gen_tokens, Some(1000.0));
+        assert_eq!(snap.running, Some(4.0));
+        // Older builds without the decode counters: the finished-request counter.
+        let old = "llamacpp:tokens_predicted_total 156\n";
+        let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(old));
+        assert_eq!(snap.gen_tokens, Some(156.0));
     }
 }
