@@ -222,10 +222,16 @@ pub async fn size_prompts(
     let mut by_ctx = BTreeMap::new();
     for &ctx in contexts {
         if ctx == 0 {
-            let tokens = if exact {
-                counter.count(&messages(&nonce(&run_id, &tag(0)), 0)).await
-            } else {
+            let m = messages(&nonce(&run_id, &tag(0)), 0);
+            let tokens = if !exact {
                 None
+            } else if counter.kind == TokenizeKind::Content {
+                // The template overhead was measured on the three-message shape
+                // of padded prompts; the bare prompt is one message, with less
+                // framing (SmolLM2: 9 tokens less). Count it for real.
+                real_prompt_tokens(http, &disc.model, &m).await
+            } else {
+                counter.count(&m).await
             };
             by_ctx.insert(
                 0,
