@@ -113,10 +113,16 @@ fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
 /// every busy slot in a decode call yields one token (a prompt batch yields its
 /// request's first). The gauge is printed with 6 significant digits, so the
 /// product is good to about 5 ppm of all slot-steps since the server started.
-fn llamacpp_slot_steps(m: &MetricSet) -> Option<f64> {
+/// With speculative decoding a verify step yields its accepted draft tokens
+/// too; that counter is added, but like `tokens_predicted_total` it only moves
+/// when a request is released.
+fn llamacpp_generated(m: &MetricSet) -> Option<f64> {
     let busy = m.sum("llamacpp:n_busy_slots_per_decode", &[])?;
     let decodes = m.sum("llamacpp:n_decode_total", &[])?;
-    Some((busy * decodes).round())
+    let accepted = m
+        .sum("llamacpp:spec_decode_num_accepted_tokens_total", &[])
+        .unwrap_or(0.0);
+    Some((busy * decodes).round() + accepted)
 }
 
 /// Map a scrape to the engine-independent snapshot (series summed across DP engines).
@@ -173,7 +179,7 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
             running: s("llamacpp:requests_processing"),
             waiting: s("llamacpp:requests_deferred"),
             kv_usage: s("llamacpp:kv_cache_usage_ratio"),
-            gen_tokens: llamacpp_slot_steps(m).or(s("llamacpp:tokens_predicted_total")),
+            gen_tokens: llamacpp_generated(m).or(s("llamacpp:tokens_predicted_total")),
             prompt_tokens: s("llamacpp:prompt_tokens_total"),
             prefill_time_sum: s("llamacpp:prompt_seconds_total"),
             spec_drafts: s("llamacpp:spec_decode_num_drafts_total"),
@@ -216,6 +222,10 @@ llamacpp:n_busy_slots_per_decode 2.5\nllamacpp:requests_processing 4\n";
         let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(text));
         assert_eq!(snap.gen_tokens, Some(1000.0));
         assert_eq!(snap.running, Some(4.0));
+        // Speculative decoding: accepted draft tokens on top of the steps.
+        let spec = format!("{text}llamacpp:spec_decode_num_accepted_tokens_total 30\n");
+        let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(&spec));
+        assert_eq!(snap.gen_tokens, Some(1030.0));
         // Older builds without the decode counters: the finished-request counter.
         let old = "llamacpp:tokens_predicted_total 156\n";
         let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(old));
