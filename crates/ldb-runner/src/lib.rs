@@ -16,6 +16,7 @@ pub mod methodology;
 pub mod prefill;
 pub mod prompts;
 pub mod run;
+pub mod standalone;
 
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};

@@ -134,7 +134,9 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     } else {
         131_072
     };
-    let decode_prefill: Vec<u64> = if cfg.skip_prefill {
+    let standalone = cfg.standalone_prefill || cfg.prefill_only;
+    // Standalone rows replace the integrated and scout-only ones.
+    let decode_prefill: Vec<u64> = if cfg.skip_prefill || standalone {
         vec![]
     } else {
         cfg.contexts
@@ -143,7 +145,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             .filter(|&x| x > 0 && x <= max_prefill)
             .collect()
     };
-    let extras: Vec<u64> = if cfg.skip_prefill {
+    let extras: Vec<u64> = if cfg.skip_prefill || standalone {
         vec![]
     } else {
         cfg.prefill_contexts
@@ -153,8 +155,18 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             .collect()
     };
     let warm_ctx = warmup_context(cfg, &kv, disc.model_context);
-    let mut needed: Vec<u64> = cfg.contexts.clone();
+    let cold: Vec<u64> = if standalone {
+        cfg.prefill_contexts.clone()
+    } else {
+        vec![]
+    };
+    let mut needed: Vec<u64> = if cfg.prefill_only {
+        vec![]
+    } else {
+        cfg.contexts.clone()
+    };
     needed.extend(extras.iter().copied().filter(|&x| x <= max_prefill));
+    needed.extend(cold.iter().copied().filter(|&x| x <= max_prefill));
     needed.sort_unstable();
     needed.dedup();
     live.event(format!(
@@ -220,9 +232,20 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         scraper.stop();
         return Err(RunError::Preflight(e.to_string()));
     }
+    // Standalone contexts beyond the limit: recorded skips, decided before sending.
+    for &x in cold.iter().filter(|&&x| x > max_prefill) {
+        let row = crate::standalone::beyond_limit(x, max_prefill, disc.model_context);
+        live.event(format!(
+            "prefill skipped ctx={}: {}",
+            format_context(x),
+            row.skip_reason
+        ));
+        doc.prefill.insert(x, row);
+    }
     let first_prefill = decode_prefill
         .iter()
         .chain(&extras)
+        .chain(&cold)
         .copied()
         .filter(|&x| x <= max_prefill)
         .min();
@@ -265,6 +288,38 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         let row = scout_only(&rc, &env, &plan, x).await;
         doc.prefill.insert(x, row);
         finish(&mut doc, "in_progress");
+    }
+
+    // Standalone cold prefill profile.
+    for &x in cold.iter().filter(|&&x| x <= max_prefill) {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let row = crate::standalone::profile(&rc, &env, &plan, x).await;
+        doc.prefill.insert(x, row);
+        finish(&mut doc, "in_progress");
+    }
+    if cfg.prefill_only {
+        let interrupted = rc.controls.stop.is_cancelled();
+        scraper.stop();
+        live.update(|s| {
+            s.phase = Phase::Done;
+            s.current = None;
+        });
+        live.event(if interrupted {
+            "run stopped by the user"
+        } else {
+            "prefill-only run complete"
+        });
+        finish(
+            &mut doc,
+            if interrupted {
+                "interrupted"
+            } else {
+                "complete"
+            },
+        );
+        return Ok(RunOutcome { doc, interrupted });
     }
 
     // Hidden decode warmup.

@@ -223,3 +223,91 @@ async fn run_burst_appends_the_burst_matrix_after_the_sustained_one() {
     assert_eq!(json["methodology"]["burst_e2e_decode"]["present"], true);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_prefill_is_cold_and_matches_the_prefill_rate_at_three_contexts() {
+    let sim = start(|_| {}).await;
+    let mut cfg = config(&sim, &[1], &[0], 16);
+    cfg.prefill_only = true;
+    cfg.standalone_prefill = true;
+    cfg.prefill_duration = 1.0;
+    cfg.prefill_contexts = vec![4096, 8192, 16384];
+    let doc = bench(cfg).await;
+    let st = sim.stats();
+    // Every sample starts with its own hash, so none was served from the
+    // cache. The one cached block of the run is the prefill warmup's: its
+    // first 16 tokens (template + `[ldb <run>`) equal the JIT probe's.
+    assert_eq!(st.engine.prefix_hits, 16);
+    assert_eq!(st.engine.prompt_tokens_cached, 16);
+    let mut samples = 0;
+    for ctx in [4096u64, 8192, 16384] {
+        let row = doc
+            .prefill
+            .get(&ctx)
+            .unwrap_or_else(|| panic!("no row {ctx}"));
+        assert!(!row.skipped, "{ctx}: {}", row.skip_reason);
+        assert_eq!(row.method, "client");
+        assert!(row.samples >= 2, "{ctx}: {} samples", row.samples);
+        // A lone prompt of p tokens takes exactly p / prefill_tok_s in the engine.
+        assert!(
+            within(row.tok_per_sec, PREFILL_TOK_S, 0.03),
+            "ctx {ctx}: {} tok/s",
+            row.tok_per_sec
+        );
+        assert!(row.prompt_tokens.abs_diff(ctx) <= 16);
+        assert_eq!(row.server_validation.cached_tokens, 0);
+        samples += row.samples;
+    }
+    // Prefill-only: no decode cell; JIT probe + prefill warmup + the samples.
+    assert!(doc.results.is_empty() && doc.burst_results.is_empty());
+    let chats = st.http.requests_by_endpoint.get(CHAT).copied().unwrap_or(0);
+    assert_eq!(chats, 2 + samples);
+    assert_eq!(doc.metadata.prefill_mode, "standalone_cold");
+    assert!(doc.metadata.prefill_only && doc.metadata.standalone_prefill);
+    assert_eq!(doc.metadata.run_status, "complete");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_prometheus_headline_is_validated_and_long_contexts_are_recorded_skips() {
+    let sim = start(|s| s.max_model_len = 20000).await;
+    let mut cfg = config(&sim, &[1], &[0], 16);
+    cfg.standalone_prefill = true;
+    cfg.prefill_metric = ldb_runner::PrefillMetric::Prometheus;
+    cfg.prefill_duration = 0.1;
+    cfg.prefill_contexts = vec![8192, 32768];
+    let doc = bench(cfg).await;
+    let row = &doc.prefill[&8192];
+    assert_eq!(
+        row.method, "prometheus",
+        "{}",
+        row.server_validation.invalid_reason
+    );
+    let v = &row.server_validation;
+    assert_eq!(v.method, "prometheus:kv_computed");
+    assert_eq!(v.samples, 2);
+    assert!(v.invalid_reason.is_empty(), "{}", v.invalid_reason);
+    assert!(
+        within(row.tok_per_sec, PREFILL_TOK_S, 0.01),
+        "{}",
+        row.tok_per_sec
+    );
+    assert!(within(row.client_tok_per_sec, PREFILL_TOK_S, 0.03));
+    // The server's own counters: no prompt token of any sample came from the cache.
+    assert_eq!(v.cached_tokens, 0);
+    // Beyond the model context: a skip with the reason, no request sent for it.
+    let skip = &doc.prefill[&32768];
+    assert!(skip.skipped);
+    assert!(
+        skip.skip_reason.contains("exceeds the prefill limit"),
+        "{}",
+        skip.skip_reason
+    );
+    assert_eq!(sim.stats().http.rejected, 0);
+    // Decode still ran after the standalone profile, without integrated rows.
+    assert_eq!(doc.results.len(), 1);
+    assert_eq!(doc.prefill.len(), 2);
+    let json = doc.to_json();
+    assert_eq!(json["prefill"]["32768"]["skipped"], true);
+    sim.shutdown().await;
+}

@@ -1,0 +1,424 @@
+//! Standalone cold prefill (`--standalone-prefill`, `--prefill-only`).
+//!
+//! For each context of `--prefill-contexts`, `max_tokens=1` requests are timed
+//! one after another. Each sample's prompt starts with its own 16-hex-digit
+//! hash of (run, context, repetition), right after the chat template's header,
+//! so no sample shares even its first cache block with another request and
+//! every sample prefills the whole prompt. (The decode prompts start with the
+//! run's common `[ldb <run>-` prefix instead; here that would let a 16-token
+//! first block be shared.)
+//!
+//! Sampling rule: keep sampling until `--prefill-duration` seconds have passed
+//! since the context started **and** at least two samples succeeded (so the
+//! median is never a single, possibly unlucky request). A context stops early
+//! after two consecutive failed requests (e.g. the server rejects the length)
+//! or when the user skips it, and after at most [`MAX_ATTEMPTS`] requests.
+//!
+//! Aggregation: medians over the successful samples of TTFT, prompt tokens and
+//! client tok/s (prompt_tokens / TTFT, per sample); server values are medians
+//! over the samples whose Prometheus validation was valid. Validity is the
+//! bounded rule shared with the integrated scouts: between the two idle
+//! snapshots around a sample the prefill count and the success count each grew
+//! by one (0.5 ≤ Δ ≤ 1.5), so a concurrent request cannot be merged into it.
+//!
+//! `--prefill-metric`: `client` times the requests back to back without
+//! Prometheus; `auto` brackets each sample with idle snapshots and keeps the
+//! server value as validation; `prometheus` does the same and makes the server
+//! median the headline when at least one sample was valid (else the client
+//! value stays the headline and `method` says `client`). llama.cpp's own
+//! per-request timings are used as validation whenever the server sends them.
+
+use std::time::Duration;
+
+use ldb_client::stream::StreamEnv;
+use ldb_core::engine::Engine;
+use ldb_core::live::PrefillRow;
+use ldb_core::prompt::{Message, messages, nonce};
+use ldb_core::result::{PrefillEntry, ServerValidation, round};
+use ldb_core::stats::median;
+use ldb_core::tokens::{format_context, thousands};
+
+use crate::config::PrefillMetric;
+use crate::ctx::RunCtx;
+use crate::prefill::{ProbeResult, probe, validate, validate_timings, wait_idle};
+use crate::prompts::PromptPlan;
+
+/// Upper bound on requests per context (a very fast server and a long duration).
+pub const MAX_ATTEMPTS: u32 = 200;
+
+/// Minimum successful samples per context.
+pub const MIN_SAMPLES: usize = 2;
+
+/// The row of a context that cannot be sent: longer than the prefill limit.
+pub fn beyond_limit(ctx: u64, limit: u64, model_context: u64) -> PrefillEntry {
+    let why = if model_context > 0 {
+        format!(
+            "context {ctx} exceeds the prefill limit {limit} (model context {model_context} − 64, at most 128k)"
+        )
+    } else {
+        format!("context {ctx} exceeds the prefill limit {limit} (at most 128k)")
+    };
+    PrefillEntry {
+        skipped: true,
+        skip_reason: why,
+        method: "client".into(),
+        hardware_summary: serde_json::json!({}),
+        ..Default::default()
+    }
+}
+
+/// The prompt of sample `r` at `ctx`: as long as the plan's, unique from its
+/// second character on (`[` + 16 hex digits).
+pub fn cold_messages(plan: &PromptPlan, ctx: u64, r: u32) -> Vec<Message> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&plan.run_id, ctx, r).hash(&mut h);
+    let chars = plan.by_ctx.get(&ctx).map_or(0, |p| p.padding_chars);
+    // As long as the plan's nonce `[ldb <12-letter run>-ctx<ctx>]`, so the
+    // prompt keeps its sized token count.
+    let tag = format!("[{:016x} {}]", h.finish(), ctx);
+    let plain = nonce(&plan.run_id, &format!("ctx{ctx}"));
+    let tag = if tag.len() < plain.len() {
+        format!("{tag:<width$}", width = plain.len())
+    } else {
+        tag
+    };
+    messages(&tag, chars)
+}
+
+struct Sample {
+    probe: ProbeResult,
+    validation: ServerValidation,
+}
+
+/// Profile one context and return its row.
+pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) -> PrefillEntry {
+    let live = &rc.live;
+    let skip = rc.controls.new_skip();
+    let metric = rc.cfg.prefill_metric;
+    let prom = metric != PrefillMetric::Client
+        && rc.metrics
+        && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
+    let method_word = if metric == PrefillMetric::Prometheus {
+        "prometheus"
+    } else {
+        "client"
+    };
+    live.event(format!(
+        "standalone prefill start ctx={} ({}, {} s)",
+        format_context(ctx),
+        method_word,
+        rc.cfg.prefill_duration
+    ));
+    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
+    live.update(|s| {
+        s.prefill.retain(|r| r.context != ctx);
+        s.prefill.push(PrefillRow {
+            context: ctx,
+            method: method_word.into(),
+            eta: rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill_duration)),
+            ..Default::default()
+        });
+    });
+    let hw_mark = rc.hw_mark();
+    let now = || rc.clock.now();
+    let t0 = now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut ok = 0usize;
+    let mut failures_in_row = 0;
+    let mut first_error: Option<String> = None;
+    for r in 0..MAX_ATTEMPTS {
+        if skip.is_cancelled() {
+            break;
+        }
+        if ok >= MIN_SAMPLES && now() - t0 >= rc.cfg.prefill_duration {
+            break;
+        }
+        if failures_in_row >= 2 {
+            break;
+        }
+        let msgs = cold_messages(plan, ctx, r);
+        let before = if prom
+            && wait_idle(&rc.scraper, now, Duration::from_secs(120))
+                .await
+                .is_some()
+        {
+            rc.scraper.scrape_once().await
+        } else {
+            None
+        };
+        let p = probe(env, &rc.model, &msgs, &skip).await;
+        let validation = match (&before, &p.timings) {
+            (Some(b), _) if p.error.is_none() => {
+                wait_idle(&rc.scraper, now, Duration::from_secs(120)).await;
+                match rc.scraper.scrape_once().await {
+                    Some(a) => validate(
+                        rc.engine,
+                        &b.snap,
+                        &a.snap,
+                        p.prompt_tokens,
+                        p.cached_tokens,
+                    ),
+                    None => ServerValidation {
+                        invalid_reason: "no /metrics answer after the sample".into(),
+                        ..Default::default()
+                    },
+                }
+            }
+            (_, Some(t)) if p.error.is_none() => validate_timings(t),
+            _ => ServerValidation::default(),
+        };
+        if let Some(e) = &p.error {
+            if e != "skipped" {
+                failures_in_row += 1;
+                first_error.get_or_insert_with(|| e.clone());
+                live.event(format!(
+                    "standalone prefill sample failed ctx={}: {e}",
+                    format_context(ctx)
+                ));
+            }
+            continue;
+        }
+        failures_in_row = 0;
+        ok += 1;
+        let tokens = p.prompt_tokens.unwrap_or(ctx) as f64;
+        let tps = if p.ttft > 0.0 { tokens / p.ttft } else { 0.0 };
+        let elapsed = now() - t0;
+        live.update(|s| {
+            if let Some(row) = s.prefill.iter_mut().find(|x| x.context == ctx) {
+                row.tok_per_sec = None;
+                row.ttft = Some(p.ttft);
+                row.elapsed = elapsed;
+                row.eta = Some((rc.cfg.prefill_duration - elapsed).max(0.0));
+                if tps > 0.0 {
+                    row.method = format!("{method_word} ({ok} samples, last {tps:.0} tok/s)");
+                }
+            }
+        });
+        samples.push(Sample {
+            probe: p,
+            validation,
+        });
+    }
+    let (hw, _) = rc.hw_since(hw_mark);
+    let mut row = aggregate(ctx, &samples, metric == PrefillMetric::Prometheus);
+    row.hardware_summary = hw;
+    if samples.is_empty() {
+        row.skipped = true;
+        row.skip_reason = first_error.unwrap_or_else(|| {
+            if rc.controls.stop.is_cancelled() {
+                "run stopped by the user".into()
+            } else {
+                "skipped by the user".into()
+            }
+        });
+        live.event(format!(
+            "standalone prefill skipped ctx={}: {}",
+            format_context(ctx),
+            row.skip_reason
+        ));
+    } else {
+        live.event(format!(
+            "standalone prefill done ctx={} {} tok/s ({} samples, {})",
+            format_context(ctx),
+            thousands(row.tok_per_sec as u64),
+            row.samples,
+            row.method
+        ));
+        if let Ok(mut g) = rc.prefill_rate.lock() {
+            *g = Some(row.client_tok_per_sec);
+        }
+    }
+    live.update(|s| {
+        if let Some(r) = s.prefill.iter_mut().find(|r| r.context == ctx) {
+            r.method = row.method.clone();
+            r.tok_per_sec = (!row.skipped).then_some(row.tok_per_sec);
+            r.ttft = (!row.skipped).then_some(row.ttft_seconds);
+            r.eta = None;
+            r.skipped = row.skipped.then(|| row.skip_reason.clone());
+        }
+    });
+    row
+}
+
+/// Medians over successful samples; server medians over valid validations.
+fn aggregate(ctx: u64, samples: &[Sample], server_headline: bool) -> PrefillEntry {
+    let ttft = median(samples.iter().map(|s| s.probe.ttft));
+    let tokens = median(
+        samples
+            .iter()
+            .map(|s| s.probe.prompt_tokens.unwrap_or(ctx) as f64),
+    );
+    let client_tps = median(
+        samples
+            .iter()
+            .filter(|s| s.probe.ttft > 0.0)
+            .map(|s| s.probe.prompt_tokens.unwrap_or(ctx) as f64 / s.probe.ttft),
+    );
+    let valid: Vec<&ServerValidation> = samples
+        .iter()
+        .map(|s| &s.validation)
+        .filter(|v| v.samples > 0)
+        .collect();
+    let mut sv = ServerValidation {
+        cached_tokens: samples
+            .iter()
+            .map(|s| {
+                s.probe
+                    .cached_tokens
+                    .unwrap_or(0)
+                    .max(s.validation.cached_tokens)
+            })
+            .max()
+            .unwrap_or(0),
+        invalid_reason: samples
+            .iter()
+            .map(|s| s.validation.invalid_reason.as_str())
+            .find(|r| !r.is_empty())
+            .unwrap_or_default()
+            .to_string(),
+        ..Default::default()
+    };
+    if let Some(first) = valid.first() {
+        sv.method = first.method.clone();
+        sv.token_source = first.token_source.clone();
+        sv.tok_per_sec = median(valid.iter().map(|v| v.tok_per_sec)).round();
+        sv.prefill_seconds = round(median(valid.iter().map(|v| v.prefill_seconds)), 3);
+        sv.prompt_tokens = median(valid.iter().map(|v| v.prompt_tokens as f64)).round() as u64;
+        sv.request_prompt_tokens =
+            median(valid.iter().map(|v| v.request_prompt_tokens as f64)).round() as u64;
+        sv.samples = valid.len() as u64;
+    } else if let Some(s) = samples
+        .iter()
+        .find(|s| !s.validation.token_source.is_empty())
+    {
+        sv.token_source = s.validation.token_source.clone();
+        sv.request_prompt_tokens = s.validation.request_prompt_tokens;
+    }
+    let use_server = server_headline && sv.samples > 0;
+    let (headline, secs, method, label) = if use_server {
+        (
+            sv.tok_per_sec,
+            sv.prefill_seconds,
+            "prometheus",
+            "server prefill counters: computed prompt tokens / prefill seconds (median over valid samples)",
+        )
+    } else {
+        (
+            client_tps.round(),
+            round(ttft, 3),
+            "client",
+            "client prompt_tokens / TTFT, median over cold samples (includes queueing, HTTP and the first decode step)",
+        )
+    };
+    PrefillEntry {
+        ttft_seconds: round(ttft, 3),
+        prefill_seconds: secs,
+        tok_per_sec: headline,
+        client_ttft_seconds: round(ttft, 3),
+        client_tok_per_sec: client_tps.round(),
+        prompt_tokens: tokens.round() as u64,
+        samples: samples.len() as u64,
+        method: method.into(),
+        server_validation: sv,
+        hardware_summary: serde_json::json!({}),
+        skipped: false,
+        skip_reason: String::new(),
+        label: label.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(ttft: f64, tokens: u64, server: Option<f64>) -> Sample {
+        Sample {
+            probe: ProbeResult {
+                ttft,
+                prompt_tokens: Some(tokens),
+                ..Default::default()
+            },
+            validation: match server {
+                Some(t) => ServerValidation {
+                    method: "prometheus:kv_computed".into(),
+                    tok_per_sec: t,
+                    prefill_seconds: tokens as f64 / t,
+                    prompt_tokens: tokens,
+                    request_prompt_tokens: tokens,
+                    token_source: "kv_computed".into(),
+                    samples: 1,
+                    ..Default::default()
+                },
+                None => ServerValidation {
+                    invalid_reason: "prefill_count_delta=2".into(),
+                    token_source: "kv_computed".into(),
+                    ..Default::default()
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn medians_and_the_server_headline() {
+        let samples = [
+            s(1.0, 1000, Some(1100.0)),
+            s(2.0, 1000, None),
+            s(0.5, 1000, Some(2100.0)),
+        ];
+        let row = aggregate(1024, &samples, false);
+        assert_eq!(row.method, "client");
+        assert_eq!(row.ttft_seconds, 1.0);
+        assert_eq!(row.tok_per_sec, 1000.0);
+        assert_eq!(row.samples, 3);
+        assert_eq!(row.server_validation.samples, 2);
+        assert_eq!(row.server_validation.tok_per_sec, 1600.0);
+        assert_eq!(
+            row.server_validation.invalid_reason,
+            "prefill_count_delta=2"
+        );
+        let row = aggregate(1024, &samples, true);
+        assert_eq!(row.method, "prometheus");
+        assert_eq!(row.tok_per_sec, 1600.0);
+        assert_eq!(row.client_tok_per_sec, 1000.0);
+        // No valid server sample: the client value stays the headline.
+        let row = aggregate(1024, &[s(1.0, 1000, None), s(1.0, 1000, None)], true);
+        assert_eq!(row.method, "client");
+        assert_eq!(row.tok_per_sec, 1000.0);
+    }
+
+    #[test]
+    fn cold_prompts_differ_after_the_bracket_and_keep_their_size() {
+        let plan = PromptPlan {
+            run_id: "abcdefghijkl".into(),
+            by_ctx: [(
+                4096,
+                crate::prompts::SizedPrompt {
+                    padding_chars: 1000,
+                    tokens: None,
+                },
+            )]
+            .into(),
+            model: ldb_core::prompt::SizeModel {
+                chars_per_token: 4.0,
+                overhead_tokens: 0.0,
+            },
+            targeting: "exact",
+            notes: vec![],
+        };
+        let a = cold_messages(&plan, 4096, 0);
+        let b = cold_messages(&plan, 4096, 1);
+        let sized = plan.messages(4096, "ctx4096");
+        assert_eq!(a[0].content.len(), sized[0].content.len());
+        assert_eq!(b[0].content.len(), sized[0].content.len());
+        // The 16 hex digits right after the opening bracket differ.
+        assert_ne!(a[0].content[1..17], b[0].content[1..17]);
+    }
+
+    #[test]
+    fn beyond_limit_is_a_skip_with_the_reason() {
+        let r = beyond_limit(131072, 65472, 65536);
+        assert!(r.skipped);
+        assert!(r.skip_reason.contains("65472"), "{}", r.skip_reason);
+    }
+}
