@@ -1,0 +1,485 @@
+//! The benchmark against a real llama.cpp `llama-server` with a real model
+//! (SmolLM2-135M-Instruct, on CPU), started by `scripts/llama-server.sh`.
+//!
+//! Without a built server this test fails under CI (`CI` set) and is skipped
+//! with a notice otherwise. Build it once with `scripts/llama-server.sh build`
+//! (about 5 minutes on 2 cores; cached outside the repository).
+//!
+//! Three runs against one server with 4 slots of 2048 tokens:
+//! 1. C=1 × contexts 0 and 1k: engine, prompt sizes, prefill against the
+//!    server's prompt timings, and the C=1 aggregate against the server's
+//!    own decode timings of the very same requests.
+//! 2. C=2,4 × contexts 0 and 1k: the rest of the matrix.
+//! 3. C=6 on 4 slots: capacity-limited at an effective concurrency of 4.
+//!
+//! The matrix is split between runs 1 and 2 so that run 1's part of the
+//! server log holds no context-0 request other than the C=1 cell's.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SLOTS: u32 = 4;
+const CTX_TOTAL: u32 = 8192;
+/// Short enough that several C=1 requests finish inside one cell (each one
+/// then reports its timings), long enough that the gap between two requests
+/// costs the client well under 2 % of the window.
+const MAX_TOKENS: &str = "192";
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn script(args: &[&str]) -> std::process::Output {
+    Command::new("bash")
+        .arg(root().join("scripts/llama-server.sh"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("bash runs scripts/llama-server.sh")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A llama-server started for this test; stopped on drop, also on failure.
+struct Server {
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let port = self.port.to_string();
+        let out = script(&["stop", "--port", &port]);
+        if !out.status.success() {
+            eprintln!(
+                "llama-server.sh stop --port {port} failed: {}",
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Start the server, or return None (notice printed) when it is not built and
+/// this is not CI.
+fn start_server() -> Option<Server> {
+    let path = script(&["path"]);
+    if !path.status.success() {
+        let msg = "llama-server is not built: run `scripts/llama-server.sh build` \
+                   (and `scripts/llama-server.sh model`) first";
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg} (CI is set, so this test does not skip)");
+        }
+        eprintln!("NOTICE: skipping the llama.cpp end-to-end test: {msg}");
+        return None;
+    }
+    let port = free_port();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Prompt batches on at least 2 threads: a 1k-token prefill takes ~6 s on
+    // the script's default of one thread per two cores.
+    let threads_batch = (cores / 2).max(2).to_string();
+    let (p, slots, ctx) = (port.to_string(), SLOTS.to_string(), CTX_TOTAL.to_string());
+    let mut server = Server {
+        port,
+        log: PathBuf::new(),
+    };
+    let out = script(&[
+        "start",
+        "--port",
+        &p,
+        "--slots",
+        &slots,
+        "--ctx",
+        &ctx,
+        "--extra",
+        "--threads-batch",
+        &threads_batch,
+    ]);
+    let err = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "scripts/llama-server.sh start failed:\n{err}"
+    );
+    // "llama-server.sh: healthy: pid N, log /path/llama-server-PORT.log"
+    let log = err
+        .lines()
+        .find_map(|l| l.split_once(", log ").map(|(_, p)| p.trim().to_string()))
+        .unwrap_or_else(|| panic!("no log path in the script's output:\n{err}"));
+    server.log = PathBuf::from(log);
+    Some(server)
+}
+
+fn log_len(s: &Server) -> usize {
+    std::fs::metadata(&s.log).map_or(0, |m| m.len() as usize)
+}
+
+/// Run the benchmark binary; returns its exit status, result JSON and output.
+fn bench(s: &Server, dir: &Path, name: &str, args: &[&str]) -> (ExitStatus, Value, String) {
+    let out_json = dir.join(format!("{name}.json"));
+    let out_log = dir.join(format!("{name}.log"));
+    let host = format!("http://127.0.0.1:{}", s.port);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
+        .args(["--display-mode", "plain", "--host", &host])
+        .args(["--max-tokens", MAX_TOKENS, "--duration", "5"])
+        .args(["--no-calibration-cache", "--output"])
+        .arg(&out_json)
+        .args(args)
+        .current_dir(dir)
+        .env("COLUMNS", "140")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_log).expect("log file"))
+        .stderr(Stdio::from(
+            std::fs::File::options()
+                .append(true)
+                .open(&out_log)
+                .expect("log file"),
+        ))
+        .spawn()
+        .expect("benchmark binary starts");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t0.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "run {name} did not finish in {RUN_LIMIT:?}:\n{}",
+                tail(&out_log)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    eprintln!("run {name}: {status} in {:.0?}", t0.elapsed());
+    let mut output = String::new();
+    std::fs::File::open(&out_log)
+        .and_then(|mut f| f.read_to_string(&mut output))
+        .expect("read the run's output");
+    let doc = std::fs::read_to_string(&out_json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("run {name} wrote no result JSON:\n{}", tail(&out_log)));
+    (status, doc, output)
+}
+
+fn tail(p: &Path) -> String {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
+}
+
+fn schema() -> Value {
+    let p = root().join("docs/result-schema.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
+}
+
+fn assert_valid(name: &str, doc: &Value) {
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "run {name}: schema errors:\n{}",
+        errors.join("\n")
+    );
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn cell(doc: &Value, c: u64, ctx: u64) -> &Value {
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["concurrency"] == c && r["context_tokens"] == ctx)
+        .unwrap_or_else(|| panic!("no cell C={c} ctx={ctx}"))
+}
+
+fn within(value: f64, reference: f64, tol: f64) -> bool {
+    reference > 0.0 && (value / reference - 1.0).abs() <= tol
+}
+
+/// Checks every run shares: schema, engine, labels, server-side fields.
+fn common_checks(name: &str, doc: &Value, status: ExitStatus, output: &str) {
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "run {name}: exit code (0 = every cell ok or capacity-limited):\n{output}"
+    );
+    assert_valid(name, doc);
+    let md = &doc["metadata"];
+    assert_eq!(s(md, "engine"), "llamacpp", "run {name}: engine");
+    assert_eq!(s(md, "run_status"), "complete", "run {name}");
+    assert_eq!(md["metrics_available"], true, "run {name}: /metrics");
+    assert_eq!(
+        f(md, "model_context_length"),
+        2048.0,
+        "run {name}: per-slot n_ctx"
+    );
+    assert_eq!(
+        f(md, "max_total_tokens"),
+        f64::from(CTX_TOTAL),
+        "run {name}: KV"
+    );
+    assert!(
+        s(md, "kv_budget_source").starts_with("llamacpp:"),
+        "run {name}: {md}"
+    );
+    // llama.cpp has usage in the final chunk only; that is what is labelled.
+    assert_eq!(s(md, "usage_mode"), "final_only", "run {name}");
+    for r in doc["results"].as_array().expect("results") {
+        let at = format!(
+            "run {name} C={} ctx={}",
+            r["concurrency"], r["context_tokens"]
+        );
+        assert!(
+            matches!(s(r, "status"), "ok" | "capacity_limited"),
+            "{at}: status {} ({})",
+            s(r, "status"),
+            s(r, "status_reason")
+        );
+        assert!(
+            matches!(s(r, "usage_mode"), "final_only" | "none"),
+            "{at}: usage_mode {}",
+            s(r, "usage_mode")
+        );
+        assert!(
+            s(r, "aggregate_source").starts_with("openai_stream_chunks_"),
+            "{at}: aggregate_source {}",
+            s(r, "aggregate_source")
+        );
+        // Prometheus validation fields.
+        assert!(f(r, "server_gen_throughput") > 0.0, "{at}: {r}");
+        assert!(f(r, "avg_running_reqs") > 0.0, "{at}: {r}");
+        // The server's live token count (slot-steps) agrees with the client's.
+        let (cl, sv) = (f(r, "client_output_tokens"), f(r, "server_output_tokens"));
+        assert!(
+            (sv - cl).abs() <= (0.05 * cl).max(8.0),
+            "{at}: server counted {sv} generated tokens in the window, client {cl}"
+        );
+    }
+}
+
+/// One finished request as llama-server logged it (`print_timing`, `release`).
+#[derive(Debug, Default, Clone, Copy)]
+struct Logged {
+    /// Generated tokens (`eval time = … / N tokens`).
+    predicted_n: u64,
+    /// Decode time, ms: `predicted_ms` of the request's `timings`.
+    predicted_ms: f64,
+    /// Sequence length at release (prompt + generated − 1).
+    n_tokens: u64,
+}
+
+impl Logged {
+    fn prompt_tokens(&self) -> u64 {
+        (self.n_tokens + 1).saturating_sub(self.predicted_n)
+    }
+}
+
+/// Finished requests in a piece of llama-server's log, in log order. Requests
+/// cancelled by the client log no timings and are left out.
+fn finished_requests(log: &str) -> Vec<Logged> {
+    let mut order: Vec<u64> = Vec::new();
+    let mut by_task: std::collections::HashMap<u64, Logged> = Default::default();
+    let num = |t: &str| -> Option<f64> { t.split_whitespace().next()?.parse().ok() };
+    for line in log.lines() {
+        let Some((_, rest)) = line.split_once("| task ") else {
+            continue;
+        };
+        let Some((id, rest)) = rest.split_once(" |") else {
+            continue;
+        };
+        let Ok(id) = id.trim().parse::<u64>() else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("eval time =") {
+            // "   3036.16 ms /   256 tokens (…)"
+            let Some((ms, r)) = r.split_once(" ms /") else {
+                continue;
+            };
+            let (Some(ms), Some(n)) = (num(ms), num(r)) else {
+                continue;
+            };
+            order.push(id);
+            let e = by_task.entry(id).or_default();
+            e.predicted_ms = ms;
+            e.predicted_n = n as u64;
+        } else if let Some((_, r)) = rest.split_once("stop processing: n_tokens = ") {
+            // "351, truncated = 0"
+            let n = r.split(',').next().and_then(num);
+            if let (Some(e), Some(n)) = (by_task.get_mut(&id), n) {
+                e.n_tokens = n as u64;
+            }
+        }
+    }
+    order
+        .iter()
+        .filter_map(|id| by_task.get(id).copied())
+        .collect()
+}
+
+#[test]
+fn benchmark_against_real_llama_server() {
+    let t0 = Instant::now();
+    let Some(server) = start_server() else {
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("ldb-llamacpp-")
+        .tempdir()
+        .expect("tempdir");
+
+    // Run 1: C=1 × contexts 0 and 1k.
+    let log_from = log_len(&server);
+    let (st, doc, out) = bench(
+        &server,
+        dir.path(),
+        "c1",
+        &["--concurrency", "1", "--contexts", "0,1k"],
+    );
+    let log_to = log_len(&server);
+    common_checks("c1", &doc, st, &out);
+    let md = &doc["metadata"];
+    assert_eq!(s(md, "token_targeting"), "exact", "{md}");
+    let p0 = f(&md["prompt_tokens_by_context"], "0");
+    let p1k = f(&md["prompt_tokens_by_context"], "1024");
+    assert!(
+        (p1k - 1024.0).abs() <= 8.0,
+        "1k prompt sized to {p1k} tokens"
+    );
+    let c1 = cell(&doc, 1, 0);
+    assert_eq!(s(c1, "status"), "ok");
+    assert_eq!(f(c1, "effective_concurrency"), 1.0);
+    assert_eq!(s(c1, "usage_mode"), "final_only", "{c1}");
+    assert_eq!(s(c1, "aggregate_source"), "openai_stream_chunks_calibrated");
+    // The bare prompt's size is what the server counted (usage).
+    assert_eq!(f(c1, "input_seq_len_avg"), p0, "context-0 prompt size");
+    assert_eq!(f(cell(&doc, 1, 1024), "input_seq_len_avg"), p1k);
+
+    // Prefill: the scout's client rate against llama.cpp's own prompt timing
+    // of the same request (`timings.prompt_per_second`).
+    let pre = &doc["prefill"]["1024"];
+    let sv = &pre["server_validation"];
+    assert_eq!(s(sv, "method"), "llamacpp:timings", "{pre}");
+    assert_eq!(f(sv, "request_prompt_tokens"), p1k, "{pre}");
+    assert_eq!(f(pre, "prompt_tokens"), p1k, "{pre}");
+    let (client_pf, server_pf) = (f(pre, "tok_per_sec"), f(sv, "tok_per_sec"));
+    assert!(
+        within(client_pf, server_pf, 0.15),
+        "prefill {client_pf} tok/s vs llama.cpp timings {server_pf} tok/s (±15 %)"
+    );
+
+    // Decode: the C=1 aggregate against the decode rate llama-server reports
+    // in its own timings, for the same requests at the same time. Every
+    // request that finishes prints its `timings` (predicted_n, predicted_ms:
+    // the numbers behind `timings.predicted_per_second`) to the server log;
+    // in run 1's part of the log the only finished requests with more than
+    // one generated token and a short prompt are those of the C=1, context-0
+    // cell (ramp-up and window; the ones cut at the window end print none).
+    // Their time-weighted rate, Σ(predicted_n − 1) / Σ predicted_ms, is the
+    // server's decode rate during the cell. A reference request sent before or
+    // after the run would measure another moment of a shared, noisy machine.
+    // The client's aggregate also spans the short gaps between requests, so
+    // it reads ~1 % below.
+    let log = std::fs::read(&server.log).expect("server log");
+    let piece = text(&log[log_from.min(log.len())..log_to.min(log.len())]);
+    let cut = ((p0 + p1k) / 2.0) as u64;
+    let c1_requests: Vec<Logged> = finished_requests(&piece)
+        .into_iter()
+        .filter(|r| r.predicted_n > 1 && r.prompt_tokens() < cut)
+        .collect();
+    assert!(
+        !c1_requests.is_empty(),
+        "no finished C=1 context-0 request in the server log:\n{piece}"
+    );
+    let steps: u64 = c1_requests.iter().map(|r| r.predicted_n - 1).sum();
+    let ms: f64 = c1_requests.iter().map(|r| r.predicted_ms).sum();
+    let server_decode = steps as f64 / (ms / 1000.0);
+    let client_decode = f(c1, "aggregate_tps");
+    eprintln!(
+        "C=1: client {client_decode:.1} tok/s, llama-server timings {server_decode:.1} tok/s \
+         over {} requests; prefill client {client_pf} vs server {server_pf} tok/s",
+        c1_requests.len()
+    );
+    assert!(
+        within(client_decode, server_decode, 0.10),
+        "C=1 aggregate {client_decode:.1} tok/s vs llama-server timings {server_decode:.1} tok/s \
+         (±10 %), requests {c1_requests:?}"
+    );
+
+    // Run 2: the rest of the matrix.
+    let (st, doc, out) = bench(
+        &server,
+        dir.path(),
+        "c24",
+        &[
+            "--concurrency",
+            "2,4",
+            "--contexts",
+            "0,1k",
+            "--decode-warmup-seconds",
+            "0",
+        ],
+    );
+    common_checks("c24", &doc, st, &out);
+    for c in [2u64, 4] {
+        for ctx in [0u64, 1024] {
+            let r = cell(&doc, c, ctx);
+            assert_eq!(s(r, "status"), "ok", "C={c} ctx={ctx}: {r}");
+            assert_eq!(f(r, "effective_concurrency"), c as f64, "C={c} ctx={ctx}");
+        }
+    }
+
+    // Run 3: more streams than slots.
+    let (st, doc, out) = bench(
+        &server,
+        dir.path(),
+        "over",
+        &[
+            "--concurrency",
+            "6",
+            "--contexts",
+            "0",
+            "--decode-warmup-seconds",
+            "0",
+        ],
+    );
+    common_checks("over", &doc, st, &out);
+    let r = cell(&doc, 6, 0);
+    assert_eq!(s(r, "status"), "capacity_limited", "{r}");
+    assert_eq!(r["capacity_limited"], true);
+    assert_eq!(f(r, "effective_concurrency"), f64::from(SLOTS), "{r}");
+    assert_eq!(f(r, "max_running_reqs"), f64::from(SLOTS));
+    assert!(f(r, "avg_queue_reqs") > 0.0, "{r}");
+    assert!(
+        s(r, "ready_reason").starts_with("capacity_plateau"),
+        "{}",
+        s(r, "ready_reason")
+    );
+    eprintln!("llama.cpp end-to-end: {:.0?} in all", t0.elapsed());
+    drop(server);
+}
