@@ -62,6 +62,10 @@ pub struct ServerSnapshot {
     pub prompt_local_compute: Option<f64>,
     /// Prompt tokens served from cache.
     pub prompt_cached: Option<f64>,
+    /// Prefix-cache lookups, in tokens (vLLM `prefix_cache_queries_total`).
+    pub prefix_queries: Option<f64>,
+    /// Prefix-cache hits, in tokens (vLLM `prefix_cache_hits_total`).
+    pub prefix_hits: Option<f64>,
     /// Newly computed KV tokens (vLLM histogram sum).
     pub prefill_kv_computed: Option<f64>,
     /// Finished requests counter.
@@ -141,6 +145,8 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
                 &[("source", "local_compute")],
             ),
             prompt_cached: s("vllm:prompt_tokens_cached_total"),
+            prefix_queries: s("vllm:prefix_cache_queries_total"),
+            prefix_hits: s("vllm:prefix_cache_hits_total"),
             prefill_kv_computed: s("vllm:request_prefill_kv_computed_tokens_sum"),
             request_success: s("vllm:request_success_total"),
             prefill_time_sum: s("vllm:request_prefill_time_seconds_sum"),
@@ -162,6 +168,9 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
             gen_throughput_gauge: s("sglang:gen_throughput"),
             prompt_tokens: s("sglang:prompt_tokens_total"),
             prompt_cached: s("sglang:cached_tokens_total"),
+            // SGLang counts every prompt token as a lookup and cached ones as hits.
+            prefix_queries: s("sglang:prompt_tokens_total"),
+            prefix_hits: s("sglang:cached_tokens_total"),
             request_success: s("sglang:num_requests_total"),
             prefill_time_sum: m.sum(
                 "sglang:per_stage_req_latency_seconds_sum",

@@ -279,6 +279,10 @@ pub struct CellExtras {
     pub server_utilization_max: f64,
     /// Where `server_steps_per_s` came from.
     pub server_steps_source: String,
+    /// Prefix-cache hit share of the prompt tokens looked up during the window
+    /// (Δhits / Δqueries; null when the server reports no prefix-cache counters
+    /// or nothing was looked up).
+    pub server_prefix_cache_hit_rate: Option<f64>,
     /// Output tokens per joule of GPU energy in the window (0 when unknown).
     pub tokens_per_joule: f64,
     /// Streams launched → window start.

@@ -139,6 +139,16 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         kv.iter().sum::<f64>() / kv.len() as f64
     };
     let kv_max = kv.iter().copied().fold(0.0, f64::max);
+    let prefix_hit_rate = match (i.start_scrape, i.end_scrape) {
+        (Some(a), Some(b)) => match (
+            delta(a.snap.prefix_queries, b.snap.prefix_queries),
+            delta(a.snap.prefix_hits, b.snap.prefix_hits),
+        ) {
+            (Some(q), Some(h)) if q > 0.0 => Some((h / q).clamp(0.0, 1.0)),
+            _ => None,
+        },
+        _ => None,
+    };
 
     let (spec, steps_source) =
         spec_fields(&i, server_tokens, tokens, scrape_secs, server_rate, wall);
@@ -222,6 +232,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             requests_cancelled: i.outcomes.iter().filter(|o| o.cancelled).count() as u64,
             server_utilization_max: kv_max,
             server_steps_source: steps_source,
+            server_prefix_cache_hit_rate: prefix_hit_rate,
             tokens_per_joule: tpj,
             all_samples_latency: all_latency,
             ..CellExtras::default()

@@ -88,7 +88,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     let clock = RunClock::new();
     let max_c = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
     let http = Http::new(&cfg.base_url, cfg.api_key.clone(), max_c + 20)?;
-    live.event(format!("startup server={} ", cfg.base_url));
+    live.event(format!("startup server={}", cfg.server_label));
     let disc = discover(&http, cfg.model.as_deref()).await?;
     let kv = kv_budget(&cfg, &disc, &http);
     startup_events(&live, &disc, &kv);

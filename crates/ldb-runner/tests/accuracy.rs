@@ -336,3 +336,27 @@ async fn stop_keeps_finished_cells_and_marks_the_run_interrupted() {
     assert!(!v["event_log"].as_array().expect("events").is_empty());
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_requests_restart_from_the_prefix_cache() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let mut cfg = config(&sim, &[4], &[4096], 3.0);
+    // 64 tokens at ~92 tok/s per stream: every stream restarts about
+    // 1.4 times a second, each time on the scout's cached prefix.
+    cfg.max_tokens = 64;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = cell(&doc, 4, 4096);
+    assert_eq!(
+        r.ext.status,
+        CellStatus::Ok,
+        "{} / {}",
+        r.ready_reason,
+        r.ext.status_reason
+    );
+    let hit = r.ext.server_prefix_cache_hit_rate.expect("hit rate");
+    // All but the last partial 16-token block of a ~4.1k-token prompt is cached.
+    assert!(hit > 0.98, "prefix-cache hit rate {hit}");
+    assert!(r.num_completed >= 8, "completed {}", r.num_completed);
+    sim.shutdown().await;
+}
