@@ -191,6 +191,12 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         nvidia_p2p_override: hooks.p2p.clone(),
         ..ResultDocument::default()
     };
+    doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_object();
+    doc.metadata.nvidia_p2p_override_effective = hooks
+        .p2p
+        .get("effective")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let finish = |doc: &mut ResultDocument, status: &str| {
         doc.metadata.timestamp = chrono::Local::now()
             .format("%Y-%m-%dT%H:%M:%S%.6f")
