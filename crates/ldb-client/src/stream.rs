@@ -145,6 +145,9 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         cached_tokens: None,
     };
     let url = env.http.url(env.path);
+    // One cancellation future for the whole request, not a new one (and a
+    // new waiter registration) per chunk.
+    let mut cancelled = std::pin::pin!(env.cancel.cancelled());
     let send = env
         .http
         .request(reqwest::Method::POST, env.path)
@@ -153,7 +156,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         .send();
     let resp = tokio::select! {
         biased;
-        _ = env.cancel.cancelled() => { out.cancelled = true; return out; }
+        _ = &mut cancelled => { out.cancelled = true; return out; }
         r = send => r,
     };
     let mut resp = match resp {
@@ -183,7 +186,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     loop {
         let next = tokio::select! {
             biased;
-            _ = env.cancel.cancelled() => { out.cancelled = true; break; }
+            _ = &mut cancelled => { out.cancelled = true; break; }
             c = resp.chunk() => c,
         };
         let bytes = match next {

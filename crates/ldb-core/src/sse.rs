@@ -7,12 +7,20 @@
 //! is how every OpenAI-compatible server frames its chunks.
 
 /// Incremental SSE line splitter for one response body.
+///
+/// Complete lines are handed out straight from the bytes passed to
+/// [`feed`](Self::feed); only an unterminated last line is copied into the
+/// buffer, so the buffer never holds more than one line and a read is not
+/// copied as a whole.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
-    /// Start of the unread part of `buf`.
-    pos: usize,
 }
+
+/// A buffer that grew past this (one very long line) is released once that
+/// line is done, so one huge event does not pin memory for the whole stream.
+const KEEP_CAPACITY: usize = 16 * 1024;
 
 impl SseDecoder {
     /// A decoder with an empty buffer.
@@ -22,41 +30,45 @@ impl SseDecoder {
 
     /// Append body bytes and call `on_data` with each complete `data:` payload.
     pub fn feed(&mut self, bytes: &[u8], mut on_data: impl FnMut(&[u8])) {
-        if self.pos > 0 && self.pos == self.buf.len() {
+        let mut rest = bytes;
+        if !self.buf.is_empty() {
+            // Finish the line begun in an earlier read.
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                self.buf.extend_from_slice(rest);
+                return;
+            };
+            self.buf.extend_from_slice(&rest[..nl]);
+            rest = &rest[nl + 1..];
+            deliver(&self.buf, &mut on_data);
             self.buf.clear();
-            self.pos = 0;
-        }
-        self.buf.extend_from_slice(bytes);
-        while let Some(nl) = memchr::memchr(b'\n', &self.buf[self.pos..]) {
-            let end = self.pos + nl;
-            let mut line = &self.buf[self.pos..end];
-            self.pos = end + 1;
-            if let Some(stripped) = line.strip_suffix(b"\r") {
-                line = stripped;
-            }
-            if let Some(payload) = data_payload(line) {
-                on_data(payload);
+            if self.buf.capacity() > KEEP_CAPACITY {
+                self.buf = Vec::new();
             }
         }
-        if self.pos > 64 * 1024 {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
+        while let Some(nl) = memchr::memchr(b'\n', rest) {
+            deliver(&rest[..nl], &mut on_data);
+            rest = &rest[nl + 1..];
         }
+        self.buf.extend_from_slice(rest);
     }
 
     /// Deliver a final unterminated line, if the body ended without a newline.
     pub fn finish(&mut self, mut on_data: impl FnMut(&[u8])) {
-        let line = &self.buf[self.pos..];
-        if let Some(payload) = data_payload(line) {
-            on_data(payload);
-        }
-        self.buf.clear();
-        self.pos = 0;
+        deliver(&self.buf, &mut on_data);
+        self.buf = Vec::new();
     }
 
     /// Bytes held for an incomplete line (bounded by the longest line).
     pub fn buffered(&self) -> usize {
-        self.buf.len() - self.pos
+        self.buf.len()
+    }
+}
+
+/// Hand out `line` (without its `\n`) if it is a `data:` line.
+fn deliver(line: &[u8], on_data: &mut impl FnMut(&[u8])) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if let Some(payload) = data_payload(line) {
+        on_data(payload);
     }
 }
 
@@ -105,5 +117,28 @@ mod tests {
         assert_eq!(n, 100_000);
         assert_eq!(d.buffered(), 0);
         assert!(d.buf.capacity() < 256 * 1024);
+    }
+
+    #[test]
+    fn only_the_partial_line_is_buffered() {
+        let mut d = SseDecoder::new();
+        let mut out = Vec::new();
+        // Every read ends inside a line, as under backlog.
+        for _ in 0..10_000 {
+            d.feed(b"data: {\"x\":1}\n\ndata: {\"y\"", |p| out.push(p.len()));
+            d.feed(b":2}\n\ndata: {\"z", |p| out.push(p.len()));
+            d.feed(b"\":3}\n\n", |p| out.push(p.len()));
+        }
+        assert_eq!(out.len(), 30_000);
+        assert_eq!(d.buffered(), 0);
+        assert!(d.buf.capacity() <= 64, "{}", d.buf.capacity());
+        // One huge line is released once it is complete.
+        let big = vec![b'x'; 1 << 20];
+        d.feed(b"data: ", |_| {});
+        d.feed(&big, |_| {});
+        let mut n = 0;
+        d.feed(b"\n", |p| n = p.len());
+        assert_eq!(n, 1 << 20);
+        assert!(d.buf.capacity() <= KEEP_CAPACITY);
     }
 }
