@@ -155,6 +155,11 @@ impl SimServer {
         });
         let app = router(personality, Arc::clone(&state));
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        // Real engines' HTTP servers (uvicorn, llama.cpp's) disable Nagle;
+        // without it the first small SSE write waits for the client's ACK.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async {
