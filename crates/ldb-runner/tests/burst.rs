@@ -311,3 +311,44 @@ async fn standalone_prometheus_headline_is_validated_and_long_contexts_are_recor
     assert_eq!(json["prefill"]["32768"]["skipped"], true);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_server_is_capacity_limited_and_failed_requests_make_the_cell_an_error() {
+    // The server runs at most 2 requests at once; the batch asks for 4.
+    let sim = start(|s| s.scheduler.max_running = 2).await;
+    let mut cfg = config(&sim, &[4], &[0], 32);
+    cfg.request_count = 8;
+    let doc = bench(cfg).await;
+    let r = find(&doc.results, 4, 0);
+    assert_eq!(r.ext.status, CellStatus::CapacityLimited);
+    assert!(r.sched.capacity_limited && !r.sched.underfilled);
+    assert!(
+        r.ext.status_reason.starts_with("at most 2 of 4"),
+        "{}",
+        r.ext.status_reason
+    );
+    assert_eq!(r.num_completed, 8);
+    // Two at a time: the rate of C=2, not of C=4.
+    let truth = closed_loop_truth(2, 4, 32, r.latency.input_seq_len_avg);
+    let tps = r.aggregate_tps.expect("value");
+    assert!(within(tps, truth, 0.05), "{tps:.1} vs {truth:.1}");
+    sim.shutdown().await;
+
+    let sim = start(|s| {
+        s.faults.error_share = 1.0;
+        s.faults.error_status = 503;
+    })
+    .await;
+    let mut cfg = config(&sim, &[2], &[0], 16);
+    cfg.request_count = 4;
+    let doc = bench(cfg).await;
+    let r = find(&doc.results, 2, 0);
+    assert_eq!(r.ext.status, CellStatus::Error);
+    assert!(r.aggregate_tps.is_none());
+    assert!(
+        r.ext.status_reason.contains("503"),
+        "{}",
+        r.ext.status_reason
+    );
+    sim.shutdown().await;
+}
