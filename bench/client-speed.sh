@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Whole-process client speed bench (issue 3, "Speed"); results and how to read
+# them: docs/performance.md.
+#
+# The simulator (scenario firehose-paced: 1,024 running, one token per chunk,
+# 8 ms steps, about 128,000 tok/s at C=1024) runs as its own process pinned to
+# one core; the measuring client (crates/ldb-runner/examples/client_speed.rs,
+# the same streaming code as a decode cell) runs pinned to the other core. For
+# each concurrency it prints the client's CPU time per token, the measured
+# window tokens against the simulator's generation counter, added TTFT and
+# resident memory per stream. With RAW=1 (default) a bare-socket floor run at
+# the largest concurrency follows.
+#
+# Knobs (environment): CONCURRENCY ("1 64 1024"), WINDOW (10 s), WARMUP (2 s),
+# MAX_TOKENS (512), PORT (18123), SCENARIO, SIM_CPU (0), CLIENT_CPU (1), RAW (1),
+# OUT (target/client-speed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONCURRENCY=${CONCURRENCY:-"1 64 1024"}
+WINDOW=${WINDOW:-10}
+WARMUP=${WARMUP:-2}
+MAX_TOKENS=${MAX_TOKENS:-512}
+PORT=${PORT:-18123}
+SCENARIO=${SCENARIO:-scenarios/firehose-paced.toml}
+SIM_CPU=${SIM_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+RAW=${RAW:-1}
+OUT=${OUT:-target/client-speed}
+
+cargo build --release -p llm-decode-bench -p ldb-runner \
+    --bin llm-decode-bench --example client_speed
+mkdir -p "$OUT"
+
+# Pin to a core when taskset works here; run unpinned otherwise.
+pin() {
+    local cpu=$1
+    shift
+    if command -v taskset >/dev/null 2>&1 && taskset -c "$cpu" true 2>/dev/null; then
+        taskset -c "$cpu" "$@"
+    else
+        "$@"
+    fi
+}
+
+pin "$SIM_CPU" target/release/llm-decode-bench sim --scenario "$SCENARIO" --port "$PORT" \
+    >"$OUT/sim.log" 2>&1 &
+SIM_PID=$!
+trap 'kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true' EXIT
+
+url="http://127.0.0.1:$PORT"
+for _ in $(seq 100); do
+    if curl -sf "$url/health" >/dev/null 2>&1; then
+        break
+    fi
+    if ! kill -0 "$SIM_PID" 2>/dev/null; then
+        echo "error: the simulator exited:" >&2
+        cat "$OUT/sim.log" >&2
+        exit 1
+    fi
+    sleep 0.1
+done
+curl -sf "$url/health" >/dev/null || { echo "error: no simulator at $url" >&2; exit 1; }
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "simulator: $SCENARIO on cpu $SIM_CPU; client on cpu $CLIENT_CPU; window ${WINDOW}s, max_tokens $MAX_TOKENS"
+: >"$OUT/results.jsonl"
+last=1
+for c in $CONCURRENCY; do
+    pin "$CLIENT_CPU" target/release/examples/client_speed --url "$url" --concurrency "$c" \
+        --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
+    sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
+    last=$c
+done
+if [ "$RAW" = 1 ]; then
+    pin "$CLIENT_CPU" target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
+        --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
+    sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
+fi
+echo "JSON lines: $OUT/results.jsonl"
