@@ -237,6 +237,7 @@ async fn batch(
     let mut sched = Vec::new();
     let mut last_seq = rc.scraper.latest().map_or(0, |s| s.seq);
     let mut open = true;
+    let (mut trace, mut last_t, mut last_tok) = (Vec::<f64>::new(), t0, 0u64);
     while open {
         tokio::select! {
             biased;
@@ -256,6 +257,35 @@ async fn batch(
             last_seq = s.seq;
             sched.push((**s).clone());
         }
+        // Live rate (display only). Payloads carry no per-chunk usage, so the
+        // window counter holds content chunks; scale them by the tokens per
+        // chunk of the requests finished so far (several tokens per chunk
+        // with speculative decoding).
+        let (tok, chunks) = done.iter().fold((0u64, 0u64), |(a, b), d| {
+            (
+                a + d.outcome.track.output_tokens(),
+                b + d.outcome.track.chunks(),
+            )
+        });
+        let per_chunk = if chunks > 0 {
+            tok as f64 / chunks as f64
+        } else {
+            1.0
+        };
+        let tokens = (counters.window_tokens.load(Ordering::Relaxed) as f64 * per_chunk) as u64;
+        if now - last_t >= 1.0 {
+            trace.push(tokens.saturating_sub(last_tok) as f64 / (now - last_t));
+            if trace.len() > 120 {
+                trace.remove(0);
+            }
+            (last_t, last_tok) = (now, tokens);
+        }
+        // Expected batch time from the requests finished so far (0 = unknown yet).
+        let expected = if done.is_empty() {
+            0.0
+        } else {
+            (now - t0) * n as f64 / done.len() as f64
+        };
         let stage_kind = if measured {
             CellStage::Window
         } else {
@@ -270,9 +300,14 @@ async fn batch(
             cur.running = latest.as_ref().and_then(|l| l.snap.running);
             cur.queued = latest.as_ref().and_then(|l| l.snap.waiting);
             cur.producing = counters.producing.load(Ordering::Relaxed).max(0) as u32;
-            cur.window_tokens = counters.tokens.load(Ordering::Relaxed);
+            cur.window_tokens = tokens;
             cur.window_elapsed = now - t0;
-            cur.window_total = 0.0;
+            cur.window_total = if expected > 0.0 {
+                expected.max(now - t0)
+            } else {
+                0.0
+            };
+            cur.tps_trace = trace.clone();
             s.outputs = sinks
                 .iter()
                 .enumerate()
