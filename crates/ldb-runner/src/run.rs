@@ -106,7 +106,13 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         s.kv_budget = kv.budget;
         s.concurrencies = cfg.concurrency.clone();
         s.contexts = cfg.contexts.clone();
-        s.matrix = test_order(&cfg.concurrency, &cfg.contexts)
+        // --prefill-only runs no decode cell.
+        let cells = if cfg.prefill_only {
+            vec![]
+        } else {
+            test_order(&cfg.concurrency, &cfg.contexts)
+        };
+        s.matrix = cells
             .into_iter()
             .map(|(c, x)| MatrixCell {
                 context: x,
