@@ -28,6 +28,12 @@ impl Http {
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_secs(600))
             .pool_max_idle_per_host(pool)
+            // Servers close idle keep-alive connections after 5 s (llama.cpp's
+            // cpp-httplib, uvicorn under vLLM). A pooled connection reused just
+            // as the server closes it fails with "connection closed before
+            // message completed"; seen between cells whose scout took ~5 s.
+            // Never reuse one that has been idle for more than 2 s.
+            .pool_idle_timeout(Duration::from_secs(2))
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::from_reqwest(base, &e))?;
