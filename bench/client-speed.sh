@@ -32,23 +32,24 @@ cargo build --release -p llm-decode-bench -p ldb-runner \
     --bin llm-decode-bench --example client_speed
 mkdir -p "$OUT"
 
-# Pin to a core when taskset works here; run unpinned otherwise.
+# The command prefix that pins to core $1 when taskset works here (none otherwise).
 pin() {
-    local cpu=$1
-    shift
-    if command -v taskset >/dev/null 2>&1 && taskset -c "$cpu" true 2>/dev/null; then
-        taskset -c "$cpu" "$@"
-    else
-        "$@"
+    if command -v taskset >/dev/null 2>&1 && taskset -c "$1" true 2>/dev/null; then
+        echo "taskset -c $1"
     fi
 }
 
-pin "$SIM_CPU" target/release/llm-decode-bench sim --scenario "$SCENARIO" --port "$PORT" \
+url="http://127.0.0.1:$PORT"
+if curl -sf "$url/health" >/dev/null 2>&1; then
+    echo "error: something already serves $url; choose another PORT" >&2
+    exit 1
+fi
+# No function or subshell around it, so that $! is the simulator itself.
+# shellcheck disable=SC2046
+$(pin "$SIM_CPU") target/release/llm-decode-bench sim --scenario "$SCENARIO" --port "$PORT" \
     >"$OUT/sim.log" 2>&1 &
 SIM_PID=$!
 trap 'kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true' EXIT
-
-url="http://127.0.0.1:$PORT"
 for _ in $(seq 100); do
     if curl -sf "$url/health" >/dev/null 2>&1; then
         break
@@ -60,20 +61,21 @@ for _ in $(seq 100); do
     fi
     sleep 0.1
 done
-curl -sf "$url/health" >/dev/null || { echo "error: no simulator at $url" >&2; exit 1; }
+curl -sf "$url/health" >/dev/null && kill -0 "$SIM_PID" 2>/dev/null ||
+    { echo "error: no simulator at $url" >&2; exit 1; }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "simulator: $SCENARIO on cpu $SIM_CPU; client on cpu $CLIENT_CPU; window ${WINDOW}s, max_tokens $MAX_TOKENS"
 : >"$OUT/results.jsonl"
 last=1
 for c in $CONCURRENCY; do
-    pin "$CLIENT_CPU" target/release/examples/client_speed --url "$url" --concurrency "$c" \
+    $(pin "$CLIENT_CPU") target/release/examples/client_speed --url "$url" --concurrency "$c" \
         --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
     sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
     last=$c
 done
 if [ "$RAW" = 1 ]; then
-    pin "$CLIENT_CPU" target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
+    $(pin "$CLIENT_CPU") target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
         --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
     sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
 fi
