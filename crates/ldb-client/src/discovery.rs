@@ -139,6 +139,8 @@ async fn detect_engine(http: &Http, d: &mut Discovery) {
             || props.get("default_generation_settings").is_some())
     {
         d.engine = Engine::LlamaCpp;
+        // llama-server drops the connection after every streamed response.
+        http.set_close_completions(true);
         d.engine_version = props
             .get("build_info")
             .and_then(Value::as_str)

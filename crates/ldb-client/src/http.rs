@@ -1,5 +1,7 @@
 //! A thin JSON/text client bound to one server.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,6 +14,8 @@ pub struct Http {
     client: reqwest::Client,
     base: String,
     api_key: Option<String>,
+    /// Send `Connection: close` with completion requests (shared by clones).
+    close_completions: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Http {
@@ -41,7 +45,17 @@ impl Http {
             client,
             base: base.trim_end_matches('/').to_string(),
             api_key: api_key.filter(|k| !k.is_empty()),
+            close_completions: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Ask for `Connection: close` on every POST to a `…/completions` path,
+    /// for this client and all its clones. llama-server closes the connection
+    /// after each streamed response while its headers advertise keep-alive;
+    /// a pooled connection reused for the next request then fails with
+    /// "connection closed before message completed".
+    pub fn set_close_completions(&self, on: bool) {
+        self.close_completions.store(on, Ordering::Relaxed);
     }
 
     /// Base URL.
@@ -56,7 +70,13 @@ impl Http {
 
     /// A request builder with auth applied.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let rb = self.client.request(method, self.url(path));
+        let close = method == reqwest::Method::POST
+            && path.ends_with("/completions")
+            && self.close_completions.load(Ordering::Relaxed);
+        let mut rb = self.client.request(method, self.url(path));
+        if close {
+            rb = rb.header(reqwest::header::CONNECTION, "close");
+        }
         match &self.api_key {
             Some(k) => rb.bearer_auth(k),
             None => rb,
@@ -115,5 +135,35 @@ impl Http {
             .map_err(|e| ClientError::from_reqwest(&url, &e))?;
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((status, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_close_only_on_completions_once_asked() {
+        let http = Http::new("http://127.0.0.1:1", None, 4).unwrap();
+        let header = |h: &Http, m: reqwest::Method, p: &str| {
+            let req = h.request(m, p).build().unwrap();
+            req.headers()
+                .get(reqwest::header::CONNECTION)
+                .map(|v| v.to_str().unwrap().to_string())
+        };
+        assert_eq!(
+            header(&http, reqwest::Method::POST, "/v1/chat/completions"),
+            None
+        );
+        let clone = http.clone();
+        http.set_close_completions(true);
+        for p in ["/v1/chat/completions", "/v1/completions"] {
+            assert_eq!(
+                header(&clone, reqwest::Method::POST, p).as_deref(),
+                Some("close")
+            );
+        }
+        assert_eq!(header(&clone, reqwest::Method::GET, "/metrics"), None);
+        assert_eq!(header(&clone, reqwest::Method::POST, "/tokenize"), None);
     }
 }
