@@ -133,6 +133,9 @@ pub struct StreamOutcome {
 
 const TEXT_TAIL: usize = 4096;
 
+/// How long to wait for the end of a body after its `[DONE]`.
+const DRAIN: Duration = Duration::from_millis(500);
+
 /// Send `body` (a JSON chat request with `stream: true`) and measure it.
 pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     let start = env.clock.now();
@@ -206,6 +209,21 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
         });
         if done {
+            if out.track.error().is_none() {
+                // The end of the body (the chunked terminator) normally
+                // follows [DONE] at once. Reading it hands the connection back
+                // to the pool, so the next request reuses it; dropping the
+                // response first would close it and open a new one, and
+                // meanwhile the pool races a fresh connect against it, so a
+                // saturated cell piles up extra connections and their buffers.
+                tokio::select! {
+                    biased;
+                    _ = &mut cancelled => {}
+                    _ = tokio::time::timeout(DRAIN, async {
+                        while let Ok(Some(_)) = resp.chunk().await {}
+                    }) => {}
+                }
+            }
             break;
         }
     }
