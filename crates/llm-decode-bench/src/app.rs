@@ -282,11 +282,16 @@ pub async fn bench(mut a: BenchArgs, argv: Vec<String>) -> i32 {
     if outcome.interrupted {
         return exit::INTERRUPTED;
     }
-    let invalid = outcome
-        .doc
+    let doc = &outcome.doc;
+    let bad_cell = doc
         .results
         .iter()
+        .chain(&doc.burst_results)
         .any(|c| matches!(c.ext.status, CellStatus::Error | CellStatus::NoTokens));
+    // A prefill-only run is valid when it measured at least one row.
+    let prefill_failed = doc.metadata.prefill_only
+        && (doc.prefill.is_empty() || doc.prefill.values().all(|r| r.skipped));
+    let invalid = bad_cell || prefill_failed;
     if invalid {
         exit::INVALID_CELLS
     } else {
@@ -340,6 +345,11 @@ fn args_for_diagnostics(a: &BenchArgs) -> Vec<(String, Value)> {
         ("skip_prefill".into(), a.skip_prefill.into()),
         ("dcp_size".into(), a.dcp_size.into()),
         ("kv_budget".into(), a.kv_budget.into()),
+        ("request_count".into(), a.request_count.into()),
+        ("warmup_request_count".into(), a.warmup_request_count.into()),
+        ("run_burst".into(), a.run_burst.into()),
+        ("standalone_prefill".into(), a.standalone_prefill.into()),
+        ("prefill_only".into(), a.prefill_only.into()),
         ("sim".into(), s(&a.sim)),
     ]
 }

@@ -10,7 +10,8 @@ Exit codes:
   0    every measured cell is valid (ok or capacity-limited)
   2    bad command line or configuration (nothing was sent)
   3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model
-  4    the run finished but some cells are invalid (ERROR or no tokens in the window)
+  4    the run finished but some cells are invalid (ERROR or no tokens in the window;
+       with --prefill-only: no prefill row was measured)
   5    the result file could not be written
   130  interrupted (q / Ctrl-C): the partial result was saved and reported";
 
