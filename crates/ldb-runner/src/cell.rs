@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
 use crate::ctx::RunCtx;
-use crate::prefill::{entry, probe, validate, validate_timings, wait_idle};
+use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{BodyOptions, chat_body};
 
 /// What to run.
@@ -403,18 +403,7 @@ pub(crate) async fn scout(
         "integrated prefill start ctx={}",
         format_context(ctx)
     ));
-    let now = || rc.clock.now();
-    let validate_prom = rc.metrics && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
-    let before = if validate_prom {
-        wait_idle(&rc.scraper, now, Duration::from_secs(120)).await
-    } else {
-        None
-    };
-    let before = match before {
-        Some(_) => rc.scraper.scrape_once().await,
-        None => None,
-    };
-    let p = probe(&env, &rc.model, &spec.messages, skip).await;
+    let (p, validation) = validated_probe(rc, &env, &spec.messages, skip, true).await;
     if let Some(e) = &p.error {
         rc.live.event(format!(
             "integrated prefill failed ctx={}: {e}",
@@ -422,23 +411,6 @@ pub(crate) async fn scout(
         ));
         return None;
     }
-    let validation = if let Some(b) = before {
-        wait_idle(&rc.scraper, now, Duration::from_secs(120)).await;
-        match rc.scraper.scrape_once().await {
-            Some(a) => validate(
-                rc.engine,
-                &b.snap,
-                &a.snap,
-                p.prompt_tokens,
-                p.cached_tokens,
-            ),
-            None => Default::default(),
-        }
-    } else if let Some(t) = &p.timings {
-        validate_timings(t)
-    } else {
-        Default::default()
-    };
     let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
     let row = entry("integrated_scout", ctx, &p, validation, use_server);
     if row.tok_per_sec > 0.0

@@ -193,6 +193,51 @@ pub fn validate_timings(t: &ldb_core::chunk::Timings) -> ServerValidation {
     v
 }
 
+/// One prefill sample with its server-side check: wait for an idle server
+/// and snapshot its prefill counters, send the probe, wait for idle again and
+/// diff (vLLM, SGLang; only when `use_counters`); llama.cpp's own `timings`
+/// otherwise. The validation is empty when the probe failed or the server
+/// offers neither.
+pub async fn validated_probe(
+    rc: &crate::ctx::RunCtx,
+    env: &StreamEnv,
+    msgs: &[Message],
+    cancel: &CancellationToken,
+    use_counters: bool,
+) -> (ProbeResult, ServerValidation) {
+    let now = || rc.clock.now();
+    let idle_limit = Duration::from_secs(120);
+    let prom = use_counters && rc.metrics && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
+    let before = if prom && wait_idle(&rc.scraper, now, idle_limit).await.is_some() {
+        rc.scraper.scrape_once().await
+    } else {
+        None
+    };
+    let p = probe(env, &rc.model, msgs, cancel).await;
+    let validation = match (&before, &p.timings) {
+        _ if p.error.is_some() => ServerValidation::default(),
+        (Some(b), _) => {
+            wait_idle(&rc.scraper, now, idle_limit).await;
+            match rc.scraper.scrape_once().await {
+                Some(a) => validate(
+                    rc.engine,
+                    &b.snap,
+                    &a.snap,
+                    p.prompt_tokens,
+                    p.cached_tokens,
+                ),
+                None => ServerValidation {
+                    invalid_reason: "no /metrics answer after the sample".into(),
+                    ..Default::default()
+                },
+            }
+        }
+        (None, Some(t)) => validate_timings(t),
+        (None, None) => ServerValidation::default(),
+    };
+    (p, validation)
+}
+
 /// A prefill row from a probe.
 pub fn entry(
     method: &str,

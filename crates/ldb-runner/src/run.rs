@@ -9,7 +9,6 @@ use ldb_client::scrape::Scraper;
 use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv};
 use ldb_client::{ClientError, Http};
 use ldb_core::document::{Metadata, ResultDocument};
-use ldb_core::engine::Engine;
 use ldb_core::kv::{Infeasible, check};
 use ldb_core::live::{MatrixCell, MatrixCellState, Phase, PrefillRow};
 use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
@@ -23,7 +22,7 @@ use crate::ctx::{Controls, Hardware, RunCtx};
 use crate::kvbudget::{KvBudget, kv_budget};
 use crate::live::Live;
 use crate::methodology::methodology;
-use crate::prefill::{entry, probe, validate, validate_timings, wait_idle};
+use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{PromptPlan, size_prompts};
 
 /// Why a run could not start.
@@ -579,35 +578,7 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
         });
     });
     let msgs = plan.messages(x, &format!("ctx{x}"));
-    let now = || rc.clock.now();
-    let prom = rc.metrics && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
-    let before = if prom
-        && wait_idle(&rc.scraper, now, Duration::from_secs(120))
-            .await
-            .is_some()
-    {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
-    let p = probe(env, &rc.model, &msgs, &skip).await;
-    let validation = match (&before, &p.timings) {
-        (Some(b), _) => {
-            wait_idle(&rc.scraper, now, Duration::from_secs(120)).await;
-            match rc.scraper.scrape_once().await {
-                Some(a) => validate(
-                    rc.engine,
-                    &b.snap,
-                    &a.snap,
-                    p.prompt_tokens,
-                    p.cached_tokens,
-                ),
-                None => Default::default(),
-            }
-        }
-        (None, Some(t)) => validate_timings(t),
-        _ => Default::default(),
-    };
+    let (p, validation) = validated_probe(rc, env, &msgs, &skip, true).await;
     let mut row = entry(
         "scout_only",
         x,

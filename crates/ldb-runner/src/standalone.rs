@@ -28,10 +28,7 @@
 //! value stays the headline and `method` says `client`). llama.cpp's own
 //! per-request timings are used as validation whenever the server sends them.
 
-use std::time::Duration;
-
 use ldb_client::stream::StreamEnv;
-use ldb_core::engine::Engine;
 use ldb_core::live::PrefillRow;
 use ldb_core::prompt::{Message, messages, nonce};
 use ldb_core::result::{PrefillEntry, ServerValidation, round};
@@ -40,7 +37,7 @@ use ldb_core::tokens::{format_context, thousands};
 
 use crate::config::PrefillMetric;
 use crate::ctx::RunCtx;
-use crate::prefill::{ProbeResult, probe, validate, validate_timings, wait_idle};
+use crate::prefill::{ProbeResult, validated_probe};
 use crate::prompts::PromptPlan;
 
 /// Upper bound on requests per context (a very fast server and a long duration).
@@ -96,9 +93,6 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
     let live = &rc.live;
     let skip = rc.controls.new_skip();
     let metric = rc.cfg.prefill_metric;
-    let prom = metric != PrefillMetric::Client
-        && rc.metrics
-        && matches!(rc.engine, Engine::Vllm | Engine::Sglang);
     let method_word = if metric == PrefillMetric::Prometheus {
         "prometheus"
     } else {
@@ -138,36 +132,8 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
             break;
         }
         let msgs = cold_messages(plan, ctx, r);
-        let before = if prom
-            && wait_idle(&rc.scraper, now, Duration::from_secs(120))
-                .await
-                .is_some()
-        {
-            rc.scraper.scrape_once().await
-        } else {
-            None
-        };
-        let p = probe(env, &rc.model, &msgs, &skip).await;
-        let validation = match (&before, &p.timings) {
-            (Some(b), _) if p.error.is_none() => {
-                wait_idle(&rc.scraper, now, Duration::from_secs(120)).await;
-                match rc.scraper.scrape_once().await {
-                    Some(a) => validate(
-                        rc.engine,
-                        &b.snap,
-                        &a.snap,
-                        p.prompt_tokens,
-                        p.cached_tokens,
-                    ),
-                    None => ServerValidation {
-                        invalid_reason: "no /metrics answer after the sample".into(),
-                        ..Default::default()
-                    },
-                }
-            }
-            (_, Some(t)) if p.error.is_none() => validate_timings(t),
-            _ => ServerValidation::default(),
-        };
+        let (p, validation) =
+            validated_probe(rc, env, &msgs, &skip, metric != PrefillMetric::Client).await;
         if let Some(e) = &p.error {
             if e != "skipped" {
                 failures_in_row += 1;
