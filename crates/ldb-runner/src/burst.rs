@@ -548,24 +548,7 @@ fn skipped(
     spec: &BurstSpec,
     prefill: Option<ldb_core::result::PrefillEntry>,
 ) -> CellOutput {
-    let why = if rc.controls.stop.is_cancelled() {
-        "run stopped by the user"
-    } else {
-        "skipped by the user"
-    };
-    rc.live.event(format!(
-        "cell skipped C={} ctx={}",
-        spec.concurrency,
-        format_context(spec.context)
-    ));
-    rc.live.update(|s| s.current = None);
-    let mut cell = CellResult::skipped(
-        spec.concurrency,
-        spec.context,
-        spec.mode,
-        CellStatus::SkippedUser,
-        why.into(),
-    );
+    let mut cell = crate::cell::user_skip(rc, spec.concurrency, spec.context, spec.mode);
     cell.request_count_target = spec.requests;
     cell.warmup_request_count = spec.warmup;
     CellOutput { cell, prefill }

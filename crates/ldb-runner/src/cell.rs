@@ -317,28 +317,31 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
 }
 
 fn skipped(rc: &RunCtx, spec: &CellSpec) -> CellOutput {
-    let stop = rc.controls.stop.is_cancelled();
-    let why = if stop {
+    CellOutput {
+        cell: user_skip(rc, spec.concurrency, spec.context, "duration"),
+        prefill: None,
+    }
+}
+
+/// A cell the user skipped (`s`) or cut short by stopping the run.
+pub(crate) fn user_skip(rc: &RunCtx, concurrency: u32, context: u64, mode: &str) -> CellResult {
+    let why = if rc.controls.stop.is_cancelled() {
         "run stopped by the user"
     } else {
         "skipped by the user"
     };
     rc.live.event(format!(
-        "cell skipped C={} ctx={}",
-        spec.concurrency,
-        format_context(spec.context)
+        "cell skipped C={concurrency} ctx={}",
+        format_context(context)
     ));
     rc.live.update(|s| s.current = None);
-    CellOutput {
-        cell: CellResult::skipped(
-            spec.concurrency,
-            spec.context,
-            "duration",
-            CellStatus::SkippedUser,
-            why.into(),
-        ),
-        prefill: None,
-    }
+    CellResult::skipped(
+        concurrency,
+        context,
+        mode,
+        CellStatus::SkippedUser,
+        why.into(),
+    )
 }
 
 async fn worker(env: StreamEnv, body: Bytes, tx: mpsc::UnboundedSender<StreamOutcome>) {

@@ -311,26 +311,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         finish(&mut doc, "in_progress");
     }
     if cfg.prefill_only {
-        let interrupted = rc.controls.stop.is_cancelled();
-        scraper.stop();
-        live.update(|s| {
-            s.phase = Phase::Done;
-            s.current = None;
-        });
-        live.event(if interrupted {
-            "run stopped by the user"
-        } else {
-            "prefill-only run complete"
-        });
-        finish(
-            &mut doc,
-            if interrupted {
-                "interrupted"
-            } else {
-                "complete"
-            },
-        );
-        return Ok(RunOutcome { doc, interrupted });
+        return Ok(end_run(&rc, doc, &finish, "prefill-only run complete"));
     }
 
     // Hidden decode warmup.
@@ -438,16 +419,26 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     if cfg.run_burst && cfg.request_count == 0 {
         burst_matrix(&rc, &plan, &kv, disc.model_context, &mut doc, &finish).await;
     }
+    Ok(end_run(&rc, doc, &finish, "run complete"))
+}
+
+/// Close the run: stop scraping, mark the live view done, save the final document.
+fn end_run(
+    rc: &RunCtx,
+    mut doc: ResultDocument,
+    finish: &impl Fn(&mut ResultDocument, &str),
+    done_event: &str,
+) -> RunOutcome {
     let interrupted = rc.controls.stop.is_cancelled();
-    scraper.stop();
-    live.update(|s| {
+    rc.scraper.stop();
+    rc.live.update(|s| {
         s.phase = Phase::Done;
         s.current = None;
     });
-    live.event(if interrupted {
+    rc.live.event(if interrupted {
         "run stopped by the user"
     } else {
-        "run complete"
+        done_event
     });
     finish(
         &mut doc,
@@ -457,7 +448,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             "complete"
         },
     );
-    Ok(RunOutcome { doc, interrupted })
+    RunOutcome { doc, interrupted }
 }
 
 /// The Burst / E2E matrix after the sustained one (`--run-burst`), same order.
