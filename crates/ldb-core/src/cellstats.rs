@@ -46,7 +46,8 @@ pub struct SchedSample {
 /// Scheduler fields from the window's scrapes.
 ///
 /// `capacity_limited` when readiness timed out or plateaued, or (C > 1 with
-/// samples) max running < C or mean running < 0.95·C, or a queue persisted
+/// samples) max running < C, or mean running < 0.95·C while requests were
+/// queued at some point, or a queue persisted
 /// (mean ≥ 0.5 requests or non-empty in more than half of the scrapes). A
 /// request that restarts sits in the queue for a moment; that alone is not a
 /// capacity limit (the reference flagged any queue sample).
@@ -78,8 +79,12 @@ pub fn scheduler_fields(
         streams_in_window.min(c)
     };
     let underfilled = concurrency > 1 && (has || streams_in_window > 0.0) && effective < 0.98 * c;
+    // A mean below C with nothing ever queued is the client's own gap between
+    // a finished request and its replacement, not a server limit (`underfilled`
+    // still reports it).
+    let queued_at_all = samples.iter().any(|s| s.waiting > 0.0);
     let capacity_limited = readiness_failed
-        || (concurrency > 1 && has && (max_run < c || avg_run < 0.95 * c))
+        || (concurrency > 1 && has && (max_run < c || (avg_run < 0.95 * c && queued_at_all)))
         || avg_q >= 0.5
         || qfrac > 0.5;
     SchedulerFields {
@@ -124,6 +129,11 @@ mod tests {
         assert!(!churn.capacity_limited, "{churn:?}");
         let queued = scheduler_fields(2, &[s(2.0, 1.0), s(2.0, 1.0)], false, 2.0);
         assert!(queued.capacity_limited);
+        // Short requests: one of two streams often between requests, nothing queued.
+        let gaps = scheduler_fields(2, &[s(2.0, 0.0), s(1.0, 0.0), s(2.0, 0.0), s(2.0, 0.0)], false, 2.0);
+        assert!(!gaps.capacity_limited && gaps.underfilled, "{gaps:?}");
+        let dip_with_queue = scheduler_fields(4, &[s(4.0, 0.0), s(3.0, 1.0), s(3.0, 0.0), s(3.0, 0.0)], false, 4.0);
+        assert!(dip_with_queue.capacity_limited);
         assert_eq!(c1.effective_concurrency, 1.0);
     }
 

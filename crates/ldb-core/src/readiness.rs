@@ -4,10 +4,14 @@
 //! the runner reports what it knows; the detector answers with a decision.
 //!
 //! - **Ready**: over the last `stable_seconds` (3 s): with metrics, the server
-//!   reached C running, ran ≥ 0.95·C on average with an empty queue on average
-//!   (≤ 0.5), and ≥ 90% of the C streams were producing tokens on average;
-//!   without metrics, the stream condition alone. Averages, not every single
-//!   scrape, because short requests finish and restart all the time.
+//!   reached C running and all C streams produced at some point, the queue was
+//!   empty on average (≤ 0.5), and either the server ran ≥ 0.95·C on average
+//!   with ≥ 90% of the streams producing on average, or no request waited at
+//!   all and ≥ 75% of the streams produced on average (then a dip below C is
+//!   a stream between two of its requests);
+//!   without metrics, all C producing at some point and ≥ 90% on average.
+//!   Averages, not every single scrape, because short requests finish and
+//!   restart all the time.
 //! - **Capacity plateau**: the server never reached C. With metrics: the
 //!   highest running count seen stays below C for `plateau_seconds` with a
 //!   non-empty queue and every admitted request producing. Without metrics: fewer than C
@@ -97,8 +101,8 @@ impl Readiness {
         let c = f64::from(self.concurrency);
         let n = self.recent.len() as f64;
         let mean = |f: fn(&Observation) -> f64| self.recent.iter().map(f).sum::<f64>() / n;
-        let producing_ok = mean(|o| f64::from(o.producing)) >= 0.9 * c
-            && self.recent.iter().any(|o| o.producing >= self.concurrency);
+        let all_once = self.recent.iter().any(|o| o.producing >= self.concurrency);
+        let producing_mean = mean(|o| f64::from(o.producing));
         match (last.running, last.waiting) {
             (Some(_), Some(_)) => {
                 let max_run = self
@@ -106,12 +110,16 @@ impl Readiness {
                     .iter()
                     .filter_map(|o| o.running)
                     .fold(0.0, f64::max);
-                producing_ok
+                // With no request ever waiting, a running count below C is a
+                // stream between two requests (client side), not the server.
+                let no_queue = self.recent.iter().all(|o| o.waiting.unwrap_or(0.0) <= 0.0);
+                let full = mean(|o| o.running.unwrap_or(0.0)) >= 0.95 * c && producing_mean >= 0.9 * c;
+                all_once
                     && max_run >= c
-                    && mean(|o| o.running.unwrap_or(0.0)) >= 0.95 * c
                     && mean(|o| o.waiting.unwrap_or(0.0)) <= 0.5
+                    && (full || (no_queue && producing_mean >= 0.75 * c))
             }
-            _ => producing_ok,
+            _ => all_once && producing_mean >= 0.9 * c,
         }
     }
 
@@ -292,6 +300,21 @@ mod tests {
             matches!(last, Decision::Ready(_)) && t < 3.6,
             "{last:?} at {t}"
         );
+    }
+
+    #[test]
+    fn restart_gaps_without_a_queue_do_not_block_readiness() {
+        // 2 streams of short requests: one is often between requests.
+        let mut d = Readiness::new(2, 60.0);
+        let mut last = Decision::Wait;
+        for i in 0..20 {
+            let (r, p) = if i % 2 == 0 { (1.0, 1) } else { (2.0, 2) };
+            last = d.observe(obs(f64::from(i) * 0.25, Some(r), Some(0.0), p));
+            if last != Decision::Wait {
+                break;
+            }
+        }
+        assert!(matches!(last, Decision::Ready(_)), "{last:?}");
     }
 
     #[test]
