@@ -116,8 +116,9 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     out.extend(cx.note(
         "Client tok/s is prompt tokens divided by the client's time to first token, so it \
          includes queueing, HTTP and the first decode step. Server tok/s comes from the engine's \
-         Prometheus prefill counters (the number of valid samples in brackets); on vLLM it \
-         counts the KV tokens actually computed, which leaves out prefix-cache hits.",
+         Prometheus prefill counters, or from llama.cpp's own per-request timings (the number \
+         of valid samples in brackets); on vLLM it counts the KV tokens actually computed, \
+         which leaves out prefix-cache hits.",
     ));
     out.push(String::new());
     out
