@@ -307,10 +307,17 @@ fn parse_mode(s: &str) -> Option<ldb_tui::DisplayMode> {
     }
 }
 
+/// Report width: `COLUMNS` when set, else the terminal's width, else 120.
 fn terminal_width() -> u16 {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())
+        .or_else(|| {
+            std::io::stdout()
+                .is_terminal()
+                .then(|| crossterm::terminal::size().ok().map(|(w, _)| w))
+                .flatten()
+        })
         .unwrap_or(120)
 }
 
