@@ -130,9 +130,19 @@ mod tests {
         let queued = scheduler_fields(2, &[s(2.0, 1.0), s(2.0, 1.0)], false, 2.0);
         assert!(queued.capacity_limited);
         // Short requests: one of two streams often between requests, nothing queued.
-        let gaps = scheduler_fields(2, &[s(2.0, 0.0), s(1.0, 0.0), s(2.0, 0.0), s(2.0, 0.0)], false, 2.0);
+        let gaps = scheduler_fields(
+            2,
+            &[s(2.0, 0.0), s(1.0, 0.0), s(2.0, 0.0), s(2.0, 0.0)],
+            false,
+            2.0,
+        );
         assert!(!gaps.capacity_limited && gaps.underfilled, "{gaps:?}");
-        let dip_with_queue = scheduler_fields(4, &[s(4.0, 0.0), s(3.0, 1.0), s(3.0, 0.0), s(3.0, 0.0)], false, 4.0);
+        let dip_with_queue = scheduler_fields(
+            4,
+            &[s(4.0, 0.0), s(3.0, 1.0), s(3.0, 0.0), s(3.0, 0.0)],
+            false,
+            4.0,
+        );
         assert!(dip_with_queue.capacity_limited);
         assert_eq!(c1.effective_concurrency, 1.0);
     }

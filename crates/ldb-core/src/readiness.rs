@@ -113,7 +113,8 @@ impl Readiness {
                 // With no request ever waiting, a running count below C is a
                 // stream between two requests (client side), not the server.
                 let no_queue = self.recent.iter().all(|o| o.waiting.unwrap_or(0.0) <= 0.0);
-                let full = mean(|o| o.running.unwrap_or(0.0)) >= 0.95 * c && producing_mean >= 0.9 * c;
+                let full =
+                    mean(|o| o.running.unwrap_or(0.0)) >= 0.95 * c && producing_mean >= 0.9 * c;
                 all_once
                     && max_run >= c
                     && mean(|o| o.waiting.unwrap_or(0.0)) <= 0.5
