@@ -127,6 +127,8 @@ pub struct StreamOutcome {
     pub cancelled: bool,
     /// The last chunk's llama.cpp timings, if any.
     pub timings: Option<ldb_core::chunk::Timings>,
+    /// Run-clock time the `[DONE]` sentinel arrived (the request's completion).
+    pub done_at: Option<f64>,
     /// Prompt tokens served from the cache, if reported.
     pub cached_tokens: Option<u64>,
 }
@@ -146,6 +148,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         cancelled: false,
         timings: None,
         cached_tokens: None,
+        done_at: None,
     };
     let url = env.http.url(env.path);
     // One cancellation future for the whole request, not a new one (and a
@@ -260,6 +263,7 @@ fn on_payload(
     }
     if is_done(payload) {
         *done = true;
+        out.done_at = Some(t);
         if out.track.error().is_none() {
             out.track.mark_completed();
         }

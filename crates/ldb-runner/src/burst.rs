@@ -337,7 +337,9 @@ async fn worker(
 ) {
     while !env.cancel.is_cancelled() && claimed.fetch_add(1, Ordering::Relaxed) < n {
         let outcome = run_stream(&env, body.clone()).await;
-        let end = env.clock.now();
+        // Completion is the arrival of [DONE]; reading the rest of the body
+        // afterwards (connection reuse) is not part of the request.
+        let end = outcome.done_at.unwrap_or_else(|| env.clock.now());
         let failed = outcome.track.error().is_some();
         if tx.send(Done { outcome, end }).is_err() || failed {
             break;
