@@ -253,9 +253,10 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         }
     }
     collect(&mut rx, &mut outcomes, &mut first_error);
+    // Hardware covers the window only, like the tokens it is divided into.
+    let (hw, hw_summary) = rc.hw_since(hw_mark);
     abort_sglang(rc, &outcomes).await;
     drain(rc).await;
-    let (hw, hw_summary) = rc.hw_since(hw_mark);
     let mut cell = assemble(CellInputs {
         concurrency: c,
         context: ctx,
