@@ -165,10 +165,16 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     } else {
         vec![]
     };
+    // Size only prompts that will be sent: decode contexts that fit the model
+    // (the others are skipped before any request) and prefill contexts.
     let mut needed: Vec<u64> = if cfg.prefill_only {
         vec![]
     } else {
-        cfg.contexts.clone()
+        cfg.contexts
+            .iter()
+            .copied()
+            .filter(|&x| check(1, x, cfg.max_tokens, 0, disc.model_context).is_none())
+            .collect()
     };
     needed.extend(extras.iter().copied().filter(|&x| x <= max_prefill));
     needed.extend(cold.iter().copied().filter(|&x| x <= max_prefill));
