@@ -104,7 +104,8 @@ pub struct Metadata {
     pub cp_size: u64,
     /// Where `cp_size` came from.
     pub cp_source: String,
-    /// Concurrency levels actually run (after engine limits).
+    /// Concurrency levels run. Levels above an engine's cap are run and
+    /// flagged, not dropped, so this equals `concurrency_levels`.
     pub concurrency_levels_run: Vec<u32>,
     /// `exact` (server tokenizer) or `estimate` (two-point calibration).
     pub token_targeting: String,

@@ -82,7 +82,7 @@ pub struct RequestSample {
     pub output_tps_per_user: f64,
     /// `output_tokens / latency` for completed requests (else 0).
     pub e2e_output_tps_per_user: f64,
-    /// The stream reached its natural end (`[DONE]` or a finish reason).
+    /// The stream reached its natural end (`[DONE]` arrived).
     pub completed: bool,
     /// Request start, relative to the window start.
     pub start_s: f64,
@@ -244,7 +244,8 @@ pub struct SchedulerFields {
     pub avg_running_reqs: f64,
     /// Max running requests.
     pub max_running_reqs: u64,
-    /// Concurrency the server really ran (mean running; requested C without metrics).
+    /// Concurrency the server really ran: mean running from the window's
+    /// scrapes; without metrics, the mean number of producing streams (≤ C).
     pub effective_concurrency: f64,
     /// Mean waiting requests (1 decimal).
     pub avg_queue_reqs: f64,

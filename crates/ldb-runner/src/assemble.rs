@@ -185,6 +185,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         .iter()
         .filter(|o| o.track.error().is_some())
         .count() as u64;
+    let capacity_reason = capacity_reason(&i, &sched);
     CellResult {
         concurrency: i.concurrency,
         context_tokens: i.context,
@@ -215,10 +216,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                 CellStatus::NoTokens => {
                     "no output token arrived inside the measurement window".into()
                 }
-                CellStatus::CapacityLimited => format!(
-                    "server ran {:.1} of {} requested streams",
-                    effective, i.concurrency
-                ),
+                CellStatus::CapacityLimited => capacity_reason,
                 _ => String::new(),
             },
             active_decode_tps: if active_secs > 0.0 {
@@ -238,6 +236,25 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             ..CellExtras::default()
         },
         ..CellResult::default()
+    }
+}
+
+/// Which capacity condition fired, in words.
+fn capacity_reason(i: &CellInputs<'_>, sched: &ldb_core::result::SchedulerFields) -> String {
+    let ran = format!(
+        "server ran {:.1} of {} requested streams",
+        sched.effective_concurrency, i.concurrency
+    );
+    if i.readiness_failed {
+        format!("{ran}; readiness ended on a plateau or the timeout")
+    } else if sched.avg_queue_reqs >= 0.5 || sched.queue_fraction > 0.5 {
+        format!(
+            "{ran}; requests queued (mean {:.1}, {:.0}% of scrapes)",
+            sched.avg_queue_reqs,
+            sched.queue_fraction * 100.0
+        )
+    } else {
+        format!("{ran}; at most {} running", sched.max_running_reqs)
     }
 }
 

@@ -22,7 +22,7 @@ pub fn methodology(
             "name": "Sustained Decode",
             "present": sustained_present,
             "formula": "output tokens arriving inside [ready, ready + duration] / duration",
-            "notes": "C streams are kept busy (a finished request is replaced at once). The window opens when the server runs all C requests with an empty queue and every stream is producing, held for 3 s, or early when the server plateaus below C (then the cell is capacity-limited). Tokens are counted by arrival time from per-chunk usage; the denominator is the whole wall window, so idle time anywhere in it lowers the rate. active_decode_tps divides by the time to the last token instead. At window end every stream is closed and the next cell waits until the server has drained."
+            "notes": "C streams are kept busy (a finished request is replaced at once). The window opens when, averaged over 3 s, the server runs the C requests with an empty queue and the streams are producing (a stream briefly between two requests does not count against it), or early when the server plateaus below C (then the cell is capacity-limited). Tokens are counted by arrival time from per-chunk usage; the denominator is the whole wall window, so idle time anywhere in it lowers the rate. active_decode_tps divides by the time to the last token instead. At window end every stream is closed and the next cell waits until the server has drained."
         },
         "burst_e2e_decode": {
             "name": "Burst / E2E Decode",
