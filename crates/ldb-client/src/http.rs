@@ -85,19 +85,8 @@ impl Http {
 
     /// GET returning status and body text (transport errors only are `Err`).
     pub async fn get_text(&self, path: &str, timeout: Duration) -> Result<(u16, String)> {
-        let url = self.url(path);
-        let resp = self
-            .request(reqwest::Method::GET, path)
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
-        Ok((status, text))
+        let rb = self.request(reqwest::Method::GET, path).timeout(timeout);
+        status_and_text(&self.url(path), rb).await
     }
 
     /// GET a JSON document; non-2xx statuses are errors.
@@ -120,22 +109,28 @@ impl Http {
         body: &Value,
         timeout: Duration,
     ) -> Result<(u16, Value)> {
-        let url = self.url(path);
-        let resp = self
+        let rb = self
             .request(reqwest::Method::POST, path)
             .timeout(timeout)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| ClientError::from_reqwest(&url, &e))?;
+            .json(body);
+        let (status, text) = status_and_text(&self.url(path), rb).await?;
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((status, v))
     }
+}
+
+/// Send a request and read its whole body; only transport failures are `Err`.
+async fn status_and_text(url: &str, rb: reqwest::RequestBuilder) -> Result<(u16, String)> {
+    let resp = rb
+        .send()
+        .await
+        .map_err(|e| ClientError::from_reqwest(url, &e))?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| ClientError::from_reqwest(url, &e))?;
+    Ok((status, text))
 }
 
 #[cfg(test)]
