@@ -80,30 +80,43 @@ fn fields(line: &str) -> Vec<&str> {
     line.split(',').map(str::trim).collect()
 }
 
-/// Parses `nvidia-smi --query-gpu=<SAMPLE_FIELDS>[,<THROTTLE_FIELD>]
-/// --format=csv,noheader,nounits`.
-pub fn parse_sample_query(text: &str) -> SmiParse<GpuSample> {
-    let mut out = SmiParse::default();
+/// The non-empty CSV lines of a query with at least `min` fields and a valid
+/// GPU index first, as (line number from 0, index, fields); every other line
+/// becomes one entry in `problems`.
+fn csv_rows<'a>(
+    text: &'a str,
+    min: usize,
+    problems: &mut Vec<String>,
+) -> Vec<(usize, u32, Vec<&'a str>)> {
+    let mut rows = Vec::new();
     for (n, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let f = fields(line);
-        if f.len() < 12 {
-            out.problems.push(format!(
-                "line {}: expected 12 fields, got {}: {}",
+        if f.len() < min {
+            problems.push(format!(
+                "line {}: expected {min} fields, got {}: {}",
                 n + 1,
                 f.len(),
                 clip(line)
             ));
             continue;
         }
-        let Some(index) = parse_u32(f[0]) else {
-            out.problems
-                .push(format!("line {}: bad GPU index {:?}", n + 1, clip(f[0])));
-            continue;
-        };
+        match parse_u32(f[0]) {
+            Some(index) => rows.push((n, index, f)),
+            None => problems.push(format!("line {}: bad GPU index {:?}", n + 1, clip(f[0]))),
+        }
+    }
+    rows
+}
+
+/// Parses `nvidia-smi --query-gpu=<SAMPLE_FIELDS>[,<THROTTLE_FIELD>]
+/// --format=csv,noheader,nounits`.
+pub fn parse_sample_query(text: &str) -> SmiParse<GpuSample> {
+    let mut out = SmiParse::default();
+    for (n, index, f) in csv_rows(text, 12, &mut out.problems) {
         if out.rows.iter().any(|g: &GpuSample| g.index == index) {
             out.problems
                 .push(format!("line {}: duplicate GPU index {index}", n + 1));
@@ -137,26 +150,7 @@ pub fn parse_sample_query(text: &str) -> SmiParse<GpuSample> {
 /// commas are rejoined.
 pub fn parse_inventory(text: &str) -> SmiParse<GpuInventory> {
     let mut out = SmiParse::default();
-    for (n, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let f = fields(line);
-        if f.len() < 7 {
-            out.problems.push(format!(
-                "line {}: expected 7 fields, got {}: {}",
-                n + 1,
-                f.len(),
-                clip(line)
-            ));
-            continue;
-        }
-        let Some(index) = parse_u32(f[0]) else {
-            out.problems
-                .push(format!("line {}: bad GPU index {:?}", n + 1, clip(f[0])));
-            continue;
-        };
+    for (_, index, f) in csv_rows(text, 7, &mut out.problems) {
         let k = f.len();
         out.rows.push(GpuInventory {
             index,
