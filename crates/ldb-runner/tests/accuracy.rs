@@ -220,7 +220,10 @@ async fn speculative_fields_match_the_simulators_counters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
     let _serial = SERIAL.lock().await;
-    let sim = start(FLAT, |_| {}).await;
+    // Client-visible prefill includes one decode step (10 ms) and HTTP; at
+    // 5,000 tok/s an 8k prompt takes 1.6 s, so those fixed costs stay well
+    // inside the tolerance (at 10,000 tok/s they took half of it).
+    let sim = start(FLAT, |s| s.scheduler.prefill_tok_s = 5_000.0).await;
     let mut cfg = config(&sim, &[1], &[0, 16384], 1.0);
     cfg.prefill_contexts = vec![8192, 32768];
     let (doc, _) = bench(cfg, Arc::default()).await;
@@ -230,7 +233,7 @@ async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
             .get(&ctx)
             .unwrap_or_else(|| panic!("no prefill row {ctx}"));
         assert!(
-            within(row.tok_per_sec, 10_000.0, 0.03),
+            within(row.tok_per_sec, 5_000.0, 0.03),
             "ctx {ctx}: {} tok/s",
             row.tok_per_sec
         );
@@ -241,7 +244,7 @@ async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
             v.invalid_reason
         );
         assert!(
-            within(v.tok_per_sec, 10_000.0, 0.01),
+            within(v.tok_per_sec, 5_000.0, 0.01),
             "server {}",
             v.tok_per_sec
         );
