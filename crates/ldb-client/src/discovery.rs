@@ -115,10 +115,21 @@ async fn try_json(http: &Http, path: &str) -> Option<Value> {
     }
 }
 
+/// SGLang's server description: `/server_info` (SGLang ≥ 0.5 logs the old
+/// route as deprecated), else `/get_server_info`.
+async fn sglang_info(http: &Http) -> Option<(Value, &'static str)> {
+    for path in ["/server_info", "/get_server_info"] {
+        if let Some(info) = try_json(http, path).await
+            && info.get("max_total_num_tokens").is_some()
+        {
+            return Some((info, path));
+        }
+    }
+    None
+}
+
 async fn detect_engine(http: &Http, d: &mut Discovery) {
-    if let Some(info) = try_json(http, "/get_server_info").await
-        && info.get("max_total_num_tokens").is_some()
-    {
+    if let Some((info, path)) = sglang_info(http).await {
         d.engine = Engine::Sglang;
         d.engine_version = info
             .get("version")
@@ -126,7 +137,7 @@ async fn detect_engine(http: &Http, d: &mut Discovery) {
             .unwrap_or("")
             .into();
         d.kv_local_tokens = as_u64(info.get("max_total_num_tokens")).unwrap_or(0);
-        d.kv_local_source = "sglang:/get_server_info.max_total_num_tokens".into();
+        d.kv_local_source = format!("sglang:{path}.max_total_num_tokens");
         d.max_running = as_u64(info.get("max_running_requests")).unwrap_or(0);
         if let Some(ctx) = as_u64(info.get("context_length")).filter(|c| *c > 0) {
             d.model_context = ctx;

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ldb_core::chunk::{is_done, parse_chunk};
+use ldb_core::gaps::GapHistogram;
 use ldb_core::sse::SseDecoder;
-use ldb_core::window::{RequestTrack, WindowBounds};
+use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
@@ -22,19 +23,30 @@ use crate::http::Http;
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
     origin: Instant,
+    origin_unix: f64,
 }
 
 impl RunClock {
     /// A clock starting now.
     pub fn new() -> Self {
+        let origin_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
         RunClock {
             origin: Instant::now(),
+            origin_unix,
         }
     }
 
     /// Seconds since the origin.
     pub fn now(&self) -> f64 {
         self.origin.elapsed().as_secs_f64()
+    }
+
+    /// A run-clock time as Unix seconds (wall clock at the origin + elapsed,
+    /// so later wall-clock steps do not bend it).
+    pub fn unix(&self, t: f64) -> f64 {
+        self.origin_unix + t
     }
 }
 
@@ -95,6 +107,8 @@ pub struct CellCounters {
     pub started: AtomicU64,
     /// Requests that failed.
     pub failed: AtomicU64,
+    /// Gaps between consecutive tokens inside the window.
+    pub gaps: GapHistogram,
 }
 
 /// Everything a stream needs besides its payload.
@@ -235,16 +249,26 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         let window = env.window.get();
         dec.finish(|p| on_payload(env, &mut out, &mut done, &mut producing, t, window, p));
     }
-    out.track.settle(env.window.get());
+    if let Some(g) = out.track.settle(env.window.get()) {
+        env.counters.gaps.record(g);
+    }
     if producing {
         env.counters.producing.fetch_sub(1, Ordering::Relaxed);
     }
     if out.track.error().is_some() {
         env.counters.failed.fetch_add(1, Ordering::Relaxed);
     } else if !done && !out.cancelled {
-        // The body ended without [DONE]: a dropped connection, not a finish.
-        out.track.mark_error("stream ended without [DONE]".into());
-        env.counters.failed.fetch_add(1, Ordering::Relaxed);
+        if out.track.finish_reason().is_some() {
+            // The server said why it stopped and closed the body cleanly; the
+            // missing [DONE] is a dialect difference, not a failure.
+            out.track.mark_completed();
+            out.done_at = Some(env.clock.now());
+        } else {
+            // The body ended without [DONE] or a finish reason: a dropped
+            // connection, not a finish.
+            out.track.mark_error("stream ended without [DONE]".into());
+            env.counters.failed.fetch_add(1, Ordering::Relaxed);
+        }
     }
     out
 }
@@ -293,14 +317,17 @@ fn on_payload(
     if chunk.cached_tokens.is_some() {
         out.cached_tokens = chunk.cached_tokens;
     }
+    if let Some(f) = &chunk.finish_reason {
+        out.track.set_finish_reason(f);
+    }
     let before = out.track.window_tokens;
-    let new = out.track.on_chunk(
-        t,
-        chunk.has_tokens,
-        chunk.completion_tokens,
-        chunk.prompt_tokens,
-        window,
-    );
+    let effect = out
+        .track
+        .on_chunk(ChunkEvent::from_chunk(t, &chunk), window);
+    if let Some(g) = effect.gaps {
+        env.counters.gaps.record(g);
+    }
+    let new = effect.new_tokens;
     if new > 0 {
         env.counters.tokens.fetch_add(new, Ordering::Relaxed);
     }
@@ -310,7 +337,7 @@ fn on_payload(
             .window_tokens
             .fetch_add(counted, Ordering::Relaxed);
     }
-    if chunk.has_tokens && !*producing {
+    if (chunk.has_tokens || (new > 0 && chunk.has_choices)) && !*producing {
         *producing = true;
         env.counters.producing.fetch_add(1, Ordering::Relaxed);
     }

@@ -4,7 +4,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ldb_core::chunk::{is_done, parse_chunk};
 use ldb_core::sse::SseDecoder;
-use ldb_core::window::{RequestTrack, WindowBounds};
+use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
 
 const VLLM: &str = r#"data: {"id":"chatcmpl-9f2c","object":"chat.completion.chunk","created":1756342000,"model":"GLM-5.3-Flash","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":78,"completion_tokens":NNN,"total_tokens":MMM}}"#;
 const SGLANG: &str = r#"data: {"id":"5b1d0f3c9a7e4c2b","object":"chat.completion.chunk","created":1756342000,"model":"qwen3","choices":[{"index":0,"delta":{"role":null,"content":" tok","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":{"prompt_tokens":78,"completion_tokens":NNN,"total_tokens":MMM,"reasoning_tokens":0}}"#;
@@ -40,13 +40,7 @@ fn consume(bytes: &[u8]) -> u64 {
                 return;
             }
             if let Ok(c) = parse_chunk(payload) {
-                track.on_chunk(
-                    t,
-                    c.has_tokens,
-                    c.completion_tokens,
-                    c.prompt_tokens,
-                    window,
-                );
+                track.on_chunk(ChunkEvent::from_chunk(t, &c), window);
             }
         });
     }

@@ -1,10 +1,24 @@
 //! Cell-level statistics: latency distributions and scheduler flags.
 
-use crate::result::{LatencyStats, RequestSample, SchedulerFields};
+use crate::result::{Dist, LatencyStats, RequestSample, SchedulerFields};
 use crate::stats::summarize;
 
+/// Which requests and gaps a latency statistic covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyScope {
+    /// The measurement window: first-token times of requests whose first
+    /// token arrived inside it (`None` when there is none), and inter-token
+    /// latency from token gaps inside it. Ramp-up values stay out.
+    Window,
+    /// Every request as a whole (burst cells, and the all-samples view).
+    All,
+}
+
 /// Latency statistics over `samples` (only those with output tokens count).
-pub fn latency_stats<'a>(samples: impl IntoIterator<Item = &'a RequestSample>) -> LatencyStats {
+pub fn latency_stats<'a>(
+    samples: impl IntoIterator<Item = &'a RequestSample>,
+    scope: LatencyScope,
+) -> LatencyStats {
     let generated: Vec<&RequestSample> = samples
         .into_iter()
         .filter(|s| s.output_tokens > 0)
@@ -16,15 +30,36 @@ pub fn latency_stats<'a>(samples: impl IntoIterator<Item = &'a RequestSample>) -
     } else {
         &completed
     };
+    let started: Vec<&RequestSample> = match scope {
+        LatencyScope::Window => generated
+            .iter()
+            .copied()
+            .filter(|s| s.first_token_in_window)
+            .collect(),
+        LatencyScope::All => generated.clone(),
+    };
     let g = |f: fn(&RequestSample) -> f64| summarize(generated.iter().map(|s| f(s))).into();
     let c = |f: fn(&RequestSample) -> f64| summarize(completed.iter().map(|s| f(s))).into();
+    let first = |f: fn(&RequestSample) -> f64| -> Option<Dist> {
+        (scope == LatencyScope::All || !started.is_empty())
+            .then(|| summarize(started.iter().map(|s| f(s))).into())
+    };
+    let itl: fn(&RequestSample) -> f64 = match scope {
+        LatencyScope::Window => |s| s.window_inter_token_latency_avg,
+        LatencyScope::All => |s| s.inter_token_latency_avg,
+    };
     let inputs: Vec<f64> = seq.iter().map(|s| s.input_tokens as f64).collect();
     LatencyStats {
-        ttft: g(|s| s.ttft),
-        time_to_second_token: g(|s| s.time_to_second_token),
+        ttft: first(|s| s.ttft),
+        time_to_second_token: first(|s| s.time_to_second_token),
+        ttfo: first(|s| s.ttfo),
         request_latency: c(|s| s.latency),
-        inter_token_latency: g(|s| s.inter_token_latency_avg),
-        output_tps_per_user: g(|s| s.output_tps_per_user),
+        inter_token_latency: summarize(generated.iter().map(|s| itl(s))).into(),
+        output_tps_per_user: summarize(generated.iter().map(|s| {
+            let v = itl(s);
+            if v > 0.0 { 1.0 / v } else { 0.0 }
+        }))
+        .into(),
         e2e_output_tps_per_user: c(|s| s.e2e_output_tps_per_user),
         chunk_inter_token_latency: g(|s| s.chunk_inter_token_latency_avg),
         input_seq_len_avg: summarize(inputs).avg,
@@ -164,10 +199,10 @@ mod tests {
             ..Default::default()
         };
         let z = RequestSample::default();
-        let st = latency_stats([&a, &b, &z]);
+        let st = latency_stats([&a, &b, &z], LatencyScope::All);
         assert_eq!(st.request_count, 2);
         assert_eq!(st.completed_request_count, 1);
-        assert_eq!(st.ttft.avg, 2.0);
+        assert_eq!(st.ttft.map(|d| d.avg), Some(2.0));
         assert_eq!(st.request_latency.avg, 5.0);
         assert_eq!(st.output_seq_len.avg, 10.0);
         assert_eq!(st.input_seq_len_avg, 100.0);

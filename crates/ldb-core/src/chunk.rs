@@ -11,6 +11,20 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+/// Which output channel a chunk's text belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Channel {
+    /// No text and no tool call.
+    #[default]
+    None,
+    /// `delta.reasoning` / `delta.reasoning_content`: thinking, not shown as the answer.
+    Reasoning,
+    /// `delta.content`, completions `text`, or tool calls: the answer.
+    Content,
+    /// Reasoning and content in one delta: the split of its tokens is unknown.
+    Mixed,
+}
+
 /// What one `data:` payload says.
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkInfo<'a> {
@@ -20,8 +34,19 @@ pub struct ChunkInfo<'a> {
     pub text: Option<Cow<'a, str>>,
     /// True when the chunk carries tokens: text, or tool calls.
     pub has_tokens: bool,
+    /// The channel of the chunk's text (`None` without text).
+    pub channel: Channel,
+    /// The chunk has at least one choice, so it belongs to the token stream.
+    /// The final usage-only chunk (`choices: []`) does not: its usage counts
+    /// tokens that earlier chunks delivered.
+    pub has_choices: bool,
     /// Cumulative completion tokens, when the chunk carries usage.
     pub completion_tokens: Option<u64>,
+    /// Usage was present but not a plausible count (negative, fractional,
+    /// absurdly large); `completion_tokens` is then `None`.
+    pub usage_invalid: bool,
+    /// Cumulative reasoning tokens, when usage details report them.
+    pub reasoning_tokens: Option<u64>,
     /// Prompt tokens, when the chunk carries usage.
     pub prompt_tokens: Option<u64>,
     /// Prompt tokens served from the cache, when reported.
@@ -100,20 +125,43 @@ struct RawDelta<'a> {
     tool_calls: Option<IgnoredAny>,
 }
 
+// Counts are read as any JSON number and checked afterwards, so that a
+// server sending `-3` or `1.5` gets the chunk counted by its text (and the
+// anomaly noted) instead of failing the whole request as malformed.
 #[derive(Deserialize)]
 struct RawUsage {
     #[serde(default)]
-    completion_tokens: Option<u64>,
+    completion_tokens: Option<f64>,
     #[serde(default)]
-    prompt_tokens: Option<u64>,
+    prompt_tokens: Option<f64>,
     #[serde(default)]
     prompt_tokens_details: Option<RawDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<RawCompletionDetails>,
 }
 
 #[derive(Deserialize)]
 struct RawDetails {
     #[serde(default)]
-    cached_tokens: Option<u64>,
+    cached_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct RawCompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<f64>,
+}
+
+/// Largest token count taken as real; beyond it a count is an anomaly.
+const MAX_PLAUSIBLE_TOKENS: f64 = 1e9;
+
+/// A token count, or `Err` when it is not a plausible one.
+fn count(v: Option<f64>) -> Result<Option<u64>, ()> {
+    match v {
+        None => Ok(None),
+        Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= MAX_PLAUSIBLE_TOKENS => Ok(Some(x as u64)),
+        Some(_) => Err(()),
+    }
 }
 
 fn non_empty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
@@ -134,26 +182,47 @@ pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
         info.error = Some(raw.message.unwrap_or_else(|| "error".into()));
     }
     if let Some(u) = raw.usage {
-        info.completion_tokens = u.completion_tokens;
-        info.prompt_tokens = u.prompt_tokens;
-        info.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        match count(u.completion_tokens) {
+            Ok(c) => info.completion_tokens = c,
+            Err(()) => info.usage_invalid = true,
+        }
+        info.prompt_tokens = count(u.prompt_tokens).ok().flatten();
+        info.cached_tokens = count(u.prompt_tokens_details.and_then(|d| d.cached_tokens))
+            .ok()
+            .flatten();
+        info.reasoning_tokens = count(u.completion_tokens_details.and_then(|d| d.reasoning_tokens))
+            .ok()
+            .flatten();
     }
+    info.has_choices = raw.choices.as_ref().is_some_and(|c| !c.is_empty());
     for choice in raw.choices.into_iter().flatten() {
         if let Some(f) = choice.finish_reason {
             info.finish_reason = Some(f);
         }
         let mut text = non_empty(choice.text);
+        let mut channel = if text.is_some() {
+            Channel::Content
+        } else {
+            Channel::None
+        };
         if let Some(d) = choice.delta {
             let reasoning = non_empty(d.reasoning).or(non_empty(d.reasoning_content));
             let content = non_empty(d.content);
-            text = match (reasoning, content) {
-                (Some(r), Some(c)) => Some(Cow::Owned(format!("{r}{c}"))),
-                (r, c) => r.or(c).or(text),
+            (text, channel) = match (reasoning, content) {
+                (Some(r), Some(c)) => (Some(Cow::Owned(format!("{r}{c}"))), Channel::Mixed),
+                (Some(r), None) => (Some(r), Channel::Reasoning),
+                (None, Some(c)) => (Some(c), Channel::Content),
+                (None, None) => (text, channel),
             };
-            info.has_tokens |= d.tool_calls.is_some();
+            if d.tool_calls.is_some() && channel == Channel::None {
+                channel = Channel::Content;
+            }
+        }
+        if channel != Channel::None {
+            info.has_tokens = true;
+            info.channel = channel;
         }
         if text.is_some() {
-            info.has_tokens = true;
             info.text = text;
         }
     }

@@ -52,8 +52,10 @@ pub struct ServerSnapshot {
     pub waiting: Option<f64>,
     /// KV cache usage fraction (0–1).
     pub kv_usage: Option<f64>,
-    /// Generated tokens counter.
+    /// Generated tokens counter, growing as tokens are generated.
     pub gen_tokens: Option<f64>,
+    /// Which counter `gen_tokens` was read from.
+    pub gen_tokens_source: Option<&'static str>,
     /// Engine's own generation-throughput gauge (SGLang).
     pub gen_throughput_gauge: Option<f64>,
     /// Prompt tokens counter (requests whose prefill finished, cached included).
@@ -129,15 +131,92 @@ fn llamacpp_generated(m: &MetricSet) -> Option<f64> {
     Some((busy * decodes).round() + accepted)
 }
 
-/// Map a scrape to the engine-independent snapshot (series summed across DP engines).
+/// A counter to look for: how it is named in the result, its metric name and label filter.
+type CounterRef = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// The first of `counters` that the scrape has, summed over its series, with its label.
+fn first_counter(m: &MetricSet, counters: &[CounterRef]) -> (Option<f64>, Option<&'static str>) {
+    counters
+        .iter()
+        .find_map(|(label, name, filter)| Some((Some(m.sum(name, filter)?), Some(*label))))
+        .unwrap_or((None, None))
+}
+
+/// Map a scrape to the engine-independent snapshot.
+///
+/// Across data-parallel engines (vLLM's `engine` label, SGLang's DP ranks),
+/// counters and request counts are summed, while ratio gauges (KV usage,
+/// SGLang's acceptance gauges) are averaged: engines of one server have equal
+/// KV capacity, so the mean is the share of the whole budget.
 pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
     let s = |n: &str| m.sum(n, &[]);
+    let mean = |n: &str| m.mean(n, &[]);
+    let snap = server_snapshot_inner(engine, m, &s, &mean);
+    let (gen_tokens, gen_tokens_source) = match engine {
+        Engine::Vllm => first_counter(
+            m,
+            &[(
+                "vllm:generation_tokens_total",
+                "vllm:generation_tokens_total",
+                &[],
+            )],
+        ),
+        // `generation_tokens_total` only grows when a request finishes, so
+        // over a window of long requests it stays flat; the per-step counter
+        // of decoded tokens moves live (SGLang ≥ 0.5).
+        Engine::Sglang => first_counter(
+            m,
+            &[
+                (
+                    "sglang:realtime_tokens_total{mode=\"decode\"}",
+                    "sglang:realtime_tokens_total",
+                    &[("mode", "decode")],
+                ),
+                (
+                    "sglang:generation_tokens_total",
+                    "sglang:generation_tokens_total",
+                    &[],
+                ),
+            ],
+        ),
+        Engine::LlamaCpp => match llamacpp_generated(m) {
+            Some(v) => (
+                Some(v),
+                Some("llamacpp:n_decode_total × n_busy_slots_per_decode"),
+            ),
+            None => first_counter(
+                m,
+                &[(
+                    "llamacpp:tokens_predicted_total",
+                    "llamacpp:tokens_predicted_total",
+                    &[],
+                )],
+            ),
+        },
+        Engine::OpenAiProxy => (None, None),
+    };
+    ServerSnapshot {
+        gen_tokens,
+        gen_tokens_source,
+        ..snap
+    }
+}
+
+fn server_snapshot_inner(
+    engine: Engine,
+    m: &MetricSet,
+    s: &dyn Fn(&str) -> Option<f64>,
+    mean: &dyn Fn(&str) -> Option<f64>,
+) -> ServerSnapshot {
     match engine {
         Engine::Vllm => ServerSnapshot {
             running: s("vllm:num_requests_running"),
             waiting: s("vllm:num_requests_waiting"),
-            kv_usage: s("vllm:kv_cache_usage_perc").or(s("vllm:gpu_cache_usage_perc")),
-            gen_tokens: s("vllm:generation_tokens_total"),
+            kv_usage: mean("vllm:kv_cache_usage_perc").or(mean("vllm:gpu_cache_usage_perc")),
             gen_throughput_gauge: s("vllm:avg_generation_throughput_toks_per_s"),
             prompt_tokens: s("vllm:prompt_tokens_total"),
             prompt_local_compute: m.sum(
@@ -163,8 +242,7 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
         Engine::Sglang => ServerSnapshot {
             running: s("sglang:num_running_reqs"),
             waiting: s("sglang:num_queue_reqs"),
-            kv_usage: s("sglang:token_usage").or(s("sglang:utilization")),
-            gen_tokens: s("sglang:generation_tokens_total"),
+            kv_usage: mean("sglang:token_usage").or(mean("sglang:utilization")),
             gen_throughput_gauge: s("sglang:gen_throughput"),
             prompt_tokens: s("sglang:prompt_tokens_total"),
             prompt_cached: s("sglang:cached_tokens_total"),
@@ -180,15 +258,14 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
                 "sglang:per_stage_req_latency_seconds_count",
                 &[("stage", "prefill_forward")],
             ),
-            spec_accept_length_gauge: s("sglang:spec_accept_length"),
-            spec_accept_rate_gauge: s("sglang:spec_accept_rate"),
+            spec_accept_length_gauge: mean("sglang:spec_accept_length"),
+            spec_accept_rate_gauge: mean("sglang:spec_accept_rate"),
             ..ServerSnapshot::default()
         },
         Engine::LlamaCpp => ServerSnapshot {
             running: s("llamacpp:requests_processing"),
             waiting: s("llamacpp:requests_deferred"),
-            kv_usage: s("llamacpp:kv_cache_usage_ratio"),
-            gen_tokens: llamacpp_generated(m).or(s("llamacpp:tokens_predicted_total")),
+            kv_usage: mean("llamacpp:kv_cache_usage_ratio"),
             prompt_tokens: s("llamacpp:prompt_tokens_total"),
             prefill_time_sum: s("llamacpp:prompt_seconds_total"),
             spec_drafts: s("llamacpp:spec_decode_num_drafts_total"),

@@ -67,6 +67,17 @@ impl MetricSet {
         found.then_some(total)
     }
 
+    /// Mean over all series of `name` whose labels match `filter`; None if no series.
+    /// For ratio gauges that each engine of a data-parallel server reports.
+    pub fn mean(&self, name: &str, filter: &[(&str, &str)]) -> Option<f64> {
+        let (n, total) = self
+            .samples
+            .iter()
+            .filter(|s| s.name == name && s.matches(filter))
+            .fold((0usize, 0.0), |(n, t), s| (n + 1, t + s.value));
+        (n > 0).then(|| total / n as f64)
+    }
+
     /// First series of `name` (in exposition order).
     pub fn first(&self, name: &str) -> Option<&Sample> {
         self.samples.iter().find(|s| s.name == name)

@@ -64,20 +64,30 @@ impl CellStatus {
 /// cell's measurement-window start (negative before it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestSample {
-    /// Request start → first chunk carrying text.
+    /// Request start → first chunk carrying a token (text, or a usage increase).
     pub ttft: f64,
+    /// Request start → first answer (content) chunk; equals `ttft` without
+    /// reasoning, 0 when no content arrived.
+    #[serde(default)]
+    pub ttfo: f64,
     /// First → second content chunk (a gap, 0 without a second chunk).
     pub time_to_second_token: f64,
     /// Request start → last content chunk, for completed requests only (else 0).
     pub latency: f64,
     /// Mean time per output token after the first (per token, not per chunk).
     pub inter_token_latency_avg: f64,
+    /// Mean per-token gap over the gaps inside the window (0 when none).
+    #[serde(default)]
+    pub window_inter_token_latency_avg: f64,
     /// Mean gap between consecutive content chunks.
     pub chunk_inter_token_latency_avg: f64,
     /// Prompt tokens reported by the server (0 if never reported).
     pub input_tokens: u64,
     /// Output tokens (usage when reported, else content chunks).
     pub output_tokens: u64,
+    /// Of those, reasoning tokens (usage details when reported, else by chunk channel).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
     /// 1 / `inter_token_latency_avg`.
     pub output_tps_per_user: f64,
     /// `output_tokens / latency` for completed requests (else 0).
@@ -92,8 +102,14 @@ pub struct RequestSample {
     pub end_s: Option<f64>,
     /// The request produced tokens inside the measurement window.
     pub in_window: bool,
+    /// Its first token arrived inside the window (its TTFT is a windowed one).
+    #[serde(default)]
+    pub first_token_in_window: bool,
     /// Where the per-token ITL came from: `usage` (token counts) or `chunks`.
     pub itl_source: String,
+    /// The server's finish reason (`length`, `stop`, …), empty when none arrived.
+    #[serde(default)]
+    pub finish_reason: String,
     /// Failure reason, empty when the request did not fail.
     pub error: String,
 }
@@ -125,10 +141,12 @@ impl From<Summary> for Dist {
 /// Client latency statistics over one set of request samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
-    /// Time to first token.
-    pub ttft: Dist,
-    /// Time from first to second content chunk.
-    pub time_to_second_token: Dist,
+    /// Time to first token (`None`: no first token in the window; JSON `null`).
+    pub ttft: Option<Dist>,
+    /// Time from first to second token chunk (`None` like `ttft`).
+    pub time_to_second_token: Option<Dist>,
+    /// Time to first output (answer) token (`None` like `ttft`).
+    pub ttfo: Option<Dist>,
     /// Request latency (completed requests only).
     pub request_latency: Dist,
     /// Per-token inter-token latency.
@@ -294,6 +312,52 @@ pub struct CellExtras {
     pub kv_deficit_tokens: u64,
     /// Latency statistics over all samples of the cell (ramp-up included), a diagnostic.
     pub all_samples_latency: LatencyStats,
+    /// Median gap between consecutive tokens inside the window, seconds
+    /// (several tokens arriving together share the gap before them).
+    pub token_gap_p50: Option<f64>,
+    /// 90th percentile token gap, seconds.
+    pub token_gap_p90: Option<f64>,
+    /// 99th percentile token gap, seconds.
+    pub token_gap_p99: Option<f64>,
+    /// Largest token gap inside the window, seconds.
+    pub token_gap_max: Option<f64>,
+    /// Window tokens on the reasoning channel.
+    pub reasoning_tokens: u64,
+    /// Window tokens on the answer channel (`total_tokens − reasoning_tokens`).
+    pub content_tokens: u64,
+    /// How the window tokens were split by channel: `usage_deltas` (each
+    /// chunk's usage increase, by its channel) or `chunk_share` (chunks by
+    /// channel scaled to the token count); `_mixed` appended when some chunks
+    /// carried both channels (counted as content).
+    pub channel_split_source: String,
+    /// Failed requests / requests started in the cell.
+    pub error_rate: f64,
+    /// The first distinct failure reasons (at most 3).
+    pub error_reasons: Vec<String>,
+    /// Requests that stopped with `finish_reason: "stop"` although `ignore_eos`
+    /// was asked: the server ignores it and outputs are shorter than requested.
+    pub early_stop_requests: u64,
+    /// Requests whose usage was dropped as implausible (counted by chunks instead).
+    pub usage_anomalies: u64,
+    /// Client and server generation rates over the window differ by more than 5 %.
+    pub server_client_mismatch: Option<ServerClientMismatch>,
+    /// Where `server_output_tokens` came from (the counter name), empty when none.
+    pub server_tokens_source: String,
+    /// Window start, Unix seconds (for lining up with server logs).
+    pub window_start_unix: Option<f64>,
+    /// Window end, Unix seconds.
+    pub window_end_unix: Option<f64>,
+}
+
+/// The client's and the server's token rates over one window disagree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerClientMismatch {
+    /// Tokens the client received per second (`aggregate_tps`).
+    pub client_tps: f64,
+    /// Tokens the server's counter says it generated per second.
+    pub server_tps: f64,
+    /// (client − server) / server, percent.
+    pub difference_pct: f64,
 }
 
 impl Serialize for CellResult {
@@ -303,10 +367,15 @@ impl Serialize for CellResult {
 }
 
 fn put_dist(m: &mut Map<String, Value>, name: &str, d: &Dist) {
-    m.insert(format!("{name}_avg"), d.avg.into());
-    m.insert(format!("{name}_p50"), d.p50.into());
-    m.insert(format!("{name}_p90"), d.p90.into());
-    m.insert(format!("{name}_p99"), d.p99.into());
+    put_opt_dist(m, name, Some(d));
+}
+
+fn put_opt_dist(m: &mut Map<String, Value>, name: &str, d: Option<&Dist>) {
+    let v = |f: fn(&Dist) -> f64| d.map_or(Value::Null, |d| f(d).into());
+    m.insert(format!("{name}_avg"), v(|d| d.avg));
+    m.insert(format!("{name}_p50"), v(|d| d.p50));
+    m.insert(format!("{name}_p90"), v(|d| d.p90));
+    m.insert(format!("{name}_p99"), v(|d| d.p99));
 }
 
 fn opt_f64(v: Option<f64>) -> Value {
@@ -316,8 +385,12 @@ fn opt_f64(v: Option<f64>) -> Value {
 impl LatencyStats {
     /// Flat map of `<metric>_<stat>` keys, in the reference order.
     pub fn to_flat(&self, m: &mut Map<String, Value>) {
-        put_dist(m, "ttft", &self.ttft);
-        put_dist(m, "time_to_second_token", &self.time_to_second_token);
+        put_opt_dist(m, "ttft", self.ttft.as_ref());
+        put_opt_dist(
+            m,
+            "time_to_second_token",
+            self.time_to_second_token.as_ref(),
+        );
         put_dist(m, "request_latency", &self.request_latency);
         put_dist(m, "inter_token_latency", &self.inter_token_latency);
         put_dist(m, "output_tps_per_user", &self.output_tps_per_user);
@@ -327,6 +400,7 @@ impl LatencyStats {
             "chunk_inter_token_latency",
             &self.chunk_inter_token_latency,
         );
+        put_opt_dist(m, "ttfo", self.ttfo.as_ref());
         m.insert("input_seq_len_avg".into(), self.input_seq_len_avg.into());
         m.insert("output_seq_len_avg".into(), self.output_seq_len.avg.into());
         m.insert("output_seq_len_p50".into(), self.output_seq_len.p50.into());

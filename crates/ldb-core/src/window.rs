@@ -13,6 +13,8 @@
 //!
 //! Memory per request is constant: no per-token storage.
 
+use crate::chunk::{Channel, ChunkInfo};
+use crate::gaps::TokenGaps;
 use crate::result::RequestSample;
 
 /// Window bounds as currently known (seconds on the run clock).
@@ -34,26 +36,118 @@ impl WindowBounds {
     }
 }
 
+/// One parsed chunk as the accounting sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChunkEvent {
+    /// Arrival time (run clock).
+    pub t: f64,
+    /// The chunk has choices, so it belongs to the token stream; the final
+    /// usage-only chunk (`choices: []`) does not.
+    pub in_stream: bool,
+    /// Channel of the chunk's text (`None` for an empty delta).
+    pub channel: Channel,
+    /// Cumulative completion tokens, when the chunk carries usage.
+    pub completion_tokens: Option<u64>,
+    /// Usage was present but implausible (negative, fractional, huge).
+    pub usage_invalid: bool,
+    /// Prompt tokens, when the chunk carries usage.
+    pub prompt_tokens: Option<u64>,
+    /// Cumulative reasoning tokens from usage details, when reported.
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl ChunkEvent {
+    /// The accounting view of a parsed chunk that arrived at `t`.
+    pub fn from_chunk(t: f64, c: &ChunkInfo<'_>) -> Self {
+        ChunkEvent {
+            t,
+            in_stream: c.has_choices,
+            channel: c.channel,
+            completion_tokens: c.completion_tokens,
+            usage_invalid: c.usage_invalid,
+            prompt_tokens: c.prompt_tokens,
+            reasoning_tokens: c.reasoning_tokens,
+        }
+    }
+}
+
+/// Why a request's usage was not trusted (its tokens are then counted by chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageAnomaly {
+    /// `completion_tokens` decreased.
+    WentBackwards,
+    /// A count that is negative, fractional or absurdly large.
+    Invalid,
+}
+
+impl UsageAnomaly {
+    /// Words for the cell's note.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageAnomaly::WentBackwards => "usage went backwards",
+            UsageAnomaly::Invalid => "invalid usage count",
+        }
+    }
+}
+
+/// Tokens that arrived inside the window but before its start was published.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    t: f64,
+    tokens: u64,
+    reasoning: u64,
+    chunks: u64,
+}
+
+/// How many not-yet-placed chunks a request keeps while the window start is
+/// unknown. The start is published microseconds after it is taken, so only
+/// the last few chunks can fall after it; older ones are dropped.
+const PENDING_CAP: usize = 16;
+
 /// Running state of one request.
+///
+/// Token counting: with usage on the stream's chunks (continuous usage), a
+/// chunk's tokens are its increase of `completion_tokens`, timed at its
+/// arrival, whatever text it carries: a token that ends inside a multi-byte
+/// character arrives on a chunk with an empty delta. Without usage, each
+/// chunk with text (or a tool call) is one token. The first usage value
+/// replaces the running one-per-chunk estimate, so usage that starts mid-stream
+/// is not counted twice. Usage on the final chunk without choices is not timed
+/// (those tokens arrived earlier). Usage that goes backwards or is implausible
+/// is dropped for the rest of the request, which is then counted by chunks.
 #[derive(Debug, Clone, Default)]
 pub struct RequestTrack {
     start: f64,
     first: Option<f64>,
+    first_content: Option<f64>,
     second: Option<f64>,
     last: Option<f64>,
     chunks: u64,
     usage_tokens: Option<u64>,
-    usage_on_content: bool,
+    usage_stream_chunks: u32,
+    anomaly: Option<UsageAnomaly>,
     prompt_tokens: Option<u64>,
+    reasoning_usage: Option<u64>,
+    reasoning_tokens: u64,
+    mixed_chunks: u64,
+    last_channel: Channel,
+    finish_reason: Option<String>,
     /// Tokens that arrived inside the window.
     pub window_tokens: u64,
-    /// Content chunks that arrived inside the window.
+    /// Of `window_tokens`, those on the reasoning channel.
+    pub window_reasoning_tokens: u64,
+    /// Chunks with text that arrived inside the window.
     pub window_chunks: u64,
     /// Arrival of the last token inside the window.
     pub last_window_t: Option<f64>,
-    // A chunk that arrived while the window start was unknown; counted later
-    // if the start turns out to precede it (closes a race with the monitor).
-    pending: Option<(f64, u64)>,
+    // Token gaps: the tokens of the current read (one arrival time) and the
+    // time of the previous read that brought tokens.
+    read_t: f64,
+    read_tokens: u64,
+    prev_read_t: Option<f64>,
+    window_gap_sum: f64,
+    window_gap_tokens: u64,
+    pending: Vec<Pending>,
     completed: bool,
     error: Option<String>,
 }
@@ -72,92 +166,186 @@ impl RequestTrack {
         self.start
     }
 
-    /// True once the first content chunk arrived.
+    /// True once the first token arrived.
     pub fn has_first_token(&self) -> bool {
         self.first.is_some()
     }
 
-    /// Output tokens so far (usage when reported, else chunks).
+    /// Output tokens so far (usage when reported and sane, else chunks).
     pub fn output_tokens(&self) -> u64 {
-        self.usage_tokens.unwrap_or(self.chunks)
+        match (self.anomaly, self.usage_tokens) {
+            (None, Some(u)) => u,
+            _ => self.chunks,
+        }
     }
 
-    /// Record one chunk arriving at `t`. `completion_tokens` is the cumulative
-    /// usage if the chunk carries it. Returns the number of new tokens it brought.
-    pub fn on_chunk(
-        &mut self,
-        t: f64,
-        has_tokens: bool,
-        completion_tokens: Option<u64>,
-        prompt_tokens: Option<u64>,
-        window: WindowBounds,
-    ) -> u64 {
-        if prompt_tokens.is_some() {
-            self.prompt_tokens = prompt_tokens;
+    /// Record one chunk. Returns the new tokens it brought and, when it
+    /// started a new read, the gaps of the previous read (inside the window).
+    pub fn on_chunk(&mut self, ev: ChunkEvent, window: WindowBounds) -> ChunkEffect {
+        if ev.prompt_tokens.is_some() {
+            self.prompt_tokens = ev.prompt_tokens;
         }
-        let mut new_tokens = 0;
-        if let Some(ct) = completion_tokens {
-            let prev = self.usage_tokens.unwrap_or(0);
-            new_tokens = ct.saturating_sub(prev);
-            self.usage_tokens = Some(ct.max(prev));
-            if has_tokens {
-                self.usage_on_content = true;
-            }
+        if ev.reasoning_tokens.is_some() {
+            self.reasoning_usage = ev.reasoning_tokens;
         }
-        if has_tokens {
-            self.chunks += 1;
+        let has_text = ev.channel != Channel::None;
+        let new_tokens = self.count_tokens(&ev, has_text);
+        let timed = if ev.in_stream { new_tokens } else { 0 };
+        let mut effect = ChunkEffect {
+            new_tokens,
+            gaps: None,
+        };
+        if has_text || timed > 0 {
             if self.first.is_none() {
-                self.first = Some(t);
+                self.first = Some(ev.t);
             } else if self.second.is_none() {
-                self.second = Some(t);
+                self.second = Some(ev.t);
             }
-            self.last = Some(t);
-            if completion_tokens.is_none() && self.usage_tokens.is_none() {
-                new_tokens = 1;
+            self.last = Some(ev.t);
+        }
+        if matches!(ev.channel, Channel::Content | Channel::Mixed) && self.first_content.is_none() {
+            self.first_content = Some(ev.t);
+        }
+        if has_text {
+            self.chunks += 1;
+            if ev.channel == Channel::Mixed {
+                self.mixed_chunks += 1;
+            } else {
+                self.last_channel = ev.channel;
             }
         }
-        // Usage that arrives on a non-content chunk (final usage chunk) is not
-        // timed: its tokens were generated earlier. Only content-borne usage counts.
-        let timed = if has_tokens { new_tokens } else { 0 };
-        self.account(t, timed, u64::from(has_tokens), window);
-        new_tokens
+        // Tokens of an empty delta belong to the text they are part of: the
+        // channel that was streaming.
+        let reasoning = match ev.channel {
+            Channel::Reasoning => timed,
+            Channel::None if self.last_channel == Channel::Reasoning => timed,
+            _ => 0,
+        };
+        self.reasoning_tokens += reasoning;
+        if timed > 0 {
+            if ev.t != self.read_t {
+                effect.gaps = self.flush_read(window);
+                self.read_t = ev.t;
+            }
+            self.read_tokens += timed;
+        }
+        self.account(ev.t, timed, reasoning, u64::from(has_text), window);
+        effect
     }
 
-    fn account(&mut self, t: f64, tokens: u64, chunks: u64, window: WindowBounds) {
-        if let Some((pt, ptok)) = self.pending.take() {
-            if window.start.is_some() && window.contains(pt) {
-                self.count(pt, ptok, 1);
-            } else if window.start.is_none() {
-                self.pending = Some((pt, ptok));
+    fn count_tokens(&mut self, ev: &ChunkEvent, has_text: bool) -> u64 {
+        if ev.usage_invalid && self.anomaly.is_none() {
+            self.anomaly = Some(UsageAnomaly::Invalid);
+        }
+        let by_chunk = u64::from(has_text);
+        if self.anomaly.is_some() {
+            return by_chunk;
+        }
+        let Some(ct) = ev.completion_tokens else {
+            // Between usage reports (or without any): one token per text chunk,
+            // replaced by the next usage value.
+            return if self.usage_tokens.is_none() {
+                by_chunk
+            } else {
+                0
+            };
+        };
+        if ev.in_stream {
+            self.usage_stream_chunks += 1;
+        }
+        let prev = match self.usage_tokens {
+            Some(u) if ct < u => {
+                self.anomaly = Some(UsageAnomaly::WentBackwards);
+                return by_chunk;
+            }
+            Some(u) => u,
+            // The first usage replaces the chunk estimate so far.
+            None => self.chunks,
+        };
+        self.usage_tokens = Some(ct);
+        ct.saturating_sub(prev)
+    }
+
+    /// Close the current read: its tokens share the gap since the previous one.
+    fn flush_read(&mut self, window: WindowBounds) -> Option<TokenGaps> {
+        let tokens = std::mem::take(&mut self.read_tokens);
+        if tokens == 0 {
+            return None;
+        }
+        let t = self.read_t;
+        let prev = self.prev_read_t.replace(t)?;
+        if !(window.contains(prev) && window.contains(t)) || t <= prev {
+            return None;
+        }
+        let gaps = TokenGaps {
+            each: (t - prev) / tokens as f64,
+            count: tokens,
+        };
+        self.window_gap_sum += t - prev;
+        self.window_gap_tokens += tokens;
+        Some(gaps)
+    }
+
+    fn account(&mut self, t: f64, tokens: u64, reasoning: u64, chunks: u64, window: WindowBounds) {
+        if window.start.is_some() && !self.pending.is_empty() {
+            for p in std::mem::take(&mut self.pending) {
+                if window.contains(p.t) {
+                    self.count(p.t, p.tokens, p.reasoning, p.chunks);
+                }
             }
         }
         if chunks == 0 && tokens == 0 {
             return;
         }
         if window.start.is_none() {
-            // Keep only the latest: earlier ones are long before any start.
-            self.pending = Some((t, tokens));
+            if self.pending.len() == PENDING_CAP {
+                self.pending.remove(0);
+            }
+            self.pending.push(Pending {
+                t,
+                tokens,
+                reasoning,
+                chunks,
+            });
         } else if window.contains(t) {
-            self.count(t, tokens, chunks);
+            self.count(t, tokens, reasoning, chunks);
         }
     }
 
-    fn count(&mut self, t: f64, tokens: u64, chunks: u64) {
+    fn count(&mut self, t: f64, tokens: u64, reasoning: u64, chunks: u64) {
         self.window_tokens += tokens;
+        self.window_reasoning_tokens += reasoning;
         self.window_chunks += chunks;
         if tokens > 0 {
             self.last_window_t = Some(self.last_window_t.map_or(t, |l: f64| l.max(t)));
         }
     }
 
-    /// Apply a window start that became known after the last chunk.
-    pub fn settle(&mut self, window: WindowBounds) {
-        self.account(f64::NEG_INFINITY, 0, 0, window);
+    /// Apply a window start that became known after the last chunk, and
+    /// close the last read. Call once when the stream ended.
+    pub fn settle(&mut self, window: WindowBounds) -> Option<TokenGaps> {
+        self.account(f64::NEG_INFINITY, 0, 0, 0, window);
+        self.flush_read(window)
     }
 
     /// The stream reached its natural end.
     pub fn mark_completed(&mut self) {
         self.completed = true;
+    }
+
+    /// True once the stream reached its natural end.
+    pub fn is_completed(&self) -> bool {
+        self.completed
+    }
+
+    /// The server's finish reason, once a choice carried one.
+    pub fn set_finish_reason(&mut self, reason: &str) {
+        self.finish_reason = Some(reason.to_string());
+    }
+
+    /// The server's finish reason, if any.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
     }
 
     /// The request failed with `reason`.
@@ -170,17 +358,29 @@ impl RequestTrack {
         self.error.as_deref()
     }
 
-    /// True when usage arrived on content chunks (per-chunk token counts known).
+    /// True when usage arrived on at least two chunks of the stream (per-chunk
+    /// token counts known). One usage value on the last text chunk is not
+    /// continuous usage.
     pub fn has_continuous_usage(&self) -> bool {
-        self.usage_on_content
+        self.anomaly.is_none() && self.usage_stream_chunks >= 2
     }
 
-    /// True when any usage was reported.
+    /// True when usable usage was reported.
     pub fn has_usage(&self) -> bool {
-        self.usage_tokens.is_some()
+        self.anomaly.is_none() && self.usage_tokens.is_some()
     }
 
-    /// Content chunks received.
+    /// Why the request's usage was dropped, if it was.
+    pub fn usage_anomaly(&self) -> Option<UsageAnomaly> {
+        self.anomaly
+    }
+
+    /// Chunks that carried reasoning and content in one delta.
+    pub fn mixed_chunks(&self) -> u64 {
+        self.mixed_chunks
+    }
+
+    /// Chunks with text received.
     pub fn chunks(&self) -> u64 {
         self.chunks
     }
@@ -212,16 +412,24 @@ impl RequestTrack {
             Some(l) if self.completed => l - self.start,
             _ => 0.0,
         };
-        let in_window = self.window_tokens > 0
-            || (window.start.is_some() && first.is_some_and(|f| window.contains(f)));
+        let started_in_window = window.start.is_some() && first.is_some_and(|f| window.contains(f));
+        let in_window = self.window_tokens > 0 || started_in_window;
+        let window_itl = if self.window_gap_tokens > 0 {
+            self.window_gap_sum / self.window_gap_tokens as f64
+        } else {
+            0.0
+        };
         RequestSample {
             ttft,
+            ttfo: self.first_content.map_or(0.0, |f| f - self.start),
             time_to_second_token: tts,
             latency,
             inter_token_latency_avg: itl,
+            window_inter_token_latency_avg: window_itl,
             chunk_inter_token_latency_avg: chunk_itl,
             input_tokens: self.prompt_tokens.unwrap_or(0),
             output_tokens: out,
+            reasoning_tokens: self.reasoning_usage.unwrap_or(self.reasoning_tokens),
             output_tps_per_user: if itl > 0.0 { 1.0 / itl } else { 0.0 },
             e2e_output_tps_per_user: if latency > 0.0 {
                 out as f64 / latency
@@ -233,15 +441,21 @@ impl RequestTrack {
             first_token_s: first.map(|f| f - origin),
             end_s: last.map(|l| l - origin),
             in_window,
-            itl_source: if self.usage_tokens.is_some() {
-                "usage"
-            } else {
-                "chunks"
-            }
-            .into(),
+            first_token_in_window: started_in_window,
+            itl_source: if self.has_usage() { "usage" } else { "chunks" }.into(),
+            finish_reason: self.finish_reason.clone().unwrap_or_default(),
             error: self.error.clone().unwrap_or_default(),
         }
     }
+}
+
+/// What one chunk changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChunkEffect {
+    /// Output tokens the chunk brought (timed or not).
+    pub new_tokens: u64,
+    /// Gaps of the read before this chunk's, when that read closed inside the window.
+    pub gaps: Option<TokenGaps>,
 }
 
 #[cfg(test)]
@@ -255,49 +469,111 @@ mod tests {
         }
     }
 
+    /// A chunk with choices: text on `channel`, cumulative usage `usage`.
+    fn ev(t: f64, channel: Channel, usage: Option<u64>) -> ChunkEvent {
+        ChunkEvent {
+            t,
+            in_stream: true,
+            channel,
+            completion_tokens: usage,
+            ..ChunkEvent::default()
+        }
+    }
+
+    /// The final usage-only chunk (`choices: []`).
+    fn final_usage(t: f64, usage: u64, prompt: u64) -> ChunkEvent {
+        ChunkEvent {
+            t,
+            in_stream: false,
+            completion_tokens: Some(usage),
+            prompt_tokens: Some(prompt),
+            ..ChunkEvent::default()
+        }
+    }
+
+    const C: Channel = Channel::Content;
+    const N: Channel = Channel::None;
+
     #[test]
     fn counts_only_tokens_inside_the_window() {
         let mut r = RequestTrack::new(0.0);
         let none = WindowBounds::default();
-        r.on_chunk(0.5, false, Some(0), Some(78), none); // role chunk
-        r.on_chunk(1.0, true, Some(3), None, none);
-        r.on_chunk(2.0, true, Some(6), None, win(1.5, None));
-        r.on_chunk(3.0, true, Some(9), None, win(1.5, Some(2.5)));
+        let mut role = ev(0.5, N, Some(0));
+        role.prompt_tokens = Some(78);
+        r.on_chunk(role, none);
+        r.on_chunk(ev(1.0, C, Some(3)), none);
+        r.on_chunk(ev(2.0, C, Some(6)), win(1.5, None));
+        r.on_chunk(ev(3.0, C, Some(9)), win(1.5, Some(2.5)));
         assert_eq!(r.window_tokens, 3);
         assert_eq!(r.last_window_t, Some(2.0));
         let s = r.to_sample(1.5, win(1.5, Some(2.5)));
         assert_eq!(s.output_tokens, 9);
         assert_eq!(s.ttft, 1.0);
+        assert_eq!(s.ttfo, 1.0);
         assert_eq!(s.input_tokens, 78);
         assert!((s.inter_token_latency_avg - 2.0 / 8.0).abs() < 1e-12);
         assert_eq!(s.chunk_inter_token_latency_avg, 1.0);
         assert!(s.in_window);
+        assert!(!s.first_token_in_window);
         assert!(!s.completed);
         assert_eq!(s.latency, 0.0);
         assert!(r.has_continuous_usage());
     }
 
     #[test]
-    fn pending_chunk_is_counted_when_start_precedes_it() {
+    fn tokens_on_empty_delta_chunks_are_counted_and_timed() {
+        // vLLM with continuous usage: a token that ends inside a multi-byte
+        // character arrives on a chunk whose delta is "" while usage grows.
         let mut r = RequestTrack::new(0.0);
-        r.on_chunk(1.0, true, Some(2), None, WindowBounds::default());
-        // The monitor declared the window at 0.9 just after that chunk was read.
-        r.settle(win(0.9, None));
-        assert_eq!(r.window_tokens, 2);
+        let w = win(0.0, Some(10.0));
+        r.on_chunk(ev(0.1, N, Some(0)), w); // role chunk
+        r.on_chunk(ev(1.0, N, Some(1)), w); // first half of a character
+        r.on_chunk(ev(1.1, C, Some(2)), w); // the character
+        r.on_chunk(ev(1.2, N, Some(3)), w);
+        r.on_chunk(ev(1.3, N, Some(4)), w);
+        r.on_chunk(ev(1.4, C, Some(5)), w);
+        r.on_chunk(final_usage(1.5, 5, 9), w);
+        assert_eq!(r.window_tokens, 5);
+        assert_eq!(r.output_tokens(), 5);
+        assert_eq!(r.last_window_t, Some(1.4));
+        let s = r.to_sample(0.0, w);
+        assert_eq!(s.ttft, 1.0, "the first token is the empty-delta chunk");
+        assert_eq!(s.ttfo, 1.1);
+        assert!(r.has_continuous_usage());
+    }
+
+    #[test]
+    fn first_usage_on_a_text_chunk_replaces_the_chunk_estimate() {
+        // A proxy that puts cumulative usage on the last text chunk only.
+        let mut r = RequestTrack::new(0.0);
+        let w = win(0.0, Some(10.0));
+        r.on_chunk(ev(1.0, C, None), w);
+        r.on_chunk(ev(2.0, C, None), w);
+        r.on_chunk(ev(3.0, C, Some(3)), w);
+        assert_eq!(r.window_tokens, 3, "3 real tokens, not 2 chunks + 3");
+        assert_eq!(r.output_tokens(), 3);
+        assert!(
+            !r.has_continuous_usage(),
+            "one usage value is not continuous"
+        );
+        assert!(r.has_usage());
+        // Usage starting mid-stream and then continuing.
         let mut q = RequestTrack::new(0.0);
-        q.on_chunk(1.0, true, Some(2), None, WindowBounds::default());
-        q.settle(win(1.1, None));
-        assert_eq!(q.window_tokens, 0);
+        q.on_chunk(ev(1.0, C, None), w);
+        q.on_chunk(ev(2.0, C, Some(4)), w);
+        q.on_chunk(ev(3.0, C, Some(6)), w);
+        assert_eq!(q.window_tokens, 6);
+        assert!(q.has_continuous_usage());
     }
 
     #[test]
     fn final_usage_is_not_timed_and_chunks_count_without_usage() {
         let mut r = RequestTrack::new(0.0);
         let w = win(0.0, Some(10.0));
-        r.on_chunk(1.0, true, None, None, w);
-        r.on_chunk(2.0, true, None, None, w);
+        r.on_chunk(ev(1.0, C, None), w);
+        r.on_chunk(ev(2.0, C, None), w);
         assert_eq!(r.window_tokens, 2);
-        r.on_chunk(2.1, false, Some(5), Some(10), w);
+        r.on_chunk(final_usage(2.1, 5, 10), w);
         assert_eq!(r.window_tokens, 2);
         assert_eq!(r.window_chunks, 2);
         assert_eq!(r.output_tokens(), 5);
@@ -306,5 +582,99 @@ mod tests {
         let s = r.to_sample(0.0, w);
         assert_eq!(s.latency, 2.0);
         assert_eq!(s.e2e_output_tps_per_user, 2.5);
+    }
+
+    #[test]
+    fn pending_chunks_are_counted_when_start_precedes_them() {
+        let mut r = RequestTrack::new(0.0);
+        r.on_chunk(ev(1.0, C, Some(2)), WindowBounds::default());
+        // The monitor declared the window at 0.9 just after that chunk was read.
+        r.settle(win(0.9, None));
+        assert_eq!(r.window_tokens, 2);
+        let mut q = RequestTrack::new(0.0);
+        q.on_chunk(ev(1.0, C, Some(2)), WindowBounds::default());
+        q.settle(win(1.1, None));
+        assert_eq!(q.window_tokens, 0);
+    }
+
+    #[test]
+    fn several_chunks_before_the_open_is_published_all_count() {
+        // The window start (1.0) is taken, then chunks arrive before it is
+        // published: all of them after 1.0 count, none overwrites another.
+        let mut r = RequestTrack::new(0.0);
+        let none = WindowBounds::default();
+        r.on_chunk(ev(0.9, C, Some(2)), none);
+        r.on_chunk(ev(1.01, C, Some(4)), none);
+        r.on_chunk(ev(1.02, C, Some(6)), none);
+        r.on_chunk(ev(1.03, C, Some(8)), none);
+        r.on_chunk(ev(1.04, C, Some(9)), win(1.0, None));
+        assert_eq!(r.window_tokens, 7);
+    }
+
+    #[test]
+    fn tokens_read_together_share_the_gap_before_them() {
+        let mut r = RequestTrack::new(0.0);
+        let w = win(1.0, Some(10.0));
+        let mut gaps = Vec::new();
+        let mut feed = |r: &mut RequestTrack, e: ChunkEvent| {
+            if let Some(g) = r.on_chunk(e, w).gaps {
+                gaps.push(g);
+            }
+        };
+        feed(&mut r, ev(0.5, C, Some(1))); // before the window: no gap
+        feed(&mut r, ev(1.5, C, Some(2))); // gap straddles the start: none
+        feed(&mut r, ev(1.6, C, Some(3)));
+        feed(&mut r, ev(1.9, C, Some(4))); // one read of three chunks
+        feed(&mut r, ev(1.9, C, Some(5)));
+        feed(&mut r, ev(1.9, C, Some(6)));
+        feed(&mut r, ev(2.0, C, Some(9))); // spec decoding: 3 tokens in one chunk
+        if let Some(g) = r.settle(w) {
+            gaps.push(g);
+        }
+        let want = [(0.1, 1), (0.1, 3), (0.1 / 3.0, 3)];
+        assert_eq!(gaps.len(), want.len(), "{gaps:?}");
+        for (g, (each, count)) in gaps.iter().zip(want) {
+            assert!((g.each - each).abs() < 1e-9 && g.count == count, "{gaps:?}");
+        }
+        let s = r.to_sample(1.0, w);
+        assert!((s.window_inter_token_latency_avg - 0.5 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn usage_going_backwards_falls_back_to_chunks() {
+        let mut r = RequestTrack::new(0.0);
+        let w = win(0.0, None);
+        r.on_chunk(ev(1.0, C, Some(5)), w);
+        r.on_chunk(ev(2.0, C, Some(3)), w);
+        r.on_chunk(ev(3.0, C, Some(900)), w);
+        assert_eq!(r.usage_anomaly(), Some(UsageAnomaly::WentBackwards));
+        assert_eq!(r.output_tokens(), 3);
+        assert!(!r.has_usage() && !r.has_continuous_usage());
+        let mut q = RequestTrack::new(0.0);
+        let mut bad = ev(1.0, C, None);
+        bad.usage_invalid = true;
+        q.on_chunk(bad, w);
+        q.on_chunk(ev(2.0, C, Some(50)), w);
+        assert_eq!(q.usage_anomaly(), Some(UsageAnomaly::Invalid));
+        assert_eq!(q.window_tokens, 2);
+    }
+
+    #[test]
+    fn reasoning_and_content_channels() {
+        let mut r = RequestTrack::new(0.0);
+        let w = win(0.0, None);
+        r.on_chunk(ev(1.0, Channel::Reasoning, Some(1)), w);
+        r.on_chunk(ev(1.1, N, Some(2)), w); // part of a reasoning character
+        r.on_chunk(ev(1.2, Channel::Reasoning, Some(3)), w);
+        r.on_chunk(ev(2.0, C, Some(4)), w);
+        r.on_chunk(ev(2.1, C, Some(6)), w);
+        assert_eq!(r.window_tokens, 6);
+        assert_eq!(r.window_reasoning_tokens, 3);
+        let s = r.to_sample(0.0, w);
+        assert_eq!(s.ttft, 1.0);
+        assert_eq!(s.ttfo, 2.0);
+        assert_eq!(s.reasoning_tokens, 3);
+        r.on_chunk(ev(2.2, Channel::Mixed, Some(7)), w);
+        assert_eq!(r.mixed_chunks(), 1);
     }
 }

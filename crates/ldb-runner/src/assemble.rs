@@ -2,10 +2,11 @@
 
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::StreamOutcome;
-use ldb_core::cellstats::{SchedSample, latency_stats, scheduler_fields};
+use ldb_core::cellstats::{LatencyScope, SchedSample, latency_stats, scheduler_fields};
 use ldb_core::engine::Engine;
+use ldb_core::gaps::GapStats;
 use ldb_core::hardware::HardwareSummary;
-use ldb_core::result::{CellExtras, CellResult, CellStatus, SpecFields};
+use ldb_core::result::{CellExtras, CellResult, CellStatus, ServerClientMismatch, SpecFields};
 use ldb_core::spec::{SpecWindow, normalize};
 use ldb_core::stats::median;
 use ldb_core::window::WindowBounds;
@@ -38,6 +39,12 @@ pub struct CellInputs<'a> {
     pub accept_len_ref: f64,
     /// Hardware over the window.
     pub hw: Option<&'a HardwareSummary>,
+    /// Token gaps inside the window.
+    pub gaps: GapStats,
+    /// The requests asked the server to ignore end-of-sequence.
+    pub ignore_eos: bool,
+    /// Largest share of failed requests that leaves the cell valid.
+    pub max_error_rate: f64,
 }
 
 fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -56,6 +63,8 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
     let any_usage = tracks.iter().any(|t| t.has_usage());
     let raw_tokens: u64 = tracks.iter().map(|t| t.window_tokens).sum();
     let window_chunks: u64 = tracks.iter().map(|t| t.window_chunks).sum();
+    let window_reasoning: u64 = tracks.iter().map(|t| t.window_reasoning_tokens).sum();
+    let mut chunk_ratio = 1.0;
     let (tokens, source, usage_mode) = if continuous {
         (raw_tokens, "openai_continuous_usage", "continuous")
     } else if any_usage {
@@ -67,6 +76,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                 (a + t.output_tokens(), b + t.chunks())
             });
         let ratio = if ch > 0 { tok as f64 / ch as f64 } else { 1.0 };
+        chunk_ratio = ratio;
         (
             (window_chunks as f64 * ratio).round() as u64,
             "openai_stream_chunks_calibrated",
@@ -91,22 +101,44 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         .map(|o| o.track.to_sample(i.window_start, window))
         .collect();
     let in_window: Vec<_> = samples.iter().filter(|s| s.in_window).collect();
-    let latency = latency_stats(in_window.iter().copied());
-    let all_latency = latency_stats(samples.iter());
+    let latency = latency_stats(in_window.iter().copied(), LatencyScope::Window);
+    let all_latency = latency_stats(samples.iter(), LatencyScope::All);
+    let reasoning_tokens = if continuous {
+        window_reasoning
+    } else {
+        ((window_reasoning as f64 * chunk_ratio).round() as u64).min(tokens)
+    };
+    let mixed = tracks.iter().any(|t| t.mixed_chunks() > 0);
+    let split_source = match (continuous, mixed) {
+        (true, false) => "usage_deltas",
+        (true, true) => "usage_deltas_mixed",
+        (false, false) => "chunk_share",
+        (false, true) => "chunk_share_mixed",
+    };
 
     // Server side: counter deltas between the scrapes bracketing the window.
     let mut server_tokens = 0.0;
     let mut server_rate = 0.0;
     let mut scrape_secs = 0.0;
+    let mut server_counter_rate = None;
     if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
         scrape_secs = b.t - a.t;
         if let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens) {
             server_tokens = dg.max(0.0);
             if scrape_secs > 0.0 {
                 server_rate = server_tokens / scrape_secs;
+                server_counter_rate = Some(server_rate);
             }
         }
     }
+    let server_tokens_source = if server_counter_rate.is_some() {
+        i.end_scrape
+            .and_then(|s| s.snap.gen_tokens_source)
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        String::new()
+    };
     if server_rate == 0.0 {
         server_rate = median(i.sched.iter().filter_map(|s| s.snap.gen_throughput_gauge));
     }
@@ -186,6 +218,20 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         .filter(|o| o.track.error().is_some())
         .count() as u64;
     let capacity_reason = capacity_reason(&i, &sched);
+    let errors = error_summary(i.outcomes, i.max_error_rate);
+    let early_stops = if i.ignore_eos {
+        samples.iter().filter(|s| s.finish_reason == "stop").count() as u64
+    } else {
+        0
+    };
+    let status = if errors.over_limit {
+        CellStatus::Error
+    } else {
+        status
+    };
+    let mismatch = agg
+        .zip(server_counter_rate)
+        .and_then(|(client, server)| mismatch(client, server));
     CellResult {
         concurrency: i.concurrency,
         context_tokens: i.context,
@@ -199,8 +245,8 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         } else {
             source.into()
         },
-        aggregate_tps: agg,
-        per_request_avg_tps: per_req,
+        aggregate_tps: if errors.over_limit { None } else { agg },
+        per_request_avg_tps: if errors.over_limit { None } else { per_req },
         latency,
         request_samples: samples.clone(),
         total_tokens: tokens,
@@ -217,6 +263,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                     "no output token arrived inside the measurement window".into()
                 }
                 CellStatus::CapacityLimited => capacity_reason,
+                CellStatus::Error => errors.reason.clone(),
                 _ => String::new(),
             },
             active_decode_tps: if active_secs > 0.0 {
@@ -233,9 +280,87 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             server_prefix_cache_hit_rate: prefix_hit_rate,
             tokens_per_joule: tpj,
             all_samples_latency: all_latency,
+            token_gap_p50: i.gaps.p50,
+            token_gap_p90: i.gaps.p90,
+            token_gap_p99: i.gaps.p99,
+            token_gap_max: i.gaps.max,
+            reasoning_tokens,
+            content_tokens: tokens - reasoning_tokens,
+            channel_split_source: split_source.into(),
+            error_rate: errors.rate,
+            error_reasons: errors.reasons,
+            early_stop_requests: early_stops,
+            usage_anomalies: tracks
+                .iter()
+                .filter(|t| t.usage_anomaly().is_some())
+                .count() as u64,
+            server_client_mismatch: mismatch,
+            server_tokens_source,
             ..CellExtras::default()
         },
         ..CellResult::default()
+    }
+}
+
+/// Client and server rates that differ by more than this share are flagged.
+const MISMATCH_LIMIT: f64 = 0.05;
+
+/// The mismatch record when the client's and the server's rates disagree.
+pub(crate) fn mismatch(client: f64, server: f64) -> Option<ServerClientMismatch> {
+    if server <= 0.0 || ((client - server) / server).abs() <= MISMATCH_LIMIT {
+        return None;
+    }
+    Some(ServerClientMismatch {
+        client_tps: client,
+        server_tps: server,
+        difference_pct: (client - server) / server * 100.0,
+    })
+}
+
+/// Failed requests of a cell, against the share that leaves it valid.
+pub(crate) struct ErrorSummary {
+    /// Failed / started.
+    pub rate: f64,
+    /// First distinct reasons (at most 3).
+    pub reasons: Vec<String>,
+    /// Above the limit: the cell is an error.
+    pub over_limit: bool,
+    /// The status reason for an error cell.
+    pub reason: String,
+}
+
+/// Count failures over the requests started in the cell.
+pub(crate) fn error_summary(outcomes: &[StreamOutcome], max_rate: f64) -> ErrorSummary {
+    let failed: Vec<&str> = outcomes.iter().filter_map(|o| o.track.error()).collect();
+    let rate = if outcomes.is_empty() {
+        0.0
+    } else {
+        failed.len() as f64 / outcomes.len() as f64
+    };
+    let mut reasons: Vec<String> = Vec::new();
+    for f in &failed {
+        if reasons.len() < 3 && !reasons.iter().any(|r| r == f) {
+            reasons.push((*f).to_string());
+        }
+    }
+    let over_limit = !failed.is_empty() && rate > max_rate;
+    let reason = if over_limit {
+        format!(
+            "{} of {} requests failed ({:.1}% > {:.1}%): {}",
+            failed.len(),
+            outcomes.len(),
+            rate * 100.0,
+            max_rate * 100.0,
+            reasons.join("; ")
+        )
+    } else {
+        String::new()
+    };
+    ErrorSummary {
+        rate,
+        reasons,
+        over_limit,
+        reason,
     }
 }
 

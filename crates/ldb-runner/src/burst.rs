@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
-use ldb_core::cellstats::{SchedSample, latency_stats, scheduler_fields};
+use ldb_core::cellstats::{LatencyScope, SchedSample, latency_stats, scheduler_fields};
 use ldb_core::live::{CellStage, CurrentCell, StreamText};
 use ldb_core::prompt::Message;
 use ldb_core::result::{CellExtras, CellResult, CellStatus};
@@ -398,7 +398,7 @@ fn assemble(
         .iter()
         .map(|d| d.outcome.track.to_sample(first_send, window))
         .collect();
-    let latency = latency_stats(samples.iter());
+    let latency = latency_stats(samples.iter(), LatencyScope::All);
     let errors: Vec<&str> = m
         .done
         .iter()

@@ -21,6 +21,7 @@ use crate::assemble::{CellInputs, assemble};
 use crate::ctx::RunCtx;
 use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{BodyOptions, chat_body};
+use crate::run::is_fatal;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -98,7 +99,7 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     drop(tx);
     let launch = rc.clock.now();
     let mut outcomes: Vec<StreamOutcome> = Vec::new();
-    let mut first_error: Option<String> = None;
+    let mut fatal_error: Option<String> = None;
 
     // Ramp-up until readiness, plateau or timeout.
     set_stage(rc, &spec, CellStage::RampUp, 0.0);
@@ -114,8 +115,8 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         if tick(&skip).await {
             break;
         }
-        collect(&mut rx, &mut outcomes, &mut first_error);
-        if first_error.is_some() {
+        collect(&mut rx, &mut outcomes, &mut fatal_error);
+        if fatal_error.is_some() || failing(&counters, c, rc.cfg.max_error_rate) {
             break;
         }
         let now = rc.clock.now();
@@ -140,7 +141,9 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         );
         decision = readiness.observe(obs);
     }
-    let aborted = skip.is_cancelled() || first_error.is_some();
+    let aborted = skip.is_cancelled()
+        || fatal_error.is_some()
+        || failing(&counters, c, rc.cfg.max_error_rate);
 
     // The window.
     let ws = rc.clock.now();
@@ -186,8 +189,8 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         if aborted || tick(&skip).await {
             break;
         }
-        collect(&mut rx, &mut outcomes, &mut first_error);
-        if first_error.is_some() {
+        collect(&mut rx, &mut outcomes, &mut fatal_error);
+        if fatal_error.is_some() || failing(&counters, c, rc.cfg.max_error_rate) {
             break;
         }
         let now = rc.clock.now();
@@ -252,7 +255,7 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
             ));
         }
     }
-    collect(&mut rx, &mut outcomes, &mut first_error);
+    collect(&mut rx, &mut outcomes, &mut fatal_error);
     // Hardware covers the window only, like the tokens it is divided into.
     let (hw, hw_summary) = rc.hw_since(hw_mark);
     abort_sglang(rc, &outcomes).await;
@@ -271,7 +274,12 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         readiness_failed: timed_out || plateau,
         accept_len_ref: rc.cfg.accept_len_ref,
         hw: hw_summary.as_ref(),
+        gaps: counters.gaps.stats(),
+        ignore_eos: !rc.cfg.respect_eos,
+        max_error_rate: rc.cfg.max_error_rate,
     });
+    cell.ext.window_start_unix = Some(rc.clock.unix(ws));
+    cell.ext.window_end_unix = Some(rc.clock.unix(we));
     cell.wall_time = rc.clock.now() - cell_start;
     cell.warmup_duration = ws - cell_start;
     cell.ext.ramp_seconds = ws - launch;
@@ -280,7 +288,7 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     cell.timeout_reason = timeout_reason;
     cell.hardware_summary = hw;
     cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
-    if let Some(err) = first_error {
+    if let Some(err) = fatal_error {
         cell.ext.status = CellStatus::Error;
         cell.ext.status_reason = err;
         cell.aggregate_tps = None;
@@ -345,14 +353,37 @@ pub(crate) fn user_skip(rc: &RunCtx, concurrency: u32, context: u64, mode: &str)
     )
 }
 
+/// Pause after a failed request before the stream sends the next one, so a
+/// failing server is not hammered in a tight loop.
+const RETRY_PAUSE: Duration = Duration::from_millis(250);
+
 async fn worker(env: StreamEnv, body: Bytes, tx: mpsc::UnboundedSender<StreamOutcome>) {
     while !env.cancel.is_cancelled() {
         let out = run_stream(&env, body.clone()).await;
+        let fatal = out.track.error().is_some_and(is_fatal);
         let failed = out.track.error().is_some();
-        if tx.send(out).is_err() || failed {
+        if tx.send(out).is_err() || fatal {
             break;
         }
+        if failed {
+            tokio::select! {
+                _ = env.cancel.cancelled() => break,
+                _ = tokio::time::sleep(RETRY_PAUSE) => {}
+            }
+        }
     }
+}
+
+/// Failures are beyond saving the cell: at least 3, and either nothing has
+/// produced a token yet or every stream failed once on average while the
+/// failed share is above the limit. The cell then ends early instead of
+/// waiting out its readiness limit or window.
+fn failing(counters: &CellCounters, concurrency: u32, max_rate: f64) -> bool {
+    let failed = counters.failed.load(Ordering::Relaxed);
+    let started = counters.started.load(Ordering::Relaxed).max(1);
+    failed >= 3
+        && (counters.tokens.load(Ordering::Relaxed) == 0
+            || (failed >= u64::from(concurrency) && failed as f64 / started as f64 > max_rate))
 }
 
 async fn tick(skip: &CancellationToken) -> bool {
@@ -362,16 +393,18 @@ async fn tick(skip: &CancellationToken) -> bool {
     }
 }
 
+/// Gather finished requests; `fatal` keeps the first failure that no later
+/// request can escape (authentication, missing model, unreachable server).
 fn collect(
     rx: &mut mpsc::UnboundedReceiver<StreamOutcome>,
     out: &mut Vec<StreamOutcome>,
-    err: &mut Option<String>,
+    fatal: &mut Option<String>,
 ) {
     while let Ok(o) = rx.try_recv() {
-        if err.is_none()
-            && let Some(e) = o.track.error()
+        if fatal.is_none()
+            && let Some(e) = o.track.error().filter(|e| is_fatal(e))
         {
-            *err = Some(e.to_string());
+            *fatal = Some(e.to_string());
         }
         out.push(o);
     }

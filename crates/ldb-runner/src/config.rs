@@ -53,6 +53,8 @@ pub struct RunConfig {
     pub temperature: Option<f64>,
     /// Do not send `ignore_eos`.
     pub respect_eos: bool,
+    /// Largest share of failed requests that leaves a cell valid (`--max-error-rate`).
+    pub max_error_rate: f64,
     /// Result file.
     pub output: PathBuf,
     /// Render capacity-limited values in the report.
@@ -117,6 +119,7 @@ impl Default for RunConfig {
             dcp_size: 0,
             temperature: None,
             respect_eos: false,
+            max_error_rate: 0.02,
             output: PathBuf::from("benchmark_results.json"),
             show_capacity_limited_values: false,
             accept_len_ref: 0.0,

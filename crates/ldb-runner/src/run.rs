@@ -513,7 +513,7 @@ async fn burst_matrix(
 
 /// Failures that no later request can escape: authentication, a missing
 /// route or model, an unreachable server.
-fn is_fatal(e: &str) -> bool {
+pub(crate) fn is_fatal(e: &str) -> bool {
     ["HTTP 401", "HTTP 403", "HTTP 404", "cannot connect"]
         .iter()
         .any(|p| e.starts_with(p))
@@ -532,7 +532,7 @@ fn set_cell(s: &mut ldb_core::live::LiveSnapshot, c: u32, x: u64, state: MatrixC
 fn done_state(cell: &CellResult) -> MatrixCellState {
     MatrixCellState::Done {
         tps: cell.aggregate_tps,
-        ttft_p50: cell.latency.ttft.p50,
+        ttft_p50: cell.latency.ttft.map_or(f64::NAN, |d| d.p50),
         itl_p50: cell.latency.inter_token_latency.p50,
         status: cell.ext.status,
         effective: cell.sched.effective_concurrency,

@@ -4,90 +4,13 @@
 //! scenario whose rates follow from its formula, runs the benchmark against it,
 //! and compares the measured values with the truth.
 
+mod common;
+
 use std::sync::Arc;
 
-use ldb_core::document::ResultDocument;
-use ldb_core::result::{CellResult, CellStatus};
-use ldb_runner::{Controls, Live, RunConfig, RunHooks, run};
-use ldb_sim::{Scenario, SimHandle, SimServer};
-
-/// Timing tests share two cores: run them one at a time so one test's
-/// streams do not steal the CPU another test's clock depends on.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A vLLM-like server: `max_running` 32, 100 steps/s at batch 1 with a small
-/// per-sequence cost, no context cost, no speculative decoding.
-const FLAT: &str = r#"
-name = "flat"
-personality = "vllm"
-model = "sim-flat"
-max_model_len = 65536
-seed = 7
-[scheduler]
-max_running = 32
-prefill_tok_s = 10000.0
-prefill_chunk_tokens = 16384
-[step_time]
-base_s = 0.010
-per_seq_s = 0.0002
-[kv]
-block_size = 16
-num_blocks = 100000
-[tokenizer]
-chars_per_token = 4.0
-tokens_per_request = 8
-tokens_per_message = 4
-"#;
-
-async fn start(toml: &str, patch: impl FnOnce(&mut Scenario)) -> SimHandle {
-    let mut s = Scenario::from_toml_str(toml, "test scenario").expect("scenario");
-    patch(&mut s);
-    SimServer::start(s, None, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("sim start")
-}
-
-fn config(sim: &SimHandle, conc: &[u32], ctxs: &[u64], duration: f64) -> RunConfig {
-    RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: conc.to_vec(),
-        contexts: ctxs.to_vec(),
-        max_tokens: 4096,
-        duration,
-        decode_warmup_seconds: 0.0,
-        prefill_contexts: vec![],
-        output: std::env::temp_dir().join("ldb-runner-test.json"),
-        calibration_cache: None,
-        cell_pause_seconds: 0.0,
-        ..RunConfig::default()
-    }
-}
-
-async fn bench(cfg: RunConfig, controls: Arc<Controls>) -> (ResultDocument, bool) {
-    let (live, _rx) = Live::new();
-    let hooks = RunHooks {
-        live,
-        controls,
-        hardware: None,
-        diagnostics: serde_json::json!({}),
-        p2p: serde_json::json!({}),
-        save: Box::new(|_| {}),
-    };
-    let out = run(cfg, hooks).await.expect("run");
-    (out.doc, out.interrupted)
-}
-
-fn cell(doc: &ResultDocument, c: u32, ctx: u64) -> &CellResult {
-    doc.results
-        .iter()
-        .find(|r| r.concurrency == c && r.context_tokens == ctx)
-        .unwrap_or_else(|| panic!("no cell C={c} ctx={ctx}"))
-}
-
-fn within(measured: f64, truth: f64, tol: f64) -> bool {
-    (measured / truth - 1.0).abs() <= tol
-}
+use common::{FLAT, SERIAL, bench, cell, config, start, within};
+use ldb_core::result::CellStatus;
+use ldb_runner::{Controls, Live, RunHooks, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_rate_matches_truth_at_c1_c4_c16_ctx0_and_8k() {

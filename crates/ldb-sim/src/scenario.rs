@@ -219,6 +219,11 @@ pub struct OutputConfig {
     /// Leading generated tokens streamed as reasoning (0 = none).
     #[serde(default)]
     pub reasoning_tokens: u32,
+    /// Every n-th generated token writes no text (0 = never): a token that
+    /// ends inside a multi-byte character (CJK, emoji). With one token per
+    /// chunk its chunk has an empty delta while usage still grows, as on vLLM.
+    #[serde(default)]
+    pub textless_token_every: u32,
 }
 
 /// Which delta field carries reasoning text in the vLLM personality.

@@ -93,6 +93,9 @@ pub struct BenchArgs {
     /// Let requests stop at end-of-sequence (by default `ignore_eos: true` is sent).
     #[arg(long)]
     pub respect_eos: bool,
+    /// Largest share of failed requests (0–1) that leaves a cell valid; above it the cell is ERROR.
+    #[arg(long, default_value_t = 0.02)]
+    pub max_error_rate: f64,
     /// KV budget in tokens (legacy name of --kv-budget).
     #[arg(long, default_value_t = 0)]
     pub max_total_tokens: u64,

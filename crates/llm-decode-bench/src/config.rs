@@ -162,6 +162,9 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     {
         return Err(bad("--temperature", "must be ≥ 0"));
     }
+    if !(a.max_error_rate.is_finite() && (0.0..=1.0).contains(&a.max_error_rate)) {
+        return Err(bad("--max-error-rate", "must be between 0 and 1"));
+    }
     if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
         return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
     }
@@ -204,6 +207,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         dcp_size: a.dcp_size,
         temperature: a.temperature,
         respect_eos: a.respect_eos,
+        max_error_rate: a.max_error_rate,
         output: a.output.clone(),
         show_capacity_limited_values: a.show_capacity_limited_values,
         accept_len_ref: a.accept_len_ref,

@@ -99,7 +99,7 @@ fn p50_table(cells: &[CellResult]) -> Table {
             context(c.context_tokens).into(),
             c.concurrency.to_string().into(),
             format!("{}/{}", c.num_completed, c.request_count_target).into(),
-            v(ms_plain(l.ttft.p50)).into(),
+            v(ms_plain(l.ttft.map_or(f64::NAN, |d| d.p50))).into(),
             v(ms_plain(l.inter_token_latency.p50)).into(),
             v(ms_plain(l.request_latency.p50)).into(),
             v(rate(l.e2e_output_tps_per_user.p50)).into(),

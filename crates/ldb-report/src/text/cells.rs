@@ -170,7 +170,7 @@ pub(crate) fn ttft_itl(cell: &CellResult) -> Option<String> {
     (measured(cell) && has_samples(cell)).then(|| {
         format!(
             "{}/{}",
-            format::ms_detail(cell.latency.ttft.p50),
+            format::ms_detail(cell.latency.ttft.map_or(f64::NAN, |d| d.p50)),
             format::ms_detail(cell.latency.inter_token_latency.p50)
         )
     })

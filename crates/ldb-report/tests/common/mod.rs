@@ -48,7 +48,7 @@ pub fn cell(
         aggregate_tps: Some(m.tps),
         per_request_avg_tps: Some(m.per_req),
         latency: LatencyStats {
-            ttft: dist(m.ttft_p50, m.ttft_p50),
+            ttft: Some(dist(m.ttft_p50, m.ttft_p50)),
             inter_token_latency: dist(m.itl_p50, m.itl_p50),
             request_latency: dist(m.lat.0, m.lat.1),
             e2e_output_tps_per_user: dist(1.0 / m.itl_p50.max(1e-9), 1.0 / m.itl_p50.max(1e-9)),

@@ -170,6 +170,7 @@ impl Scheduler {
             FinishReason::Abort => self.stats.aborted += 1,
             _ => self.stats.completed += 1,
         }
+        self.stats.finished_generated_tokens += u64::from(seq.generated);
         *self
             .stats
             .finished_by_reason

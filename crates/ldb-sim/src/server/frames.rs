@@ -35,6 +35,8 @@ pub(crate) struct Frames {
     reasoning_field: ReasoningField,
     pub include_usage: bool,
     pub continuous: bool,
+    /// Every n-th token writes no text (0 = off); see `OutputConfig::textless_token_every`.
+    pub textless_every: u32,
 }
 
 fn q(s: &str) -> String {
@@ -94,6 +96,7 @@ impl Frames {
             reasoning_field,
             include_usage: false,
             continuous: false,
+            textless_every: 0,
         }
     }
 
@@ -187,7 +190,7 @@ impl Frames {
             (_, false, _) => (b"{\"index\":0,\"text\":\"", b"\",\"logprobs\":null"),
         };
         buf.extend_from_slice(open);
-        write_pieces(buf, from, n);
+        self.write_text(buf, from, n);
         if reasoning
             && self.reasoning_field == ReasoningField::Both
             && self.p == Personality::Vllm
@@ -195,7 +198,7 @@ impl Frames {
         {
             // Mirror the text into the deprecated field.
             buf.extend_from_slice(b"\",\"reasoning_content\":\"");
-            write_pieces(buf, from, n);
+            self.write_text(buf, from, n);
         }
         buf.extend_from_slice(close);
         if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
@@ -213,6 +216,18 @@ impl Frames {
         }
         buf.extend_from_slice(b"}");
         self.close(buf, self.cont(from + n), None);
+    }
+
+    /// The text of tokens `from .. from + n`, leaving out the textless ones.
+    fn write_text(&self, buf: &mut Vec<u8>, from: u32, n: u32) {
+        if self.textless_every == 0 {
+            return write_pieces(buf, from, n);
+        }
+        for i in from..from + n {
+            if (i + 1) % self.textless_every != 0 {
+                buf.extend_from_slice(output_piece(i).as_bytes());
+            }
+        }
     }
 
     /// Frames for the tokens of one engine chunk (reasoning first, then content).

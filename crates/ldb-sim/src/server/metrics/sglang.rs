@@ -114,11 +114,28 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         &tl,
         s.prompt_tokens as f64,
     );
+    // Like SGLang 0.5: this counter moves when a request finishes, while the
+    // per-step counter below moves with every decode step.
     o.metric(
         "sglang:generation_tokens_total",
         "counter",
         "Number of generation tokens processed.",
         &tl,
+        s.finished_generated_tokens as f64,
+    );
+    o.family(
+        "sglang:realtime_tokens",
+        "counter",
+        "Tokens processed, updated every step.",
+    );
+    o.sample(
+        "sglang:realtime_tokens_total",
+        &format!("{tl},mode=\"prefill_compute\""),
+        s.prompt_tokens_computed as f64,
+    );
+    o.sample(
+        "sglang:realtime_tokens_total",
+        &format!("{tl},mode=\"decode\""),
         s.generated_tokens as f64,
     );
     o.metric(
