@@ -100,6 +100,11 @@ pub struct Metadata {
     pub model_context_length: u64,
     /// Where `max_total_tokens` came from.
     pub kv_budget_source: String,
+    /// The KV budget in tokens the matrix was checked against (`max_total_tokens`,
+    /// null when unknown).
+    pub kv_budget_tokens: Option<u64>,
+    /// `--max-error-rate`: the failed share of a cell's requests that leaves it valid.
+    pub max_error_rate: f64,
     /// Context-parallel multiplier applied to the local KV size.
     pub cp_size: u64,
     /// Where `cp_size` came from.

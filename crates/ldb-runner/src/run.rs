@@ -708,6 +708,8 @@ fn metadata(
         engine_version: d.engine_version.clone(),
         model_context_length: d.model_context,
         kv_budget_source: kv.source.clone(),
+        kv_budget_tokens: (kv.budget > 0).then_some(kv.budget),
+        max_error_rate: cfg.max_error_rate,
         cp_size: kv.cp_size,
         cp_source: kv.cp_source.clone(),
         concurrency_levels_run: cfg.concurrency.clone(),

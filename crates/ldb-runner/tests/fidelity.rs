@@ -188,3 +188,59 @@ async fn reasoning_tokens_are_split_from_the_answer_and_ttfo_follows_them() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_front_end_slower_than_its_engine_is_flagged() {
+    // The engine generates ~98 tok/s for one stream, but its HTTP front end
+    // writes at most one chunk per 12.5 ms (80 chunks/s): the client receives
+    // 20 % or more less than the generation counter says.
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| s.faults.frontend_chunk_delay_s = 0.0125).await;
+    let (doc, _) = bench(config(&sim, &[1], &[0], 3.0), Arc::default()).await;
+    let r = cell(&doc, 1, 0);
+    let m = r
+        .ext
+        .server_client_mismatch
+        .expect("client and server rates differ");
+    assert!(m.difference_pct < -10.0, "{m:?}");
+    assert!(within(m.server_tps, 1.0 / step(1), 0.05), "{m:?}");
+    // At most 80 chunks/s get out (timer granularity makes it a little less).
+    assert!(m.client_tps <= 80.0 * 1.01, "{m:?}");
+    let opts = ldb_report::text::TextOptions {
+        width: 100,
+        show_capacity_limited_values: false,
+        color: false,
+    };
+    let mut out = Vec::new();
+    ldb_report::text::render(&doc, &opts, &mut out).expect("report");
+    let report = String::from_utf8_lossy(&out);
+    assert!(report.contains("front end"), "{report}");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ignores_ignore_eos_is_reported() {
+    // Requests ask for 200 tokens with ignore_eos; the server stops them at 50.
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| {
+        s.output.natural_length = 50;
+        s.server.honor_ignore_eos = false;
+    })
+    .await;
+    let mut cfg = config(&sim, &[2], &[0], 2.0);
+    cfg.max_tokens = 200;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = cell(&doc, 2, 0);
+    assert!(
+        r.ext.early_stop_requests >= 2,
+        "{}",
+        r.ext.early_stop_requests
+    );
+    assert!(
+        r.request_samples
+            .iter()
+            .filter(|s| s.completed)
+            .all(|s| s.output_tokens == 50 && s.finish_reason == "stop")
+    );
+    sim.shutdown().await;
+}

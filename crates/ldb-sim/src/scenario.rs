@@ -267,6 +267,10 @@ pub struct ServerConfig {
     /// `--api-key`); a missing or wrong key gets HTTP 401.
     #[serde(default)]
     pub api_key: Option<String>,
+    /// Honour the request's `ignore_eos` (default). `false` models a server
+    /// that does not support it: requests stop at `output.natural_length`.
+    #[serde(default = "yes")]
+    pub honor_ignore_eos: bool,
 }
 
 fn default_version() -> String {
@@ -291,6 +295,7 @@ impl Default for ServerConfig {
             cp_labels: true,
             decode_log_interval: default_log_interval(),
             api_key: None,
+            honor_ignore_eos: true,
         }
     }
 }

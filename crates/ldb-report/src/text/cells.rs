@@ -20,6 +20,7 @@ pub(crate) struct Seen {
     pub skip_user: bool,
     pub no_tokens: bool,
     pub failed_requests: bool,
+    pub mismatch: bool,
 }
 
 impl Seen {
@@ -149,6 +150,10 @@ pub(crate) fn value_text(
             _ => "-".to_string(),
         }
     };
+    if cell.ext.server_client_mismatch.is_some() {
+        seen.mismatch = true;
+        out.push('!');
+    }
     if cell.num_errors > 0 {
         seen.failed_requests = true;
         out.push_str(&format!(" ({}e)", cell.num_errors));
@@ -174,6 +179,41 @@ pub(crate) fn ttft_itl(cell: &CellResult) -> Option<String> {
             format::ms_detail(cell.latency.inter_token_latency.p50)
         )
     })
+}
+
+/// Warnings about a measured cell's numbers: client and server disagree, the
+/// server ignored `ignore_eos`, usage that could not be trusted.
+pub(crate) fn warnings(cell: &CellResult) -> Vec<String> {
+    let at = format!(
+        "C={} ctx={}",
+        cell.concurrency,
+        format::context(cell.context_tokens)
+    );
+    let mut out = Vec::new();
+    if let Some(m) = &cell.ext.server_client_mismatch {
+        out.push(format!(
+            "{at}: the client received {:.1} tok/s while the server's counter says it generated \
+             {:.1} tok/s over the same window ({:+.1}%). Likely causes: the server's front end \
+             delivers slower than its engine generates, this client is short of CPU, or another \
+             workload used the server.",
+            m.client_tps, m.server_tps, m.difference_pct
+        ));
+    }
+    if cell.ext.early_stop_requests > 0 {
+        out.push(format!(
+            "{at}: {} requests stopped at end-of-sequence although ignore_eos was sent: the \
+             server ignores ignore_eos, so outputs are shorter than --max-tokens.",
+            cell.ext.early_stop_requests
+        ));
+    }
+    if cell.ext.usage_anomalies > 0 {
+        out.push(format!(
+            "{at}: {} requests reported usage that went backwards or was not a valid count; \
+             their tokens were counted by chunks.",
+            cell.ext.usage_anomalies
+        ));
+    }
+    out
 }
 
 /// The footnote for a cell that failed or was not measured, if there is something to say.

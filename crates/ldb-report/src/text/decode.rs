@@ -99,8 +99,18 @@ pub(crate) fn legend(seen: &Seen) -> Vec<String> {
                 .to_string(),
         );
     }
+    if seen.mismatch {
+        out.push(
+            "! = the client's and the server's token rates over the window differ by more than \
+             5 %; see the note on the cell."
+                .to_string(),
+        );
+    }
     if seen.failed_requests {
-        out.push("(Ne) = N requests of the cell failed.".to_string());
+        out.push(
+            "(Ne) = N requests of the cell failed (within --max-error-rate, so the value stands)."
+                .to_string(),
+        );
     }
     if seen.error {
         out.push("ERROR = the cell failed; its reason is listed under the table.".to_string());
@@ -143,6 +153,9 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
             };
             out.extend(cx.para(&f, tone));
         }
+        for w in cells::warnings(c) {
+            out.extend(cx.para(&w, Tone::Warn));
+        }
     }
     let lead = if cx.request_mode() {
         "Burst / E2E-only mode: every cell sends a fixed batch of requests; tok/s is the sum of \
@@ -178,6 +191,54 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
 
     if any_samples {
         out.extend(latency_table(cx, &g, cells));
+    }
+    out.extend(gap_tables(cx, &g, cells));
+    out
+}
+
+/// Token-gap and (for reasoning output) time-to-first-output matrices, when
+/// any cell has them.
+fn gap_tables(cx: &Ctx<'_>, g: &Grid, cells: &[CellResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    let pair = |a: Option<f64>, b: Option<f64>| {
+        format!(
+            "{}/{}",
+            ms_latency(a.unwrap_or(f64::NAN)),
+            ms_latency(b.unwrap_or(f64::NAN))
+        )
+    };
+    let cell_or_word = |c: &CellResult, f: &dyn Fn(&CellResult) -> String| {
+        cells::status_word(c.ext.status).map_or_else(|| Cell::plain(f(c)), Cell::plain)
+    };
+    if cells.iter().any(|c| c.ext.token_gap_p50.is_some()) {
+        let t = matrix("Token gap: p50 / p99 ms", g, cells, |c| {
+            cell_or_word(c, &|c| pair(c.ext.token_gap_p50, c.ext.token_gap_p99))
+        });
+        out.extend(t.render(cx.color));
+        out.extend(cx.note(
+            "Token gap = time between consecutive output tokens of a request inside the window; \
+             tokens that arrive together (speculative decoding, batched delivery) share the gap \
+             before them. This is the stutter a reader sees; ITL is its mean.",
+        ));
+        out.push(String::new());
+    }
+    let reasoning = cells.iter().any(|c| {
+        c.ext.reasoning_tokens > 0
+            || matches!((c.latency.ttft, c.latency.ttfo), (Some(a), Some(b)) if b.p50 > a.p50 * 1.01)
+    });
+    if reasoning {
+        let t = matrix("Time to first output (TTFO): p50 / p99 ms", g, cells, |c| {
+            cell_or_word(c, &|c| {
+                pair(c.latency.ttfo.map(|d| d.p50), c.latency.ttfo.map(|d| d.p99))
+            })
+        });
+        out.extend(t.render(cx.color));
+        out.extend(cx.note(
+            "TTFO = time from sending a request to its first answer token, after any reasoning \
+             tokens; TTFT counts the first token of either kind. — = no request started inside \
+             the window.",
+        ));
+        out.push(String::new());
     }
     out
 }

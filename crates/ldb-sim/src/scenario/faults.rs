@@ -34,6 +34,12 @@ pub struct FaultConfig {
     /// Share of `/metrics` requests answered with HTTP 500.
     #[serde(default)]
     pub metrics_fail_share: f64,
+    /// A slow HTTP front end: each streamed chunk waits this long before it
+    /// is written, one chunk per write (0 = off). When the engine generates
+    /// faster, a backlog grows and the client receives fewer tokens per second
+    /// than the generation counter says.
+    #[serde(default)]
+    pub frontend_chunk_delay_s: f64,
 }
 
 fn default_error_status() -> u16 {
@@ -52,6 +58,7 @@ impl Default for FaultConfig {
             malformed_after_tokens: 0,
             metrics_delay_s: 0.0,
             metrics_fail_share: 0.0,
+            frontend_chunk_delay_s: 0.0,
         }
     }
 }

@@ -122,6 +122,7 @@ fn stream_response(
         stall_at: nz(f.stall_after_tokens),
         stall: Duration::from_secs_f64(f.stall_seconds),
         malformed_at: nz(f.malformed_after_tokens),
+        frontend_delay: Duration::from_secs_f64(f.frontend_chunk_delay_s),
     };
     if faults.drop_at.is_some() && f.drop_share < 1.0 && st.draw() >= f.drop_share {
         faults.drop_at = None;

@@ -237,7 +237,8 @@ pub(crate) fn prepare(
         });
     }
     let natural = state.cfg.output.natural_length;
-    let stop_at = (!b.ignore_eos.unwrap_or(false) && natural > 0).then_some(natural);
+    let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
+    let stop_at = (!ignore_eos && natural > 0).then_some(natural);
     let (_, fresh) = state.new_id();
     let prefix = if kind == Kind::Chat {
         "chatcmpl-"

@@ -32,6 +32,9 @@ pub(crate) struct StreamFaults {
     pub stall_at: Option<u32>,
     pub stall: Duration,
     pub malformed_at: Option<u32>,
+    /// Front-end time per chunk (zero = off): chunks go out one at a time
+    /// at most this often, however fast the engine generates.
+    pub frontend_delay: Duration,
 }
 
 /// State of one streamed response.
@@ -116,10 +119,14 @@ pub(crate) async fn next_piece(mut st: StreamState) -> Option<(Item, StreamState
         return None;
     }
     let chunk = st.rx.recv().await?;
+    let slow_frontend = !st.faults.frontend_delay.is_zero();
+    if slow_frontend {
+        tokio::time::sleep(st.faults.frontend_delay).await;
+    }
     let mut buf = Vec::with_capacity(512);
     let mut finished = st.write_chunk(&mut buf, &chunk);
     let mut cut = check_faults(&mut st, &mut buf, chunk.total, finished);
-    while !finished && !cut && buf.len() < MAX_PIECE {
+    while !finished && !cut && !slow_frontend && buf.len() < MAX_PIECE {
         match st.rx.try_recv() {
             Ok(c) => {
                 finished = st.write_chunk(&mut buf, &c);
