@@ -2,10 +2,6 @@
 //! recorded from a real SGLang 0.5.23 (tests/fixtures/sglang-0.5.23, see its
 //! README), and on the source-derived expositions of what a CPU run cannot
 //! show (data-parallel ranks, speculative decoding).
-//!
-//! One test is `#[ignore]`d because it states the right behaviour for a
-//! defect being fixed (issue 16, item 4); run it with
-//! `cargo test -p ldb-client --test sglang_fixtures -- --ignored`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -238,7 +234,6 @@ fn dp_replicas_and_tp_sum_as_expected() {
 /// With --enable-metrics-for-all-schedulers the series of one DP group repeat
 /// each other and count once.
 #[test]
-#[ignore = "issue 16 item 4: MetricSet::parse keeps only tp_rank=\"0\""]
 fn dp_attention_groups_are_all_counted_once() {
     assert_eq!(running("metrics-dp-attention-tp4-dp2.txt"), Some(8.0));
     assert_eq!(

@@ -2,9 +2,16 @@
 //!
 //! Only samples are kept (`# HELP`/`# TYPE` lines are skipped). Labels are
 //! parsed by name with escapes (`\\`, `\"`, `\n`), so label order does not
-//! matter. NaN and ±Inf samples are dropped. Series from SGLang tensor-parallel
-//! ranks other than 0 are dropped, because only rank 0 reports scheduler state
-//! and summing ranks would multiply it.
+//! matter. NaN and ±Inf samples are dropped.
+//!
+//! SGLang rank series: each attention-TP rank 0 reports scheduler state,
+//! labelled with its *global* `tp_rank` (under DP attention with `--tp 4
+//! --dp 2` that is `tp_rank` 0 and 2, with `dp_rank` 0 and 1), and with
+//! `--enable-metrics-for-all-schedulers` the other ranks repeat their group's
+//! values. So of the series that differ only in `tp_rank` the one with the
+//! smallest rank is kept, and of pipeline stages only `pp_rank="0"`: one
+//! series per DP group, which then sum. Keeping only `tp_rank="0"` would
+//! drop every DP-attention group but the first.
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,12 +48,14 @@ pub struct MetricSet {
 impl MetricSet {
     /// Parse a whole exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> MetricSet {
-        let samples = text
+        let samples: Vec<Sample> = text
             .lines()
             .filter_map(parse_line)
-            .filter(|s| s.label("tp_rank").is_none_or(|r| r == "0"))
+            .filter(|s| s.label("pp_rank").is_none_or(|r| r == "0"))
             .collect();
-        MetricSet { samples }
+        MetricSet {
+            samples: lowest_tp_rank_only(samples),
+        }
     }
 
     /// True when a sample named `name` exists.
@@ -87,6 +96,43 @@ impl MetricSet {
     pub fn has_prefix(&self, prefix: &str) -> bool {
         self.samples.iter().any(|s| s.name.starts_with(prefix))
     }
+}
+
+/// Of series that differ only in `tp_rank`, keep the one with the lowest rank.
+fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
+    fn rank(s: &Sample) -> Option<u64> {
+        s.label("tp_rank").map(|r| r.parse().unwrap_or(u64::MAX))
+    }
+    fn group(s: &Sample) -> (&str, Vec<(&str, &str)>) {
+        let mut others: Vec<(&str, &str)> = s
+            .labels
+            .iter()
+            .filter(|(k, _)| k != "tp_rank")
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        others.sort_unstable();
+        (s.name.as_str(), others)
+    }
+    if !samples.iter().any(|s| s.label("tp_rank").is_some()) {
+        return samples;
+    }
+    let mut lowest: std::collections::HashMap<(&str, Vec<(&str, &str)>), u64> =
+        std::collections::HashMap::new();
+    for s in &samples {
+        if let Some(r) = rank(s) {
+            let e = lowest.entry(group(s)).or_insert(r);
+            *e = (*e).min(r);
+        }
+    }
+    let keep: Vec<bool> = samples
+        .iter()
+        .map(|s| rank(s).is_none_or(|r| lowest.get(&group(s)) == Some(&r)))
+        .collect();
+    samples
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(s, k)| k.then_some(s))
+        .collect()
 }
 
 fn parse_line(line: &str) -> Option<Sample> {
@@ -193,5 +239,23 @@ vllm:gen 1.5e3 1712345678000
         let m = MetricSet::parse(text);
         assert_eq!(m.sum("sglang:num_running_reqs", &[]), Some(4.0));
         assert_eq!(m.samples.len(), 1);
+    }
+
+    #[test]
+    fn sglang_rank_series_keep_one_per_dp_group() {
+        // DP attention, --tp 4 --dp 2, metrics from every scheduler: groups
+        // (dp 0: tp 0, 1) and (dp 1: tp 2, 3) repeat their values.
+        let text = "sglang:num_running_reqs{dp_rank=\"0\",pp_rank=\"0\",tp_rank=\"0\"} 3\n\
+sglang:num_running_reqs{dp_rank=\"0\",pp_rank=\"0\",tp_rank=\"1\"} 3\n\
+sglang:num_running_reqs{dp_rank=\"1\",pp_rank=\"0\",tp_rank=\"2\"} 5\n\
+sglang:num_running_reqs{dp_rank=\"1\",pp_rank=\"0\",tp_rank=\"3\"} 5\n\
+sglang:num_running_reqs{dp_rank=\"1\",pp_rank=\"1\",tp_rank=\"2\"} 5\n\
+sglang:generation_tokens_total{model_name=\"m\"} 7\n";
+        let m = MetricSet::parse(text);
+        assert_eq!(m.sum("sglang:num_running_reqs", &[]), Some(8.0));
+        assert_eq!(m.sum("sglang:generation_tokens_total", &[]), Some(7.0));
+        // Plain tensor parallelism: rank 1 repeats rank 0.
+        let tp = "sglang:num_queue_reqs{tp_rank=\"0\"} 2\nsglang:num_queue_reqs{tp_rank=\"1\"} 2\n";
+        assert_eq!(MetricSet::parse(tp).sum("sglang:num_queue_reqs", &[]), Some(2.0));
     }
 }

@@ -404,7 +404,15 @@ fn spec_fields(
             output_tokens: out,
         };
         if let Some(f) = normalize(w, i.accept_len_ref) {
-            return (f, "counters".into());
+            // llama.cpp adds a request's draft and accepted tokens to its
+            // counters only when the request is released, so they cover the
+            // requests that ended inside the window, not the window itself.
+            let source = if i.engine == Engine::LlamaCpp {
+                "counters_request_granular"
+            } else {
+                "counters"
+            };
+            return (f, source.into());
         }
     }
     if i.engine == Engine::Sglang {
