@@ -315,4 +315,30 @@ mod tests {
         assert!(parse_chunk(b"{not json").is_err());
         assert!(is_done(b"[DONE]"));
     }
+
+    #[test]
+    fn choices_channels_and_implausible_usage() {
+        // vLLM: a token inside a multi-byte character, empty delta, usage grows.
+        let empty = br#"{"id":"c","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":7,"total_tokens":16}}"#;
+        let c = parse_chunk(empty).unwrap();
+        assert!(c.has_choices && !c.has_tokens);
+        assert_eq!((c.channel, c.completion_tokens), (Channel::None, Some(7)));
+        let usage_only = br#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":3}}}"#;
+        let c = parse_chunk(usage_only).unwrap();
+        assert!(!c.has_choices);
+        assert_eq!(c.reasoning_tokens, Some(3));
+        let mixed = br#"{"choices":[{"delta":{"reasoning_content":"a","content":"b"}}]}"#;
+        assert_eq!(parse_chunk(mixed).unwrap().channel, Channel::Mixed);
+        let tool = br#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#;
+        assert_eq!(parse_chunk(tool).unwrap().channel, Channel::Content);
+        for bad in [
+            br#"{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":-3}}"#
+                .as_slice(),
+            br#"{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":1.5}}"#,
+            br#"{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":1e15}}"#,
+        ] {
+            let c = parse_chunk(bad).unwrap();
+            assert!(c.usage_invalid && c.completion_tokens.is_none() && c.has_tokens);
+        }
+    }
 }

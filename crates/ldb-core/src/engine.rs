@@ -300,6 +300,33 @@ vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\nvllm:prompt_toke
     }
 
     #[test]
+    fn ratio_gauges_average_over_engines_and_sglang_reads_the_live_counter() {
+        // Two data-parallel vLLM engines, 90 % and 70 % full: the server is
+        // 80 % full, not 160 %.
+        let v = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.9\nvllm:kv_cache_usage_perc{engine=\"1\"} 0.7\n\
+vllm:generation_tokens_total{engine=\"0\"} 10\nvllm:generation_tokens_total{engine=\"1\"} 5\n";
+        let snap = server_snapshot(Engine::Vllm, &MetricSet::parse(v));
+        assert!((snap.kv_usage.unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(snap.gen_tokens, Some(15.0));
+        assert_eq!(snap.gen_tokens_source, Some("vllm:generation_tokens_total"));
+        // SGLang: the per-step decode counter, not the request-end one.
+        let sg = "sglang:generation_tokens_total{model_name=\"m\"} 100\n\
+sglang:realtime_tokens_total{model_name=\"m\",mode=\"prefill_compute\"} 900\n\
+sglang:realtime_tokens_total{model_name=\"m\",mode=\"decode\"} 350\n\
+sglang:token_usage{dp_rank=\"0\",tp_rank=\"0\"} 0.2\nsglang:token_usage{dp_rank=\"1\",tp_rank=\"2\"} 0.4\n";
+        let snap = server_snapshot(Engine::Sglang, &MetricSet::parse(sg));
+        assert_eq!(snap.gen_tokens, Some(350.0));
+        assert!((snap.kv_usage.unwrap() - 0.3).abs() < 1e-12);
+        let old = "sglang:generation_tokens_total{model_name=\"m\"} 100\n";
+        let snap = server_snapshot(Engine::Sglang, &MetricSet::parse(old));
+        assert_eq!(snap.gen_tokens, Some(100.0));
+        assert_eq!(
+            snap.gen_tokens_source,
+            Some("sglang:generation_tokens_total")
+        );
+    }
+
+    #[test]
     fn llamacpp_generated_tokens_are_live_slot_steps() {
         // A scrape taken while 4 slots decode: the finished-request counter lags
         // (156), the slot-steps (2.5 × 400) do not.
