@@ -17,6 +17,11 @@
 //!   non-empty queue and every admitted request producing. Without metrics: fewer than C
 //!   streams producing, no increase for `plateau_seconds`, after the first
 //!   token. The window then starts at once, flagged capacity-limited.
+//!   Progress is a higher running count *or* another stream's first token.
+//!   While streams still wait for their first token and one stream's prefill
+//!   is known to take long (`with_prefill_estimate`), the hold is at least 1.5
+//!   prefills: a server that prefills long uncached prompts one at a time
+//!   admits a stream every prefill, which is a slow ramp, not a plateau.
 //! - **Timeout**: neither within the limit; the window starts anyway.
 
 /// What the runner knows at one tick.
@@ -62,7 +67,9 @@ pub struct Readiness {
     /// Observations of the last `stable_seconds` (bounded by the tick rate).
     recent: std::collections::VecDeque<Observation>,
     best_running: f64,
-    best_since: f64,
+    best_producing: u32,
+    progress_at: f64,
+    prefill_estimate: f64,
 }
 
 impl Readiness {
@@ -75,8 +82,20 @@ impl Readiness {
             plateau_seconds: 5.0,
             recent: std::collections::VecDeque::new(),
             best_running: -1.0,
-            best_since: 0.0,
+            best_producing: 0,
+            progress_at: 0.0,
+            prefill_estimate: 0.0,
         }
+    }
+
+    /// Seconds one stream's uncached prefill is expected to take (0 = unknown).
+    pub fn with_prefill_estimate(mut self, seconds: f64) -> Self {
+        self.prefill_estimate = if seconds.is_finite() {
+            seconds.max(0.0)
+        } else {
+            0.0
+        };
+        self
     }
 
     /// Override the stability and plateau holds (tests, short cells).
@@ -154,8 +173,17 @@ impl Readiness {
         let admitted = o.running.unwrap_or(f64::from(o.producing));
         if admitted > self.best_running {
             self.best_running = admitted;
-            self.best_since = o.elapsed;
+            self.progress_at = o.elapsed;
         }
+        if o.producing > self.best_producing {
+            self.best_producing = o.producing;
+            self.progress_at = o.elapsed;
+        }
+        let hold = if o.producing < self.concurrency {
+            self.plateau_seconds.max(1.5 * self.prefill_estimate)
+        } else {
+            self.plateau_seconds
+        };
         let queue = match (o.running, o.waiting) {
             (Some(_), Some(w)) => w > 0.0,
             _ => true,
@@ -165,17 +193,17 @@ impl Readiness {
             && o.any_tokens
             && queue
             && admitted_producing
-            && o.elapsed - self.best_since >= self.plateau_seconds
+            && o.elapsed - self.progress_at >= hold
         {
             let best = self.best_running;
             let reason = match o.waiting {
                 Some(w) => format!(
                     "capacity_plateau running_reqs={}/{}, queue_reqs={}, held={:.1}s",
-                    best, self.concurrency, w, self.plateau_seconds
+                    best, self.concurrency, w, hold
                 ),
                 None => format!(
                     "capacity_plateau active_streams={}/{}, held={:.1}s",
-                    best, self.concurrency, self.plateau_seconds
+                    best, self.concurrency, hold
                 ),
             };
             return Decision::Plateau {
@@ -337,6 +365,41 @@ mod tests {
             Decision::Plateau { running, .. } => assert_eq!(running, 1.0),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_slow_staggered_ramp_is_not_a_plateau() {
+        // C=4, 32k uncached prompts at 4k tok/s: 8 s of prefill each, one at
+        // a time; a stream starts producing every 8 s, the rest wait.
+        let mut d = Readiness::new(4, 120.0).with_prefill_estimate(32768.0 / 4096.0);
+        let mut t = 8.0;
+        for producing in 1..4u32 {
+            for _ in 0..32 {
+                let waiting = f64::from(4 - producing);
+                let o = obs(t, Some(f64::from(producing)), Some(waiting), producing);
+                assert_eq!(d.observe(o), Decision::Wait, "t={t}");
+                t += 0.25;
+            }
+        }
+        // A real plateau is still found, after 1.5 prefills without progress.
+        let mut d = Readiness::new(4, 120.0).with_prefill_estimate(8.0);
+        assert_eq!(d.observe(obs(8.0, Some(2.0), Some(2.0), 2)), Decision::Wait);
+        assert_eq!(
+            d.observe(obs(19.0, Some(2.0), Some(2.0), 2)),
+            Decision::Wait
+        );
+        match d.observe(obs(20.0, Some(2.0), Some(2.0), 2)) {
+            Decision::Plateau { running, reason } => {
+                assert_eq!(running, 2.0);
+                assert!(reason.contains("held=12.0s"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Without metrics the same ramp waits too.
+        let mut d = Readiness::new(4, 120.0).with_prefill_estimate(8.0);
+        assert_eq!(d.observe(obs(8.0, None, None, 1)), Decision::Wait);
+        assert_eq!(d.observe(obs(15.9, None, None, 1)), Decision::Wait);
+        assert_eq!(d.observe(obs(16.0, None, None, 2)), Decision::Wait);
     }
 
     #[test]

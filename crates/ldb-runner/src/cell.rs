@@ -103,13 +103,15 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
 
     // Ramp-up until readiness, plateau or timeout.
     set_stage(rc, &spec, CellStage::RampUp, 0.0);
+    let prefill_rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
     let limit = if rc.cfg.cell_warmup_timeout > 0.0 {
         rc.cfg.cell_warmup_timeout
     } else {
-        auto_limit(c, ctx, rc.prefill_rate.lock().ok().and_then(|g| *g))
+        auto_limit(c, ctx, prefill_rate)
     };
-    let mut readiness =
-        Readiness::new(c, limit).with_holds(rc.cfg.ready_stable_seconds, rc.cfg.plateau_seconds);
+    let mut readiness = Readiness::new(c, limit)
+        .with_holds(rc.cfg.ready_stable_seconds, rc.cfg.plateau_seconds)
+        .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r));
     let mut decision = Decision::Wait;
     while decision == Decision::Wait {
         if tick(&skip).await {
