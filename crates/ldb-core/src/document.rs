@@ -120,6 +120,9 @@ pub struct Metadata {
     pub prompt_overhead_tokens: f64,
     /// Actual prompt tokens per context (as the server counted them).
     pub prompt_tokens_by_context: BTreeMap<String, u64>,
+    /// Prompt tokens the server reported (`usage.prompt_tokens`) for each
+    /// context's first measured cell: the check of `prompt_tokens_by_context`.
+    pub prompt_tokens_served_by_context: BTreeMap<String, u64>,
     /// How output tokens are counted: `continuous`, `final_only` or `none`.
     pub usage_mode: String,
     /// The built-in simulator scenario when `--sim` was used.

@@ -98,12 +98,15 @@ impl MetricSet {
     }
 }
 
+/// A series without its `tp_rank`: metric name and the other labels, sorted.
+type SeriesKey<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+
 /// Of series that differ only in `tp_rank`, keep the one with the lowest rank.
 fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
     fn rank(s: &Sample) -> Option<u64> {
         s.label("tp_rank").map(|r| r.parse().unwrap_or(u64::MAX))
     }
-    fn group(s: &Sample) -> (&str, Vec<(&str, &str)>) {
+    fn group(s: &Sample) -> SeriesKey<'_> {
         let mut others: Vec<(&str, &str)> = s
             .labels
             .iter()
@@ -116,7 +119,7 @@ fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
     if !samples.iter().any(|s| s.label("tp_rank").is_some()) {
         return samples;
     }
-    let mut lowest: std::collections::HashMap<(&str, Vec<(&str, &str)>), u64> =
+    let mut lowest: std::collections::HashMap<SeriesKey<'_>, u64> =
         std::collections::HashMap::new();
     for s in &samples {
         if let Some(r) = rank(s) {
@@ -256,6 +259,9 @@ sglang:generation_tokens_total{model_name=\"m\"} 7\n";
         assert_eq!(m.sum("sglang:generation_tokens_total", &[]), Some(7.0));
         // Plain tensor parallelism: rank 1 repeats rank 0.
         let tp = "sglang:num_queue_reqs{tp_rank=\"0\"} 2\nsglang:num_queue_reqs{tp_rank=\"1\"} 2\n";
-        assert_eq!(MetricSet::parse(tp).sum("sglang:num_queue_reqs", &[]), Some(2.0));
+        assert_eq!(
+            MetricSet::parse(tp).sum("sglang:num_queue_reqs", &[]),
+            Some(2.0)
+        );
     }
 }

@@ -131,6 +131,65 @@ impl Counter<'_> {
     }
 }
 
+impl Counter<'_> {
+    async fn count_owned(&self, msgs: Vec<Message>) -> Option<u64> {
+        self.count(&msgs).await
+    }
+}
+
+/// Most tokenizer calls spent on one context.
+const MAX_PROBES: usize = 20;
+
+/// Padding that gives exactly `target` prompt tokens by the server's count,
+/// or the closest count found. Secant steps get within a few tokens; then
+/// a bisection between a count below and one above the target pins it (one
+/// more padding character adds at most about one token). Returns the padding
+/// and the count measured for that very padding.
+async fn fit_exact<F, Fut>(
+    count: F,
+    model: &SizeModel,
+    start: usize,
+    target: u64,
+) -> Option<(usize, u64)>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Option<u64>>,
+{
+    let mut probes = 0;
+    let mut best: Option<(usize, u64)> = None;
+    let mut below: Option<(usize, u64)> = None;
+    let mut above: Option<(usize, u64)> = None;
+    let mut chars = start;
+    while probes < MAX_PROBES {
+        let Some(n) = count(chars).await else {
+            break;
+        };
+        probes += 1;
+        if best.is_none_or(|(_, b)| n.abs_diff(target) < b.abs_diff(target)) {
+            best = Some((chars, n));
+        }
+        if n == target {
+            break;
+        }
+        if n < target && below.is_none_or(|(c, _)| chars > c) {
+            below = Some((chars, n));
+        }
+        if n > target && above.is_none_or(|(c, _)| chars < c) {
+            above = Some((chars, n));
+        }
+        chars = match (below, above) {
+            (Some((lo, _)), Some((hi, _))) if hi > lo + 1 => lo + (hi - lo) / 2,
+            // Adjacent paddings straddle the target: it cannot be hit exactly.
+            (Some(_), Some(_)) => break,
+            _ if n.abs_diff(target) > tolerance(target) => model.refine(chars, n, target),
+            // Close: step by the error, at least one character, to bracket it.
+            _ if n < target => chars + (model.refine(chars, n, target) - chars).max(1),
+            _ => chars - (chars - model.refine(chars, n, target)).max(1).min(chars),
+        };
+    }
+    best
+}
+
 /// Prompt tokens of a real `max_tokens=1` request (usage), for servers with no tokenizer route.
 pub async fn real_prompt_tokens(http: &Http, model: &str, msgs: &[Message]) -> Option<u64> {
     let body = json!({"model": model, "messages": msgs, "max_tokens": 1, "stream": false});
@@ -245,18 +304,9 @@ pub async fn size_prompts(
         let mut chars = model.chars_for(ctx);
         let mut tokens = None;
         if exact {
-            for _ in 0..6 {
-                let Some(n) = counter
-                    .count(&messages(&nonce(&run_id, &tag(ctx)), chars))
-                    .await
-                else {
-                    break;
-                };
-                tokens = Some(n);
-                if n.abs_diff(ctx) <= tolerance(ctx) {
-                    break;
-                }
-                chars = model.refine(chars, n, ctx);
+            let count = |c: usize| counter.count_owned(messages(&nonce(&run_id, &tag(ctx)), c));
+            if let Some((c, n)) = fit_exact(count, &model, chars, ctx).await {
+                (chars, tokens) = (c, Some(n));
             }
         }
         notes.push(match tokens {
@@ -320,5 +370,54 @@ fn write_cache(path: &Path, key: &str, m: &SizeModel) {
     let tmp = path.with_extension("tmp");
     if std::fs::write(&tmp, v.to_string()).is_ok() {
         let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> SizeModel {
+        SizeModel {
+            chars_per_token: 4.0,
+            overhead_tokens: 40.0,
+        }
+    }
+
+    #[tokio::test]
+    async fn sizes_hit_the_target_exactly_when_a_padding_can() {
+        // A tokenizer a little off the model: 4.37 chars per token, 43 tokens
+        // of framing.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let count = |c: usize| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move { Some(43 + (c as f64 / 4.37).floor() as u64) }
+        };
+        for target in [1024u64, 8192, 131_072] {
+            let start = model().chars_for(target);
+            let (chars, n) = fit_exact(count, &model(), start, target)
+                .await
+                .expect("fit");
+            assert_eq!(n, target, "target {target}");
+            assert_eq!(43 + (chars as f64 / 4.37).floor() as u64, n);
+        }
+        assert!(calls.into_inner() <= 3 * MAX_PROBES);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_count_gives_the_closest_with_its_own_padding() {
+        // Every character adds two tokens: odd targets cannot be hit.
+        let count = |c: usize| async move { Some(10 + 2 * c as u64) };
+        let (chars, n) = fit_exact(count, &model(), 100, 1001).await.expect("fit");
+        assert_eq!(n.abs_diff(1001), 1);
+        assert_eq!(
+            n,
+            10 + 2 * chars as u64,
+            "the count belongs to the padding returned"
+        );
+        // A tokenizer that stops answering keeps the best so far.
+        let flaky = |c: usize| async move { (c < 4000).then_some(10 + c as u64 / 4) };
+        let r = fit_exact(flaky, &model(), 3960, 1024).await;
+        assert!(r.is_some_and(|(c, n)| n == 10 + c as u64 / 4));
     }
 }

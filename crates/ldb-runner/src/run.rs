@@ -401,14 +401,34 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
             .gt(&0.0)
             .then_some(cell.latency.input_seq_len_avg)
         {
+            let served = p.round() as u64;
+            let key = x.to_string();
             doc.metadata
                 .prompt_tokens_by_context
-                .entry(x.to_string())
-                .or_insert(p.round() as u64);
+                .entry(key.clone())
+                .or_insert(served);
+            if !doc
+                .metadata
+                .prompt_tokens_served_by_context
+                .contains_key(&key)
+            {
+                let sized = doc.metadata.prompt_tokens_by_context.get(&key).copied();
+                if sized.is_some_and(|t| t != served) {
+                    live.event(format!(
+                        "context {}: the server counted {served} prompt tokens, sizing counted {}",
+                        format_context(x),
+                        sized.unwrap_or(0)
+                    ));
+                }
+                doc.metadata
+                    .prompt_tokens_served_by_context
+                    .insert(key, served);
+            }
         }
         if doc.metadata.usage_mode.is_empty()
             && !cell.ext.usage_mode.is_empty()
             && !cell.ext.status.is_skip()
+            && cell.ext.status != CellStatus::Error
         {
             doc.metadata.usage_mode = cell.ext.usage_mode.clone();
         }
