@@ -529,16 +529,20 @@ fn assemble(
 
 /// Most requests generating at the same moment: overlap of the intervals from
 /// first to last token (an interval ending exactly when another starts does
-/// not overlap it).
+/// not overlap it). A one-token request is generating at its single instant
+/// (a zero-length interval still counts).
 fn max_overlap(samples: &[ldb_core::result::RequestSample]) -> u32 {
-    let mut edges: Vec<(f64, i32)> = samples
+    // At one instant: ends of intervals with a length first, then starts,
+    // then ends of zero-length intervals, so touching intervals do not
+    // overlap and an instant is counted with whatever runs at it.
+    let mut edges: Vec<(f64, u8, i32)> = samples
         .iter()
         .filter_map(|s| Some((s.first_token_s?, s.end_s?)))
-        .flat_map(|(a, b)| [(a, 1), (b, -1)])
+        .flat_map(|(a, b)| [(a, 1, 1), (b, if b > a { 0 } else { 2 }, -1)])
         .collect();
     edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
     let (mut cur, mut best) = (0i32, 0i32);
-    for (_, d) in edges {
+    for (_, _, d) in edges {
         cur += d;
         best = best.max(cur);
     }
@@ -623,6 +627,10 @@ mod tests {
         let s = [sample(0.1, 1.0), sample(1.0, 2.0), sample(2.0, 3.0)];
         assert_eq!(max_overlap(&s), 1);
         assert_eq!(max_overlap(&[]), 0);
+        // One-token requests: zero-length intervals still generate.
+        assert_eq!(max_overlap(&[sample(0.5, 0.5)]), 1);
+        assert_eq!(max_overlap(&[sample(0.1, 1.0), sample(0.5, 0.5)]), 2);
+        assert_eq!(max_overlap(&[sample(0.5, 0.5), sample(0.5, 0.5)]), 2);
     }
 
     #[test]

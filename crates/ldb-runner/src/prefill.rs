@@ -26,6 +26,8 @@ pub struct ProbeResult {
     pub timings: Option<ldb_core::chunk::Timings>,
     /// Failure, if any.
     pub error: Option<String>,
+    /// No chunk carried a token, so `ttft` was taken at the end of the stream.
+    pub ttft_at_stream_end: bool,
 }
 
 /// Send one `max_tokens=1` streaming request and time it.
@@ -60,12 +62,14 @@ pub async fn probe(
         cached_tokens: out.cached_tokens,
         timings: out.timings,
         error: out.track.error().map(str::to_string),
+        ttft_at_stream_end: false,
     };
     if out.cancelled {
         r.error = Some("skipped".into());
     } else if r.error.is_none() && !out.track.has_first_token() {
         if let Some(end) = sample.end_s.or(Some(env.clock.now() - out.track.start())) {
             r.ttft = end.max(0.0);
+            r.ttft_at_stream_end = true;
         }
         if r.ttft <= 0.0 {
             r.error = Some("no first token".into());
@@ -275,7 +279,12 @@ pub fn entry(
         hardware_summary: serde_json::json!({}),
         skipped: false,
         skip_reason: String::new(),
-        label: "client prompt_tokens / TTFT (includes queueing, HTTP and the first decode step)"
-            .into(),
+        label: if p.ttft_at_stream_end {
+            "client prompt_tokens / time to the end of the stream (no chunk carried a token; \
+             includes queueing, HTTP and the first decode step)"
+        } else {
+            "client prompt_tokens / TTFT (includes queueing, HTTP and the first decode step)"
+        }
+        .into(),
     }
 }
