@@ -239,6 +239,9 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     }
     let we = rc.clock.now();
     window.close(we);
+    // Hardware covers the window only, like the tokens it is divided into:
+    // not the end scrape, the stream shutdown or the drain.
+    let hw_end = rc.hw_mark();
     cancel.cancel();
     let end_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
@@ -258,8 +261,7 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         }
     }
     collect(&mut rx, &mut outcomes, &mut fatal_error);
-    // Hardware covers the window only, like the tokens it is divided into.
-    let (hw, hw_summary) = rc.hw_since(hw_mark);
+    let (hw, hw_summary) = rc.hw_between(hw_mark, hw_end);
     abort_sglang(rc, &outcomes).await;
     drain(rc).await;
     let mut cell = assemble(CellInputs {

@@ -20,6 +20,8 @@ pub trait Hardware: Send + Sync {
     fn mark(&self) -> usize;
     /// Summary of samples since `mark` (empty summary when none).
     fn summary_since(&self, mark: usize) -> HardwareSummary;
+    /// Summary of samples between two marks; energy covers the marks' times.
+    fn summary_between(&self, start: usize, end: usize) -> HardwareSummary;
 }
 
 /// Skip and stop requests from the user.
@@ -80,6 +82,24 @@ impl RunCtx {
         match (&self.hardware, mark) {
             (Some(h), Some(m)) => {
                 let s = h.summary_since(m);
+                (
+                    serde_json::to_value(&s).unwrap_or_else(|_| serde_json::json!({})),
+                    Some(s),
+                )
+            }
+            _ => (serde_json::json!({}), None),
+        }
+    }
+
+    /// Hardware summary between two marks (both from [`RunCtx::hw_mark`]).
+    pub fn hw_between(
+        &self,
+        start: Option<usize>,
+        end: Option<usize>,
+    ) -> (Value, Option<HardwareSummary>) {
+        match (&self.hardware, start, end) {
+            (Some(h), Some(a), Some(b)) => {
+                let s = h.summary_between(a, b);
                 (
                     serde_json::to_value(&s).unwrap_or_else(|_| serde_json::json!({})),
                     Some(s),

@@ -42,6 +42,10 @@ impl Hardware for MonitorAdapter {
     fn summary_since(&self, mark: usize) -> ldb_core::hardware::HardwareSummary {
         self.0.summary_since(mark)
     }
+
+    fn summary_between(&self, start: usize, end: usize) -> ldb_core::hardware::HardwareSummary {
+        self.0.summary_between(start, end)
+    }
 }
 
 /// `llm-decode-bench sim …`: serve until Ctrl-C.
