@@ -78,6 +78,8 @@ pub enum MatrixCellState {
         ttft_p50: f64,
         /// ITL p50, seconds.
         itl_p50: f64,
+        /// Time to first output (answer) token p50, seconds (NaN when none).
+        ttfo_p50: f64,
         /// Outcome.
         status: CellStatus,
         /// Effective concurrency.

@@ -554,6 +554,7 @@ fn done_state(cell: &CellResult) -> MatrixCellState {
         tps: cell.aggregate_tps,
         ttft_p50: cell.latency.ttft.map_or(f64::NAN, |d| d.p50),
         itl_p50: cell.latency.inter_token_latency.p50,
+        ttfo_p50: cell.latency.ttfo.map_or(f64::NAN, |d| d.p50),
         status: cell.ext.status,
         effective: cell.sched.effective_concurrency,
     }

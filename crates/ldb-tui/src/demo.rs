@@ -38,6 +38,7 @@ fn done(tps: f64, c: u32, ctx: u64) -> MatrixCellState {
         tps: Some(tps),
         ttft_p50: 0.045 + ctx_k * 0.004 * f64::from(c).sqrt(),
         itl_p50: f64::from(c) / tps,
+        ttfo_p50: f64::NAN,
         status: CellStatus::Ok,
         effective: f64::from(c),
     }
@@ -121,6 +122,7 @@ pub fn mid_decode() -> LiveSnapshot {
             tps: Some(1298.4),
             ttft_p50: 0.92,
             itl_p50: 0.0098,
+            ttfo_p50: f64::NAN,
             status: CellStatus::CapacityLimited,
             effective: 12.6,
         },
@@ -134,6 +136,7 @@ pub fn mid_decode() -> LiveSnapshot {
             tps: None,
             ttft_p50: f64::NAN,
             itl_p50: f64::NAN,
+            ttfo_p50: f64::NAN,
             status: CellStatus::Error,
             effective: 2.0,
         },
@@ -188,6 +191,7 @@ fn skipped(status: CellStatus) -> MatrixCellState {
         tps: None,
         ttft_p50: f64::NAN,
         itl_p50: f64::NAN,
+        ttfo_p50: f64::NAN,
         status,
         effective: 0.0,
     }

@@ -122,16 +122,36 @@ fn cell_spans(cell: &MatrixCell, snap: &LiveSnapshot, detail: Detail) -> Vec<Spa
             tps,
             ttft_p50,
             itl_p50,
+            ttfo_p50,
             status,
             effective,
-        } => done_spans(*tps, *ttft_p50, *itl_p50, *status, *effective, cell, detail),
+        } => done_spans(
+            *tps,
+            Latency {
+                ttft: *ttft_p50,
+                itl: *itl_p50,
+                ttfo: *ttfo_p50,
+            },
+            *status,
+            *effective,
+            cell,
+            detail,
+        ),
     }
+}
+
+/// Median latencies of a finished cell, seconds.
+#[derive(Debug, Clone, Copy)]
+struct Latency {
+    ttft: f64,
+    itl: f64,
+    /// Time to first output; shown when it differs from TTFT (reasoning).
+    ttfo: f64,
 }
 
 fn done_spans(
     tps: Option<f64>,
-    ttft: f64,
-    itl: f64,
+    lat: Latency,
     status: CellStatus,
     effective: f64,
     cell: &MatrixCell,
@@ -173,9 +193,15 @@ fn done_spans(
     }
     if detail == Detail::Full {
         spans.push(Span::styled(
-            format!(" {}/{}", format::ms(ttft), format::ms(itl)),
+            format!(" {}/{}", format::ms(lat.ttft), format::ms(lat.itl)),
             theme::dim(),
         ));
+        if lat.ttfo.is_finite() && lat.ttfo > lat.ttft * 1.01 {
+            spans.push(Span::styled(
+                format!(" o{}", format::ms(lat.ttfo)),
+                theme::dim(),
+            ));
+        }
     }
     spans
 }
