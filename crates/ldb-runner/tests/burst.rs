@@ -1,48 +1,25 @@
 //! Request-count mode, the Burst / E2E matrix and standalone cold prefill
 //! against the simulator's known truth.
 
+mod common;
+
 use std::sync::Arc;
 
+use common::{FLAT, within};
 use ldb_core::document::ResultDocument;
 use ldb_core::result::{CellResult, CellStatus};
 use ldb_runner::{Controls, Live, RunConfig, RunHooks, run};
-use ldb_sim::{Scenario, SimHandle, SimServer};
-
-/// vLLM-like: 32 running, step = 10 ms + 0.2 ms per sequence, prefill 10,000
-/// tok/s in chunks of 16,384 tokens, no context cost, no speculative decoding.
-const FLAT: &str = r#"
-name = "flat"
-personality = "vllm"
-model = "sim-flat"
-max_model_len = 65536
-seed = 7
-[scheduler]
-max_running = 32
-prefill_tok_s = 10000.0
-prefill_chunk_tokens = 16384
-[step_time]
-base_s = 0.010
-per_seq_s = 0.0002
-[kv]
-block_size = 16
-num_blocks = 100000
-[tokenizer]
-chars_per_token = 4.0
-tokens_per_request = 8
-tokens_per_message = 4
-"#;
+use ldb_sim::{Scenario, SimHandle};
 
 const BASE_S: f64 = 0.010;
 const PER_SEQ_S: f64 = 0.0002;
 const PREFILL_TOK_S: f64 = 10_000.0;
 const CHAT: &str = "POST /v1/chat/completions";
 
+/// The flat scenario of `common`: 32 running, step = 10 ms + 0.2 ms per
+/// sequence, prefill 10,000 tok/s in chunks of 16,384 tokens.
 async fn start(patch: impl FnOnce(&mut Scenario)) -> SimHandle {
-    let mut s = Scenario::from_toml_str(FLAT, "test scenario").expect("scenario");
-    patch(&mut s);
-    SimServer::start(s, None, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("sim start")
+    common::start(FLAT, patch).await
 }
 
 fn config(sim: &SimHandle, conc: &[u32], ctxs: &[u64], max_tokens: u64) -> RunConfig {
@@ -80,10 +57,6 @@ fn find(cells: &[CellResult], c: u32, ctx: u64) -> &CellResult {
         .iter()
         .find(|r| r.concurrency == c && r.context_tokens == ctx)
         .unwrap_or_else(|| panic!("no cell C={c} ctx={ctx}"))
-}
-
-fn within(measured: f64, truth: f64, tol: f64) -> bool {
-    (measured / truth - 1.0).abs() <= tol
 }
 
 /// Truth of a closed-loop batch of `waves × c` requests of `m` output tokens
