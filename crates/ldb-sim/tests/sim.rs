@@ -7,6 +7,7 @@ mod sim {
     pub mod client;
     mod contract;
     mod discovery;
+    mod engine_fixtures;
     mod faults;
     mod model;
 }

@@ -100,35 +100,66 @@ impl Frames {
         }
     }
 
-    fn usage_obj(&self, buf: &mut Vec<u8>, completion: u32, reasoning: u32) {
+    /// The usage object. `last` marks the usage-only chunk at the end;
+    /// `cached` is llama.cpp's reused prompt tokens (from its timings).
+    fn usage_obj(
+        &self,
+        buf: &mut Vec<u8>,
+        completion: u32,
+        reasoning: u32,
+        last: bool,
+        cached: Option<u32>,
+    ) {
         let (p, t) = (self.prompt, self.prompt + completion);
         let _ = match self.p {
             Personality::Sglang => write!(
                 buf,
-                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion},\"prompt_tokens_details\":null,\"reasoning_tokens\":{reasoning}}}"
+                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion},\"prompt_tokens_details\":null,\"reasoning_tokens\":{reasoning},\"completion_tokens_details\":null}}"
             ),
-            Personality::LlamaCpp => write!(
+            Personality::LlamaCpp => match cached {
+                Some(c) => write!(
+                    buf,
+                    "{{\"completion_tokens\":{completion},\"prompt_tokens\":{p},\"total_tokens\":{t},\"prompt_tokens_details\":{{\"cached_tokens\":{c}}}}}"
+                ),
+                None => write!(
+                    buf,
+                    "{{\"completion_tokens\":{completion},\"prompt_tokens\":{p},\"total_tokens\":{t}}}"
+                ),
+            },
+            // vLLM 0.32: per-chunk usage has `completion_tokens_details`, the
+            // final usage-only chunk does not.
+            _ if last => write!(
                 buf,
-                "{{\"completion_tokens\":{completion},\"prompt_tokens\":{p},\"total_tokens\":{t}}}"
+                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion}}}"
             ),
             _ => write!(
                 buf,
-                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion}}}"
+                "{{\"prompt_tokens\":{p},\"total_tokens\":{t},\"completion_tokens\":{completion},\"completion_tokens_details\":null}}"
             ),
         };
     }
 
-    /// Close a frame: usage (continuous or null for SGLang), timings, newline pair.
+    /// Close a frame: usage (when continuous), timings, newline pair.
     fn close(&self, buf: &mut Vec<u8>, usage: Option<u32>, timings: Option<&Timings>) {
+        self.close_with(buf, usage, timings, false);
+    }
+
+    fn close_with(
+        &self,
+        buf: &mut Vec<u8>,
+        usage: Option<u32>,
+        timings: Option<&Timings>,
+        last: bool,
+    ) {
         buf.extend_from_slice(b"]");
         buf.extend_from_slice(&self.mid);
-        match (usage, self.p) {
-            (Some(done), _) => {
-                buf.extend_from_slice(b",\"usage\":");
-                self.usage_obj(buf, done, done.min(self.reasoning_tokens));
-            }
-            (None, Personality::Sglang) => buf.extend_from_slice(b",\"usage\":null"),
-            _ => {}
+        if let Some(done) = usage {
+            buf.extend_from_slice(b",\"usage\":");
+            let cached = timings.map(|t| t.cache_n);
+            self.usage_obj(buf, done, done.min(self.reasoning_tokens), last, cached);
+        }
+        if last && matches!(self.p, Personality::Vllm | Personality::OpenAi) {
+            buf.extend_from_slice(b",\"system_fingerprint\":\"vllm-sim\"");
         }
         if let Some(t) = timings.filter(|_| self.p == Personality::LlamaCpp) {
             write_timings(buf, t);
@@ -152,7 +183,7 @@ impl Frames {
         }
         buf.extend_from_slice(&self.head);
         buf.extend_from_slice(match self.p {
-            Personality::Sglang => b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}".as_slice(),
+            Personality::Sglang => b"{\"index\":0,\"delta\":{\"reasoning_content\":null,\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}".as_slice(),
             Personality::LlamaCpp => b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}".as_slice(),
             _ => b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}".as_slice(),
         });
@@ -175,17 +206,47 @@ impl Frames {
         buf.extend_from_slice(&self.head);
         let chat = self.kind == Kind::Chat;
         let (open, close): (&[u8], &[u8]) = match (self.p, chat, reasoning) {
-            (Personality::Sglang, true, false) => (b"{\"index\":0,\"delta\":{\"role\":null,\"content\":\"", b"\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
-            (Personality::Sglang, true, true) => (b"{\"index\":0,\"delta\":{\"role\":null,\"content\":null,\"reasoning_content\":\"", b"\",\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
-            (Personality::Sglang, false, _) => (b"{\"index\":0,\"text\":\"", b"\",\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null"),
-            (Personality::LlamaCpp, true, false) => (b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"", b"\"}"),
-            (Personality::LlamaCpp, true, true) => (b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"reasoning_content\":\"", b"\"}"),
-            (Personality::LlamaCpp, false, _) => (b"{\"text\":\"", b"\",\"index\":0,\"logprobs\":null,\"finish_reason\":null"),
-            (_, true, false) => (b"{\"index\":0,\"delta\":{\"content\":\"", b"\"},\"logprobs\":null"),
+            (Personality::Sglang, true, false) => (
+                b"{\"index\":0,\"delta\":{\"reasoning_content\":null,\"content\":\"",
+                b"\"},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null",
+            ),
+            (Personality::Sglang, true, true) => (
+                b"{\"index\":0,\"delta\":{\"content\":null,\"reasoning_content\":\"",
+                b"\"},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null",
+            ),
+            (Personality::Sglang, false, _) => (
+                b"{\"index\":0,\"text\":\"",
+                b"\",\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null",
+            ),
+            (Personality::LlamaCpp, true, false) => (
+                b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"",
+                b"\"}",
+            ),
+            (Personality::LlamaCpp, true, true) => (
+                b"{\"finish_reason\":null,\"index\":0,\"delta\":{\"reasoning_content\":\"",
+                b"\"}",
+            ),
+            (Personality::LlamaCpp, false, _) => (
+                b"{\"text\":\"",
+                b"\",\"index\":0,\"logprobs\":null,\"finish_reason\":null",
+            ),
+            (_, true, false) => (
+                b"{\"index\":0,\"delta\":{\"content\":\"",
+                b"\"},\"logprobs\":null",
+            ),
             (_, true, true) => match self.reasoning_field {
-                ReasoningField::Reasoning => (b"{\"index\":0,\"delta\":{\"reasoning\":\"", b"\"},\"logprobs\":null"),
-                ReasoningField::ReasoningContent => (b"{\"index\":0,\"delta\":{\"reasoning_content\":\"", b"\"},\"logprobs\":null"),
-                ReasoningField::Both => (b"{\"index\":0,\"delta\":{\"reasoning\":\"", b"\"},\"logprobs\":null"),
+                ReasoningField::Reasoning => (
+                    b"{\"index\":0,\"delta\":{\"reasoning\":\"",
+                    b"\"},\"logprobs\":null",
+                ),
+                ReasoningField::ReasoningContent => (
+                    b"{\"index\":0,\"delta\":{\"reasoning_content\":\"",
+                    b"\"},\"logprobs\":null",
+                ),
+                ReasoningField::Both => (
+                    b"{\"index\":0,\"delta\":{\"reasoning\":\"",
+                    b"\"},\"logprobs\":null",
+                ),
             },
             (_, false, _) => (b"{\"index\":0,\"text\":\"", b"\",\"logprobs\":null"),
         };
@@ -209,8 +270,13 @@ impl Frames {
                         ",\"finish_reason\":\"{}\",\"stop_reason\":null",
                         r.as_str()
                     );
+                    if chat {
+                        buf.extend_from_slice(b",\"token_ids\":null");
+                    }
                 }
-                None if chat => buf.extend_from_slice(b",\"finish_reason\":null"),
+                None if chat => {
+                    buf.extend_from_slice(b",\"finish_reason\":null,\"token_ids\":null")
+                }
                 None => buf.extend_from_slice(b",\"finish_reason\":null,\"stop_reason\":null"),
             }
         }
@@ -274,7 +340,7 @@ impl Frames {
                 let _ = if chat {
                     write!(
                         buf,
-                        "{{\"index\":0,\"delta\":{{\"role\":null,\"content\":null,\"reasoning_content\":null,\"tool_calls\":null}},\"logprobs\":null,\"finish_reason\":\"{r}\",\"matched_stop\":{stop}}}"
+                        "{{\"index\":0,\"delta\":{{\"reasoning_content\":null}},\"logprobs\":null,\"finish_reason\":\"{r}\",\"matched_stop\":{stop}}}"
                     )
                 } else {
                     write!(
@@ -321,7 +387,7 @@ impl Frames {
     /// The usage-only chunk (`choices: []`).
     pub(crate) fn usage(&self, buf: &mut Vec<u8>, total: u32, timings: Option<&Timings>) {
         buf.extend_from_slice(&self.head);
-        self.close(buf, Some(total), timings);
+        self.close_with(buf, Some(total), timings, true);
     }
 
     /// `data: [DONE]`.

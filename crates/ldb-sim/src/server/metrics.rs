@@ -79,9 +79,11 @@ impl Out {
     }
 
     pub(super) fn metric(&mut self, name: &str, kind: &str, help: &str, labels: &str, v: f64) {
+        // vLLM and SGLang (prometheus_client) name a counter family without
+        // `_total`; llama.cpp names it with the suffix, as its samples.
         let base = name
             .strip_suffix("_total")
-            .filter(|_| kind == "counter")
+            .filter(|_| kind == "counter" && !name.starts_with("llamacpp:"))
             .unwrap_or(name);
         self.family(base, kind, help);
         self.sample(name, labels, v);

@@ -58,7 +58,7 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
     };
     o.metric(
         "llamacpp:n_busy_slots_per_decode",
-        "counter",
+        "gauge",
         "Average number of busy slots per llama_decode() call",
         "",
         busy,

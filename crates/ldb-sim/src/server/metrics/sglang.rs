@@ -6,7 +6,7 @@ use crate::scenario::Scenario;
 
 pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
     let sl = format!(
-        "engine_type=\"unified\",model_name=\"{}\",pp_rank=\"0\",tp_rank=\"0\"",
+        "engine_type=\"unified\",model_name=\"{}\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"0\"",
         cfg.model
     );
     let tl = format!("model_name=\"{}\"", cfg.model);
