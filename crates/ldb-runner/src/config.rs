@@ -55,6 +55,8 @@ pub struct RunConfig {
     pub respect_eos: bool,
     /// Largest share of failed requests that leaves a cell valid (`--max-error-rate`).
     pub max_error_rate: f64,
+    /// Seconds to wait for a server that is still starting (`--wait-for-server`, 0 = none).
+    pub wait_for_server: f64,
     /// Result file.
     pub output: PathBuf,
     /// Render capacity-limited values in the report.
@@ -120,6 +122,7 @@ impl Default for RunConfig {
             temperature: None,
             respect_eos: false,
             max_error_rate: 0.02,
+            wait_for_server: 0.0,
             output: PathBuf::from("benchmark_results.json"),
             show_capacity_limited_values: false,
             accept_len_ref: 0.0,

@@ -81,6 +81,46 @@ pub fn test_order(concs: &[u32], ctxs: &[u64]) -> Vec<(u32, u64)> {
     out
 }
 
+/// Discovery, retried while the server is still starting (connection
+/// refused, HTTP 502/503/504, no answer) for up to `--wait-for-server`
+/// seconds; any other failure, or the time running out, is returned at once.
+async fn discover_when_up(
+    http: &Http,
+    cfg: &RunConfig,
+    live: &Live,
+) -> Result<Discovery, ldb_client::ClientError> {
+    use ldb_client::ClientError;
+    let start = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        let err = match discover(http, cfg.model.as_deref()).await {
+            Ok(d) => return Ok(d),
+            Err(e) => e,
+        };
+        let starting = matches!(
+            &err,
+            ClientError::Connect { .. }
+                | ClientError::Timeout { .. }
+                | ClientError::Status {
+                    status: 502..=504,
+                    ..
+                }
+        );
+        let left = cfg.wait_for_server - start.elapsed().as_secs_f64();
+        if !starting || left <= 0.0 {
+            return Err(err);
+        }
+        if !told {
+            live.event(format!(
+                "server not ready ({err}); waiting up to {:.0} s",
+                cfg.wait_for_server
+            ));
+            told = true;
+        }
+        tokio::time::sleep(Duration::from_secs_f64(left.min(2.0))).await;
+    }
+}
+
 /// Run the benchmark.
 pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError> {
     let live = hooks.live.clone();
@@ -88,7 +128,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     let max_c = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
     let http = Http::new(&cfg.base_url, cfg.api_key.clone(), max_c + 20)?;
     live.event(format!("startup server={}", cfg.server_label));
-    let disc = discover(&http, cfg.model.as_deref()).await?;
+    let disc = discover_when_up(&http, &cfg, &live).await?;
     let kv = kv_budget(&cfg, &disc, &http);
     startup_events(&live, &disc, &kv);
     let scraper = Scraper::start(

@@ -96,6 +96,10 @@ pub struct BenchArgs {
     /// Largest share of failed requests (0–1) that leaves a cell valid; above it the cell is ERROR.
     #[arg(long, default_value_t = 0.02)]
     pub max_error_rate: f64,
+    /// Seconds to wait for a server that is still starting (connection refused, HTTP 502–504)
+    /// before giving up with exit code 3 (0 = fail at once).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub wait_for_server: f64,
     /// KV budget in tokens (legacy name of --kv-budget).
     #[arg(long, default_value_t = 0)]
     pub max_total_tokens: u64,

@@ -165,6 +165,9 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if !(a.max_error_rate.is_finite() && (0.0..=1.0).contains(&a.max_error_rate)) {
         return Err(bad("--max-error-rate", "must be between 0 and 1"));
     }
+    if !(a.wait_for_server.is_finite() && a.wait_for_server >= 0.0) {
+        return Err(bad("--wait-for-server", "must be ≥ 0 seconds"));
+    }
     if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
         return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
     }
@@ -208,6 +211,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         temperature: a.temperature,
         respect_eos: a.respect_eos,
         max_error_rate: a.max_error_rate,
+        wait_for_server: a.wait_for_server,
         output: a.output.clone(),
         show_capacity_limited_values: a.show_capacity_limited_values,
         accept_len_ref: a.accept_len_ref,

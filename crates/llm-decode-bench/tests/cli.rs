@@ -235,3 +235,67 @@ fn a_wrong_api_key_is_a_one_line_error_pointing_at_the_flag() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
+
+#[test]
+fn wait_for_server_rides_out_a_server_that_is_still_starting() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let (_d, out) = tmp("r.json");
+    let host = format!("http://127.0.0.1:{port}");
+    let common = [
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--concurrency",
+        "1",
+        "--contexts",
+        "0",
+        "--duration",
+        "1",
+        "--max-tokens",
+        "64",
+        "--skip-prefill",
+        "--decode-warmup-seconds",
+        "0",
+        "--output",
+        out.to_str().expect("path"),
+    ];
+    // Nothing listens: without waiting long enough, exit 3 after the wait.
+    let t = std::time::Instant::now();
+    let o = bin()
+        .args(["--host", &host, "--wait-for-server", "1.5"])
+        .args(common)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(t.elapsed().as_secs_f64() >= 1.4);
+    // The server comes up 2 s after the benchmark started.
+    let mut bench = bin()
+        .args(["--host", &host, "--wait-for-server", "60"])
+        .args(common)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("benchmark starts");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut sim = bin()
+        .args([
+            "sim",
+            "--scenario",
+            "quickstart",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("simulator starts");
+    let o = bench.wait_with_output().expect("benchmark ends");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(all.contains("server not ready"), "{all}");
+}
