@@ -272,7 +272,7 @@ fn wait_for_server_rides_out_a_server_that_is_still_starting() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(t.elapsed().as_secs_f64() >= 1.4);
     // The server comes up 2 s after the benchmark started.
-    let mut bench = bin()
+    let bench = bin()
         .args(["--host", &host, "--wait-for-server", "60"])
         .args(common)
         .stdout(std::process::Stdio::piped())
