@@ -18,12 +18,14 @@
 //! 3. `--data-parallel-size 2`, C = 2: scheduler values summed over the two
 //!    engines, KV usage a fraction of the whole budget.
 
-use std::io::Read;
+mod engine;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use engine::{assert_valid, cell, f, free_port, root, run_bench, s, text, within};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
 
@@ -37,10 +39,6 @@ const MAX_NUM_SEQS: u64 = 2;
 const MAX_TOKENS: &str = "768";
 const RUN_LIMIT: Duration = Duration::from_secs(420);
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn script(args: &[&str]) -> std::process::Output {
     Command::new("bash")
         .arg(root().join("scripts/vllm-server.sh"))
@@ -48,10 +46,6 @@ fn script(args: &[&str]) -> std::process::Output {
         .current_dir(root())
         .output()
         .expect("bash runs scripts/vllm-server.sh")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A vLLM server started for this test; stopped on drop, also on failure.
@@ -77,11 +71,6 @@ impl Drop for Server {
             );
         }
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
 }
 
 /// Start a server with these vLLM arguments, or return None (notice printed)
@@ -162,103 +151,6 @@ fn kv_blocks(m: &MetricSet) -> Vec<(u64, u64)> {
             (n("num_gpu_blocks"), n("block_size"))
         })
         .collect()
-}
-
-/// Run the benchmark binary; returns its exit status, result JSON and output.
-fn bench(s: &Server, dir: &Path, name: &str, args: &[&str]) -> (ExitStatus, Value, String) {
-    let out_json = dir.join(format!("{name}.json"));
-    let out_log = dir.join(format!("{name}.log"));
-    let host = format!("http://127.0.0.1:{}", s.port);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
-        .args(["--display-mode", "plain", "--host", &host])
-        .args(["--max-tokens", MAX_TOKENS])
-        .args(["--no-calibration-cache", "--output"])
-        .arg(&out_json)
-        .args(args)
-        .current_dir(dir)
-        .env("COLUMNS", "140")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_log).expect("log file"))
-        .stderr(Stdio::from(
-            std::fs::File::options()
-                .append(true)
-                .open(&out_log)
-                .expect("log file"),
-        ))
-        .spawn()
-        .expect("benchmark binary starts");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st;
-        }
-        if t0.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "run {name} did not finish in {RUN_LIMIT:?}:\n{}",
-                tail(&out_log)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    eprintln!("run {name}: {status} in {:.0?}", t0.elapsed());
-    let mut output = String::new();
-    std::fs::File::open(&out_log)
-        .and_then(|mut f| f.read_to_string(&mut output))
-        .expect("read the run's output");
-    let doc = std::fs::read_to_string(&out_json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| panic!("run {name} wrote no result JSON:\n{}", tail(&out_log)));
-    (status, doc, output)
-}
-
-fn tail(p: &Path) -> String {
-    let t = std::fs::read_to_string(p).unwrap_or_default();
-    let lines: Vec<&str> = t.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-fn schema() -> Value {
-    let p = root().join("docs/result-schema.json");
-    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
-}
-
-fn assert_valid(name: &str, doc: &Value) {
-    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "run {name}: schema errors:\n{}",
-        errors.join("\n")
-    );
-}
-
-fn f(v: &Value, key: &str) -> f64 {
-    v.get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("no number {key} in {v}"))
-}
-
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn cell(doc: &Value, c: u64, ctx: u64) -> &Value {
-    doc["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|r| r["concurrency"] == c && r["context_tokens"] == ctx)
-        .unwrap_or_else(|| panic!("no cell C={c} ctx={ctx}"))
-}
-
-fn within(value: f64, reference: f64, tol: f64) -> bool {
-    reference > 0.0 && (value / reference - 1.0).abs() <= tol
 }
 
 fn errors_of(r: &Value) -> Vec<&str> {
@@ -373,6 +265,18 @@ fn out_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).expect("result folder");
     eprintln!("results and logs of {name}: {}", d.display());
     d
+}
+
+/// Run the benchmark binary against `s`; returns its exit status, result JSON and output.
+fn bench(s: &Server, dir: &Path, name: &str, args: &[&str]) -> (ExitStatus, Value, String) {
+    run_bench(
+        s.port,
+        dir,
+        name,
+        RUN_LIMIT,
+        &["--max-tokens", MAX_TOKENS],
+        args,
+    )
 }
 
 #[test]
