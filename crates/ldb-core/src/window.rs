@@ -80,16 +80,6 @@ pub enum UsageAnomaly {
     Invalid,
 }
 
-impl UsageAnomaly {
-    /// Words for the cell's note.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UsageAnomaly::WentBackwards => "usage went backwards",
-            UsageAnomaly::Invalid => "invalid usage count",
-        }
-    }
-}
-
 /// Tokens that arrived inside the window but before its start was published.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -331,11 +321,6 @@ impl RequestTrack {
     /// The stream reached its natural end.
     pub fn mark_completed(&mut self) {
         self.completed = true;
-    }
-
-    /// True once the stream reached its natural end.
-    pub fn is_completed(&self) -> bool {
-        self.completed
     }
 
     /// The server's finish reason, once a choice carried one.
