@@ -85,6 +85,11 @@ fn redact_metrics(text: &str) -> String {
 }
 
 async fn metrics_after_one_request(p: Personality) -> String {
+    redact_metrics(&raw_metrics_after_one_request(p).await)
+}
+
+/// `/metrics` of a fresh simulator of personality `p` after one streamed request.
+pub(super) async fn raw_metrics_after_one_request(p: Personality) -> String {
     let sim = start(tiny(), Some(p)).await;
     let base = sim.base_url();
     let r = post(
@@ -103,7 +108,7 @@ async fn metrics_after_one_request(p: Personality) -> String {
         .await
         .unwrap();
     sim.shutdown().await;
-    redact_metrics(&text)
+    text
 }
 
 #[tokio::test]

@@ -12,7 +12,8 @@ use std::time::Instant;
 use ldb_sim::Personality;
 use serde_json::{Value, json};
 
-use super::client::{chat_body, client, post, sse, start, tiny};
+use super::client::{chat_body, post, sse, start, tiny};
+use super::contract::raw_metrics_after_one_request;
 
 fn fixture(dir: &str, name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -56,28 +57,6 @@ fn families(text: &str) -> BTreeMap<String, (String, BTreeSet<String>)> {
         out.entry(family.to_string()).or_default().1.extend(labels);
     }
     out
-}
-
-/// `/metrics` of a simulator of personality `p` after one streamed request.
-async fn sim_metrics(p: Personality) -> String {
-    let sim = start(tiny(), Some(p)).await;
-    let base = sim.base_url();
-    let body = chat_body("Hello there.", 8, json!({}));
-    let _ = sse(
-        post(&base, "/v1/chat/completions", &body).await,
-        Instant::now(),
-    )
-    .await;
-    let text = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    sim.shutdown().await;
-    text
 }
 
 /// The families the benchmark reads (`ldb_core::engine`), that the real
@@ -164,21 +143,21 @@ const LLAMACPP_READ: &[&str] = &[
 #[tokio::test]
 async fn vllm_metrics_match_the_real_server() {
     let real = fixture("vllm-0.32.0", "metrics-after.txt");
-    let sim = sim_metrics(Personality::Vllm).await;
+    let sim = raw_metrics_after_one_request(Personality::Vllm).await;
     same_families("vLLM 0.32.0", &real, &sim, VLLM_READ, &[]);
 }
 
 #[tokio::test]
 async fn sglang_metrics_match_the_real_server() {
     let real = fixture("sglang-0.5.23", "metrics-after-chats.txt");
-    let sim = sim_metrics(Personality::Sglang).await;
+    let sim = raw_metrics_after_one_request(Personality::Sglang).await;
     same_families("SGLang 0.5.23", &real, &sim, SGLANG_READ, &[]);
 }
 
 #[tokio::test]
 async fn llamacpp_metrics_match_the_real_server() {
     let real = fixture("llamacpp-11434.0.0", "metrics-after.txt");
-    let sim = sim_metrics(Personality::LlamaCpp).await;
+    let sim = raw_metrics_after_one_request(Personality::LlamaCpp).await;
     same_families("llama.cpp", &real, &sim, LLAMACPP_READ, &[]);
 }
 
