@@ -347,6 +347,26 @@ pub struct CellExtras {
     pub window_start_unix: Option<f64>,
     /// Window end, Unix seconds.
     pub window_end_unix: Option<f64>,
+    /// Longest time inside the window that the cell driver went without
+    /// running, beyond its tick, seconds: the benchmark itself was not
+    /// scheduled (a starved or frozen client). Above
+    /// [`CLIENT_STALL_LIMIT_S`] the window's client numbers are not trusted.
+    pub client_stall_max_s: f64,
+    /// How many times the cell was measured: 2 when the first window caught
+    /// a client stall and the cell was measured again.
+    pub measure_attempts: u32,
+}
+
+/// A driver gap longer than this (seconds, beyond the tick) marks a window
+/// whose client-side numbers cannot be trusted: tokens piled up unread and
+/// were counted late, or not at all.
+pub const CLIENT_STALL_LIMIT_S: f64 = 2.0;
+
+impl CellExtras {
+    /// The benchmark itself stalled inside the window.
+    pub fn client_stalled(&self) -> bool {
+        self.client_stall_max_s > CLIENT_STALL_LIMIT_S
+    }
 }
 
 /// The client's and the server's token rates over one window disagree.

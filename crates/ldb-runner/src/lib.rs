@@ -13,9 +13,11 @@ pub mod ctx;
 pub mod kvbudget;
 pub mod live;
 pub mod methodology;
+pub mod plan;
 pub mod prefill;
 pub mod prompts;
 pub mod run;
+mod stall;
 pub mod standalone;
 
 pub use config::{PrefillMetric, RunConfig};

@@ -150,7 +150,7 @@ pub(crate) fn value_text(
             _ => "-".to_string(),
         }
     };
-    if cell.ext.server_client_mismatch.is_some() {
+    if cell.ext.server_client_mismatch.is_some() || cell.ext.client_stalled() {
         seen.mismatch = true;
         out.push('!');
     }
@@ -197,6 +197,19 @@ pub(crate) fn warnings(cell: &CellResult) -> Vec<String> {
              delivers slower than its engine generates, this client is short of CPU, or another \
              workload used the server.",
             m.client_tps, m.server_tps, m.difference_pct
+        ));
+    }
+    if cell.ext.client_stalled() {
+        out.push(format!(
+            "{at}: the benchmark itself was not running for {:.1} s inside the window (its \
+             process was starved of CPU or frozen), so tokens waited unread and the client's \
+             numbers for this cell are not trustworthy{}.",
+            cell.ext.client_stall_max_s,
+            if cell.ext.measure_attempts > 1 {
+                "; it stalled in both windows it was measured in"
+            } else {
+                ""
+            }
         ));
     }
     if cell.ext.early_stop_requests > 0 {

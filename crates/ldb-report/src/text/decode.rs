@@ -102,7 +102,7 @@ pub(crate) fn legend(seen: &Seen) -> Vec<String> {
     if seen.mismatch {
         out.push(
             "! = the client's and the server's token rates over the window differ by more than \
-             5 %; see the note on the cell."
+             5 %, or the benchmark itself stalled inside the window; see the note on the cell."
                 .to_string(),
         );
     }
