@@ -16,12 +16,13 @@ use ldb_core::tokens::{format_context, thousands};
 use serde_json::Value;
 
 use crate::burst::{BurstSpec, MODE_BURST, MODE_REQUEST_COUNT, burst_counts, run_burst_cell};
-use crate::cell::{CellSpec, drain, run_cell};
+use crate::cell::{CellSpec, drain, measure_cell, run_cell};
 use crate::config::RunConfig;
 use crate::ctx::{Controls, Hardware, RunCtx};
 use crate::kvbudget::{KvBudget, kv_budget};
 use crate::live::Live;
 use crate::methodology::methodology;
+use crate::plan::{RunPlan, ServerLimits, SkippedPrefill, plan, warmup_context};
 use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{PromptPlan, size_prompts};
 
@@ -61,25 +62,7 @@ pub struct RunHooks {
     pub save: Box<dyn Fn(&ResultDocument) + Send + Sync>,
 }
 
-/// Order of cells: first column (first C, every context), first row, then the rest.
-pub fn test_order(concs: &[u32], ctxs: &[u64]) -> Vec<(u32, u64)> {
-    let mut out: Vec<(u32, u64)> = Vec::new();
-    let mut push = |c, x| {
-        if !out.contains(&(c, x)) {
-            out.push((c, x));
-        }
-    };
-    if let (Some(&c0), Some(&x0)) = (concs.first(), ctxs.first()) {
-        ctxs.iter().for_each(|&x| push(c0, x));
-        concs.iter().for_each(|&c| push(c, x0));
-    }
-    for &x in ctxs {
-        for &c in concs {
-            push(c, x);
-        }
-    }
-    out
-}
+pub use crate::plan::test_order;
 
 /// Discovery, retried while the server is still starting (connection
 /// refused, HTTP 502/503/504, no answer) for up to `--wait-for-server`
@@ -119,6 +102,18 @@ async fn discover_when_up(
         }
         tokio::time::sleep(Duration::from_secs_f64(left.min(2.0))).await;
     }
+}
+
+/// `--dry-run`: discovery (no generation request, no prompt sizing) and the
+/// plan the run would follow. Returns the startup event lines and the plan.
+pub async fn dry_run(cfg: &RunConfig) -> Result<(Vec<String>, RunPlan), RunError> {
+    let (live, _rx) = Live::new();
+    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), 2)?;
+    live.event(format!("startup server={}", cfg.server_label));
+    let disc = discover_when_up(&http, cfg, &live).await?;
+    let kv = kv_budget(cfg, &disc, &http);
+    startup_events(&live, &disc, &kv);
+    Ok((live.events(), plan(cfg, limits(&disc, &kv))))
 }
 
 /// Run the benchmark.
@@ -174,70 +169,27 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         cfg,
     };
     let cfg = &rc.cfg;
-    let max_prefill = if disc.model_context > 0 {
-        131_072.min(disc.model_context.saturating_sub(64))
-    } else {
-        131_072
-    };
-    let standalone = cfg.standalone_prefill || cfg.prefill_only;
-    // Standalone rows replace the integrated and scout-only ones.
-    let decode_prefill: Vec<u64> = if cfg.skip_prefill || standalone {
-        vec![]
-    } else {
-        cfg.contexts
-            .iter()
-            .copied()
-            .filter(|&x| x > 0 && x <= max_prefill)
-            .collect()
-    };
-    let extras: Vec<u64> = if cfg.skip_prefill || standalone {
-        vec![]
-    } else {
-        cfg.prefill_contexts
-            .iter()
-            .copied()
-            .filter(|x| !cfg.contexts.contains(x))
-            .collect()
-    };
-    let warm_ctx = warmup_context(cfg, &kv, disc.model_context);
-    let cold: Vec<u64> = if standalone {
-        cfg.prefill_contexts.clone()
-    } else {
-        vec![]
-    };
-    // Size only prompts that will be sent: decode contexts that fit the model
-    // (the others are skipped before any request) and prefill contexts.
-    let mut needed: Vec<u64> = if cfg.prefill_only {
-        vec![]
-    } else {
-        cfg.contexts
-            .iter()
-            .copied()
-            .filter(|&x| check(1, x, cfg.max_tokens, 0, disc.model_context).is_none())
-            .collect()
-    };
-    needed.extend(extras.iter().copied().filter(|&x| x <= max_prefill));
-    needed.extend(cold.iter().copied().filter(|&x| x <= max_prefill));
-    needed.sort_unstable();
-    needed.dedup();
+    let plan = plan(cfg, limits(&disc, &kv));
+    let warm_ctx = warmup_context(cfg, limits(&disc, &kv));
+    let needed = &plan.prompt_contexts;
     live.event(format!(
         "calibrating prompt sizes up to {}",
         format_context(needed.last().copied().unwrap_or(0))
     ));
-    let plan = size_prompts(
+    let prompts = size_prompts(
         &http,
         &disc,
-        &needed,
+        needed,
         cfg.calibration_context,
         cfg.calibration_cache.as_deref(),
     )
     .await;
-    for n in &plan.notes {
+    for n in &prompts.notes {
         live.event(format!("startup {n}"));
     }
 
     let mut doc = ResultDocument {
-        metadata: metadata(cfg, &disc, &kv, &plan, warm_ctx),
+        metadata: metadata(cfg, &disc, &kv, &prompts, warm_ctx),
         startup_diagnostics: hooks.diagnostics.clone(),
         nvidia_p2p_override: hooks.p2p.clone(),
         ..ResultDocument::default()
@@ -282,77 +234,54 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         path: "/v1/chat/completions",
     };
     live.event("decode warmup start");
-    let jit = probe(&env, &rc.model, &plan.messages(0, "jit"), &rc.controls.stop).await;
+    let jit = probe(
+        &env,
+        &rc.model,
+        &prompts.messages(0, "jit"),
+        &rc.controls.stop,
+    )
+    .await;
     // A route or key problem would fail every cell the same way: stop here
     // with the server's answer instead of producing a matrix of ERROR cells.
     if let Some(e) = jit.error.as_deref().filter(|e| is_fatal(e)) {
         scraper.stop();
         return Err(RunError::Preflight(e.to_string()));
     }
-    // Standalone contexts beyond the limit: recorded skips, decided before sending.
-    for &x in cold.iter().filter(|&&x| x > max_prefill) {
-        let row = crate::standalone::beyond_limit(x, max_prefill, disc.model_context);
+    // Prefill contexts beyond the prompt limit: recorded skips, decided before sending.
+    for sk in &plan.prefill_skipped {
         live.event(format!(
             "prefill skipped ctx={}: {}",
-            format_context(x),
-            row.skip_reason
+            format_context(sk.context),
+            sk.reason
         ));
-        doc.prefill.insert(x, row);
+        doc.prefill.insert(sk.context, skipped_prefill(sk));
     }
-    let first_prefill = decode_prefill
-        .iter()
-        .chain(&extras)
-        .chain(&cold)
-        .copied()
-        .filter(|&x| x <= max_prefill)
-        .min();
-    if let Some(w) = first_prefill.map(|x| x.min(8192)) {
+    if let Some(w) = plan.prefill_warmup {
         live.event(format!("prefill warmup start ctx={}", format_context(w)));
         let _ = probe(
             &env,
             &rc.model,
-            &plan.messages(w, "warm-prefill"),
+            &prompts.messages(w, "warm-prefill"),
             &rc.controls.stop,
         )
         .await;
         live.event(format!("prefill warmup done ctx={}", format_context(w)));
     }
-    for &x in &extras {
+    for &x in &plan.scout_only {
         if rc.controls.stop.is_cancelled() {
             break;
         }
-        if x > max_prefill {
-            let reason = format!(
-                "context {} exceeds the prefill limit {} (model context − 64, at most 128k)",
-                x, max_prefill
-            );
-            live.event(format!(
-                "prefill skipped ctx={}: {reason}",
-                format_context(x)
-            ));
-            doc.prefill.insert(
-                x,
-                PrefillEntry {
-                    skipped: true,
-                    skip_reason: reason,
-                    method: "scout_only".into(),
-                    hardware_summary: serde_json::json!({}),
-                    ..Default::default()
-                },
-            );
-            continue;
-        }
-        let row = scout_only(&rc, &env, &plan, x).await;
+        let row = scout_only(&rc, &env, &prompts, x).await;
         doc.prefill.insert(x, row);
         finish(&mut doc, "in_progress");
     }
 
     // Standalone cold prefill profile.
-    for &x in cold.iter().filter(|&&x| x <= max_prefill) {
+    for &x in &plan.standalone {
         if rc.controls.stop.is_cancelled() {
             break;
         }
-        let row = crate::standalone::profile(&rc, &env, &plan, x).await;
+        let row = crate::standalone::profile(&rc, &env, &prompts, x).await;
         doc.prefill.insert(x, row);
         finish(&mut doc, "in_progress");
     }
@@ -371,7 +300,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         let spec = CellSpec {
             concurrency: 1,
             context: warm_ctx,
-            messages: plan.messages(warm_ctx, &format!("warm-decode{warm_ctx}")),
+            messages: prompts.messages(warm_ctx, &format!("warm-decode{warm_ctx}")),
             duration: cfg.decode_warmup_seconds,
             record_prefill: false,
         };
@@ -389,10 +318,11 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         Phase::Decode
     };
     live.update(|s| s.phase = phase);
-    let order = test_order(&cfg.concurrency, &cfg.contexts);
     let mut recorded: Vec<u64> = Vec::new();
     let t_matrix = clock.now();
-    for (idx, &(c, x)) in order.iter().enumerate() {
+    let total = plan.cells.len() as f64;
+    for (idx, planned) in plan.cells.iter().enumerate() {
+        let (c, x) = (planned.concurrency, planned.context);
         if rc.controls.stop.is_cancelled() {
             break;
         }
@@ -400,18 +330,18 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         let elapsed = clock.now() - t_matrix;
         live.update(|s| {
             s.elapsed = clock.now();
-            s.eta = (done > 0.0).then(|| elapsed / done * (order.len() as f64 - done));
+            s.eta = (done > 0.0).then(|| elapsed / done * (total - done));
             set_cell(s, c, x, MatrixCellState::Running);
         });
-        let cell = match check(c, x, cfg.max_tokens, kv.budget, disc.model_context) {
-            Some(inf) => skip_cell(&live, c, x, &inf),
+        let cell = match &planned.skip {
+            Some(inf) => skip_cell(&live, c, x, inf),
             None => {
-                let record = decode_prefill.contains(&x) && !recorded.contains(&x);
+                let record = plan.integrated_prefill.contains(&x) && !recorded.contains(&x);
                 let out = if cfg.request_count > 0 {
                     let spec = BurstSpec {
                         concurrency: c,
                         context: x,
-                        messages: plan.messages(x, &format!("ctx{x}")),
+                        messages: prompts.messages(x, &format!("ctx{x}")),
                         requests: cfg.request_count,
                         warmup: cfg.warmup_request_count,
                         mode: MODE_REQUEST_COUNT,
@@ -422,11 +352,11 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
                     let spec = CellSpec {
                         concurrency: c,
                         context: x,
-                        messages: plan.messages(x, &format!("ctx{x}")),
+                        messages: prompts.messages(x, &format!("ctx{x}")),
                         duration: cfg.duration,
                         record_prefill: record,
                     };
-                    run_cell(&rc, spec).await
+                    measure_cell(&rc, spec).await
                 };
                 if let Some(p) = out.prefill {
                     recorded.push(x);
@@ -483,7 +413,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         }
     }
     if cfg.run_burst && cfg.request_count == 0 {
-        burst_matrix(&rc, &plan, &kv, disc.model_context, &mut doc, &finish).await;
+        burst_matrix(&rc, &prompts, &kv, disc.model_context, &mut doc, &finish).await;
     }
     Ok(end_run(&rc, doc, &finish, "run complete"))
 }
@@ -673,12 +603,23 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
     row
 }
 
-fn warmup_context(cfg: &RunConfig, kv: &KvBudget, model_ctx: u64) -> u64 {
-    let mut ctxs = cfg.contexts.clone();
-    ctxs.sort_unstable_by(|a, b| b.cmp(a));
-    ctxs.into_iter()
-        .find(|&x| check(1, x, cfg.max_tokens, kv.budget, model_ctx).is_none())
-        .unwrap_or(0)
+/// What the plan needs from discovery and the KV budget.
+pub fn limits(disc: &Discovery, kv: &KvBudget) -> ServerLimits {
+    ServerLimits {
+        model_context: disc.model_context,
+        kv_budget: kv.budget,
+    }
+}
+
+/// The row of a prefill context beyond the prompt limit.
+fn skipped_prefill(sk: &SkippedPrefill) -> PrefillEntry {
+    PrefillEntry {
+        skipped: true,
+        skip_reason: sk.reason.clone(),
+        method: sk.method.into(),
+        hardware_summary: serde_json::json!({}),
+        ..Default::default()
+    }
 }
 
 fn startup_events(live: &Live, d: &Discovery, kv: &KvBudget) {

@@ -157,6 +157,10 @@ pub async fn bench(mut a: BenchArgs, argv: Vec<String>) -> i32 {
         }
     }
 
+    if a.dry_run {
+        return dry_run(&cfg).await;
+    }
+
     // Starting the sampler and collecting diagnostics run commands with
     // timeouts; keep them off the async workers.
     let monitor_cfg =
@@ -363,4 +367,23 @@ fn args_for_diagnostics(a: &BenchArgs) -> Vec<(String, Value)> {
         ("prefill_only".into(), a.prefill_only.into()),
         ("sim".into(), s(&a.sim)),
     ]
+}
+
+/// `--dry-run`: what the run would do, from discovery alone; no generation
+/// request is sent.
+async fn dry_run(cfg: &ldb_runner::config::RunConfig) -> i32 {
+    match ldb_runner::run::dry_run(cfg).await {
+        Ok((events, plan)) => {
+            for e in events {
+                println!("{e}");
+            }
+            println!("{plan}");
+            println!("dry run: nothing was generated; drop --dry-run to run this plan");
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::SERVER
+        }
+    }
 }

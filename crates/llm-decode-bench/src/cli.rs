@@ -182,6 +182,10 @@ pub struct BenchArgs {
     /// screen (live dashboard) or plain (log lines); plain is chosen when stdout is not a terminal.
     #[arg(long)]
     pub display_mode: Option<String>,
+    /// Discover the server, print the run plan (cells in order, skips with
+    /// their reasons, estimated time) and exit 0 without generating anything.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Benchmark the built-in simulator (scenario name or TOML file; default quickstart).
     #[arg(long, num_args = 0..=1, default_missing_value = "quickstart")]
     pub sim: Option<String>,

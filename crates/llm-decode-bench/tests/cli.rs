@@ -299,3 +299,173 @@ fn wait_for_server_rides_out_a_server_that_is_still_starting() {
     assert_eq!(o.status.code(), Some(0), "{all}");
     assert!(all.contains("server not ready"), "{all}");
 }
+
+/// The benchmark frozen (SIGSTOP) for 3 s inside its window, as a starved or
+/// paused client would be: the cell driver sees the gap, says so, and measures
+/// the cell again; the kept window is clean.
+#[test]
+fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut sim = bin()
+        .args([
+            "sim",
+            "--scenario",
+            "quickstart",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("simulator starts");
+    let (d, out) = tmp("r.json");
+    let log = d.path().join("run.log");
+    let host = format!("http://127.0.0.1:{port}");
+    let mut bench = bin()
+        .args(["--host", &host, "--wait-for-server", "30"])
+        .args([
+            "--display-mode",
+            "plain",
+            "--no-hw-monitor",
+            "--concurrency",
+            "2",
+            "--contexts",
+            "0",
+            "--duration",
+            "5",
+            "--max-tokens",
+            "4096",
+            "--skip-prefill",
+            "--decode-warmup-seconds",
+            "0",
+            "--output",
+            out.to_str().expect("path"),
+        ])
+        .env("COLUMNS", "140")
+        .stdout(std::fs::File::create(&log).expect("log"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("benchmark starts");
+    let pid = bench.id().to_string();
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("ready C=2")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the cell never became ready:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let signal = |s: &str| {
+        let st = Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(st.success(), "kill {s} {pid}");
+    };
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    signal("-CONT");
+    let st = bench.wait().expect("benchmark ends");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(st.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("client stall") && shown.contains("measuring the cell again"),
+        "{shown}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    let cell = &doc["results"][0];
+    assert_eq!(cell["measure_attempts"], 2, "{cell}");
+    assert_eq!(cell["status"], "ok", "{cell}");
+    let stall = cell["client_stall_max_s"].as_f64().expect("stall");
+    assert!(stall < 2.0, "the kept window stalled too: {cell}");
+    assert!(
+        cell["aggregate_tps"].as_f64().unwrap_or(0.0) > 0.0,
+        "{cell}"
+    );
+}
+
+/// `--dry-run` discovers the server, prints the plan with its skips and an
+/// estimate, exits 0, and sends no generation request (the simulator's
+/// counters stay at zero).
+#[test]
+fn dry_run_prints_the_plan_and_generates_nothing() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut sim = bin()
+        .args([
+            "sim",
+            "--scenario",
+            "quickstart",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("simulator starts");
+    let host = format!("http://127.0.0.1:{port}");
+    let o = bin()
+        .args(["--host", &host, "--wait-for-server", "30", "--dry-run"])
+        .args(["--concurrency", "1,64", "--contexts", "0,16k,128k"])
+        .args(["--prefill-contexts", "1k,256k", "--max-tokens", "512"])
+        .output()
+        .expect("runs");
+    let metrics = http_get(port, "/metrics");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let shown = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{shown}{}", text(&o.stderr));
+    for want in [
+        "Run plan",
+        "prompts sized: 0, 1k, 16k",
+        "prefill: integrated 16k; scout-only 1k; standalone none",
+        "prefill ctx=256k skipped: context 262144 exceeds the prefill limit",
+        "cells: 6 in order, 4 measured, 2 skipped",
+        "1. C=1 ctx=0  measure",
+        "C=64 ctx=128k  skip: context 131584 tokens",
+        "estimated time: at least",
+        "dry run: nothing was generated",
+    ] {
+        assert!(shown.contains(want), "missing {want:?} in:\n{shown}");
+    }
+    let generated: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("vllm:prompt_tokens_total")
+                || l.starts_with("vllm:generation_tokens_total")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(metrics.contains("vllm:prompt_tokens_total"), "{metrics}");
+    assert_eq!(
+        generated, 0.0,
+        "the dry run generated something:\n{metrics}"
+    );
+}
+
+/// A plain HTTP/1.1 GET on loopback, the body as text.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    out
+}

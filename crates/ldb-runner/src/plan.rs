@@ -1,0 +1,471 @@
+//! The run plan: everything decided before the first generation request,
+//! from the configuration and what discovery found (model context, KV
+//! budget). Pure: no I/O, no clock. `run` follows it, `--dry-run` prints it.
+
+use std::fmt;
+
+use ldb_core::kv::{Infeasible, check};
+use ldb_core::tokens::format_context;
+
+use crate::config::RunConfig;
+
+/// Prompts are capped here even for models with longer contexts.
+const PREFILL_CAP: u64 = 131_072;
+/// Room left below the model context for the chat template and one token.
+const PREFILL_MARGIN: u64 = 64;
+/// Rough per-cell overhead beyond the window, seconds: stream start, the
+/// readiness hold, the end scrape and the drain. Only for the estimate.
+const CELL_OVERHEAD_S: f64 = 6.0;
+/// Rough cost of one prefill measurement (scout, warmup or cold profile), seconds.
+const PREFILL_ROW_S: f64 = 3.0;
+
+/// What discovery contributed to the plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// The model's context length (0 = unknown).
+    pub model_context: u64,
+    /// KV budget in tokens (0 = unknown: no KV skips).
+    pub kv_budget: u64,
+}
+
+/// One decode cell, in run order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCell {
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Nominal context.
+    pub context: u64,
+    /// Why it is skipped without sending a request; `None` = measured.
+    pub skip: Option<Infeasible>,
+}
+
+/// A prefill context beyond the prompt limit: recorded as skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPrefill {
+    /// The context.
+    pub context: u64,
+    /// The row's `skip_reason`.
+    pub reason: String,
+    /// The row's `method`: `scout_only` or `client` (standalone).
+    pub method: &'static str,
+}
+
+/// Everything decided before a request is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    /// Longest prompt sent: model context − 64, at most 128k.
+    pub max_prefill: u64,
+    /// Decode contexts whose first cell's scout is recorded as the prefill
+    /// row (integrated prefill).
+    pub integrated_prefill: Vec<u64>,
+    /// `--prefill-contexts` outside the matrix, measured by a scout alone.
+    pub scout_only: Vec<u64>,
+    /// Standalone cold prefill contexts (`--standalone-prefill`, `--prefill-only`).
+    pub standalone: Vec<u64>,
+    /// Prefill contexts beyond `max_prefill`, skipped with the reason.
+    pub prefill_skipped: Vec<SkippedPrefill>,
+    /// Context of the prefill warmup request, if any prefill row is measured.
+    pub prefill_warmup: Option<u64>,
+    /// Context of the hidden decode warmup (`None` when it is off).
+    pub decode_warmup: Option<u64>,
+    /// Contexts whose prompts are sized (those that will be sent).
+    pub prompt_contexts: Vec<u64>,
+    /// Decode cells in run order (none for `--prefill-only`).
+    pub cells: Vec<PlannedCell>,
+    /// Rough lower estimate of the run's length, seconds.
+    pub estimated_seconds: f64,
+}
+
+impl RunPlan {
+    /// Measured (not skipped) cells.
+    pub fn measured_cells(&self) -> impl Iterator<Item = &PlannedCell> {
+        self.cells.iter().filter(|c| c.skip.is_none())
+    }
+}
+
+/// Order of cells: first column (first C, every context), first row, then the rest.
+pub fn test_order(concs: &[u32], ctxs: &[u64]) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    let mut push = |c, x| {
+        if !out.contains(&(c, x)) {
+            out.push((c, x));
+        }
+    };
+    if let (Some(&c0), Some(&x0)) = (concs.first(), ctxs.first()) {
+        ctxs.iter().for_each(|&x| push(c0, x));
+        concs.iter().for_each(|&c| push(c, x0));
+    }
+    for &x in ctxs {
+        for &c in concs {
+            push(c, x);
+        }
+    }
+    out
+}
+
+/// Longest prompt sent for a model context (0 = unknown).
+pub fn max_prefill(model_context: u64) -> u64 {
+    if model_context > 0 {
+        PREFILL_CAP.min(model_context.saturating_sub(PREFILL_MARGIN))
+    } else {
+        PREFILL_CAP
+    }
+}
+
+/// The largest decode context whose single request fits; 0 when none does.
+pub fn warmup_context(cfg: &RunConfig, limits: ServerLimits) -> u64 {
+    let mut ctxs = cfg.contexts.clone();
+    ctxs.sort_unstable_by(|a, b| b.cmp(a));
+    ctxs.into_iter()
+        .find(|&x| check(1, x, cfg.max_tokens, limits.kv_budget, limits.model_context).is_none())
+        .unwrap_or(0)
+}
+
+/// Plan the run.
+pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
+    let max_prefill = max_prefill(limits.model_context);
+    let standalone_mode = cfg.standalone_prefill || cfg.prefill_only;
+    let integrated_prefill: Vec<u64> = if cfg.skip_prefill || standalone_mode {
+        vec![]
+    } else {
+        cfg.contexts
+            .iter()
+            .copied()
+            .filter(|&x| x > 0 && x <= max_prefill)
+            .collect()
+    };
+    let extras: Vec<u64> = if cfg.skip_prefill || standalone_mode {
+        vec![]
+    } else {
+        cfg.prefill_contexts
+            .iter()
+            .copied()
+            .filter(|x| !cfg.contexts.contains(x))
+            .collect()
+    };
+    let cold: Vec<u64> = if standalone_mode {
+        cfg.prefill_contexts.clone()
+    } else {
+        vec![]
+    };
+    let prefill_skipped: Vec<SkippedPrefill> = extras
+        .iter()
+        .chain(&cold)
+        .copied()
+        .filter(|&x| x > max_prefill)
+        .map(|x| SkippedPrefill {
+            context: x,
+            reason: beyond_prefill_limit(x, max_prefill, limits.model_context),
+            method: if standalone_mode {
+                "client"
+            } else {
+                "scout_only"
+            },
+        })
+        .collect();
+    let fits = |x: &u64| *x <= max_prefill;
+    let scout_only: Vec<u64> = extras.iter().copied().filter(fits).collect();
+    let standalone: Vec<u64> = cold.iter().copied().filter(fits).collect();
+    let prefill_warmup = integrated_prefill
+        .iter()
+        .chain(&scout_only)
+        .chain(&standalone)
+        .copied()
+        .min()
+        .map(|x| x.min(8192));
+
+    let cells: Vec<PlannedCell> = if cfg.prefill_only {
+        vec![]
+    } else {
+        test_order(&cfg.concurrency, &cfg.contexts)
+            .into_iter()
+            .map(|(c, x)| PlannedCell {
+                concurrency: c,
+                context: x,
+                skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
+            })
+            .collect()
+    };
+    let decode_warmup =
+        (!cfg.prefill_only && cfg.decode_warmup_seconds > 0.0).then(|| warmup_context(cfg, limits));
+
+    // Size only prompts that will be sent: decode contexts whose single
+    // request fits the model, and the prefill contexts measured.
+    let mut prompt_contexts: Vec<u64> = if cfg.prefill_only {
+        vec![]
+    } else {
+        cfg.contexts
+            .iter()
+            .copied()
+            .filter(|&x| check(1, x, cfg.max_tokens, 0, limits.model_context).is_none())
+            .collect()
+    };
+    prompt_contexts.extend(&scout_only);
+    prompt_contexts.extend(&standalone);
+    prompt_contexts.sort_unstable();
+    prompt_contexts.dedup();
+
+    let mut p = RunPlan {
+        max_prefill,
+        integrated_prefill,
+        scout_only,
+        standalone,
+        prefill_skipped,
+        prefill_warmup,
+        decode_warmup,
+        prompt_contexts,
+        cells,
+        estimated_seconds: 0.0,
+    };
+    p.estimated_seconds = estimate_seconds(cfg, &p);
+    p
+}
+
+/// The `skip_reason` of a prefill context beyond the prompt limit.
+pub fn beyond_prefill_limit(context: u64, max_prefill: u64, model_context: u64) -> String {
+    if model_context > 0 {
+        format!(
+            "context {context} exceeds the prefill limit {max_prefill} (model context \
+             {model_context} − {PREFILL_MARGIN}, at most 128k)"
+        )
+    } else {
+        format!("context {context} exceeds the prefill limit {max_prefill} (at most 128k)")
+    }
+}
+
+/// A lower estimate: windows, warmups and a fixed overhead per cell and per
+/// prefill row. Ramp-up on a slow server, long prefills and request-count
+/// cells (whose length depends on the server) come on top.
+fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
+    let measured = p.measured_cells().count() as f64;
+    let per_cell = if cfg.request_count > 0 {
+        CELL_OVERHEAD_S
+    } else {
+        cfg.duration + CELL_OVERHEAD_S
+    };
+    let rows = (p.scout_only.len() + p.standalone.len()) as f64
+        + f64::from(u8::from(p.prefill_warmup.is_some()));
+    let warmup = if p.decode_warmup.is_some() {
+        cfg.decode_warmup_seconds + CELL_OVERHEAD_S
+    } else {
+        0.0
+    };
+    measured * per_cell + rows * PREFILL_ROW_S + warmup
+}
+
+impl fmt::Display for RunPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |xs: &[u64]| {
+            if xs.is_empty() {
+                "none".to_string()
+            } else {
+                xs.iter()
+                    .map(|&x| format_context(x))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        writeln!(f, "Run plan")?;
+        writeln!(f, "  prompts sized: {}", list(&self.prompt_contexts))?;
+        writeln!(
+            f,
+            "  prefill: integrated {}; scout-only {}; standalone {}",
+            list(&self.integrated_prefill),
+            list(&self.scout_only),
+            list(&self.standalone)
+        )?;
+        for s in &self.prefill_skipped {
+            writeln!(
+                f,
+                "  prefill ctx={} skipped: {}",
+                format_context(s.context),
+                s.reason
+            )?;
+        }
+        match self.decode_warmup {
+            Some(x) => writeln!(f, "  decode warmup: C=1 ctx={}", format_context(x))?,
+            None => writeln!(f, "  decode warmup: off")?,
+        }
+        let measured = self.measured_cells().count();
+        writeln!(
+            f,
+            "  cells: {} in order, {} measured, {} skipped",
+            self.cells.len(),
+            measured,
+            self.cells.len() - measured
+        )?;
+        for (i, c) in self.cells.iter().enumerate() {
+            let what = match &c.skip {
+                None => "measure".to_string(),
+                Some(inf) => format!("skip: {}", inf.reason()),
+            };
+            writeln!(
+                f,
+                "  {:>3}. C={} ctx={}  {what}",
+                i + 1,
+                c.concurrency,
+                format_context(c.context)
+            )?;
+        }
+        write!(
+            f,
+            "  estimated time: at least {} (windows, warmups and fixed overheads; slow \
+             ramp-ups and long prefills add to it)",
+            human_seconds(self.estimated_seconds)
+        )
+    }
+}
+
+fn human_seconds(s: f64) -> String {
+    let s = s.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(concs: &[u32], ctxs: &[u64]) -> RunConfig {
+        RunConfig {
+            concurrency: concs.to_vec(),
+            contexts: ctxs.to_vec(),
+            max_tokens: 1024,
+            duration: 30.0,
+            decode_warmup_seconds: 10.0,
+            prefill_contexts: vec![],
+            ..RunConfig::default()
+        }
+    }
+
+    const LIMITS: ServerLimits = ServerLimits {
+        model_context: 32_768,
+        kv_budget: 100_000,
+    };
+
+    #[test]
+    fn cells_run_first_column_then_first_row_then_the_rest() {
+        assert_eq!(
+            test_order(&[1, 2, 4], &[0, 8192]),
+            vec![(1, 0), (1, 8192), (2, 0), (4, 0), (2, 8192), (4, 8192)]
+        );
+    }
+
+    #[test]
+    fn kv_and_context_skips_are_decided_with_their_deficits() {
+        let p = plan(&cfg(&[1, 8], &[0, 16_384, 32_768]), LIMITS);
+        let skip = |c: u32, x: u64| {
+            p.cells
+                .iter()
+                .find(|k| k.concurrency == c && k.context == x)
+                .expect("cell")
+                .skip
+                .clone()
+        };
+        assert_eq!(skip(1, 0), None);
+        assert_eq!(skip(1, 16_384), None);
+        // 8 × (16k + 1k) = 139,264 > 100,000.
+        assert_eq!(
+            skip(8, 16_384),
+            Some(Infeasible::Kv {
+                needed: 139_264,
+                budget: 100_000
+            })
+        );
+        assert_eq!(skip(8, 16_384).map(|i| i.deficit()), Some(39_264));
+        // 32k + 1k > 32k: beyond the model, whatever the concurrency.
+        assert_eq!(
+            skip(1, 32_768),
+            Some(Infeasible::Context {
+                needed: 33_792,
+                limit: 32_768
+            })
+        );
+        assert_eq!(p.measured_cells().count(), 3);
+        // Prompts are sized only for contexts a single request can use.
+        assert_eq!(p.prompt_contexts, vec![0, 16_384]);
+        // The decode warmup uses the largest context one request fits.
+        assert_eq!(p.decode_warmup, Some(16_384));
+    }
+
+    #[test]
+    fn integrated_scout_only_and_skipped_prefill_contexts() {
+        let mut c = cfg(&[1], &[0, 4096]);
+        c.prefill_contexts = vec![4096, 65_536, 1024];
+        let p = plan(&c, LIMITS);
+        assert_eq!(p.max_prefill, 32_768 - 64);
+        assert_eq!(p.integrated_prefill, vec![4096]);
+        assert_eq!(p.scout_only, vec![1024]);
+        assert!(p.standalone.is_empty());
+        assert_eq!(p.prefill_skipped.len(), 1);
+        assert_eq!(p.prefill_skipped[0].context, 65_536);
+        assert_eq!(p.prefill_skipped[0].method, "scout_only");
+        assert!(
+            p.prefill_skipped[0]
+                .reason
+                .contains("exceeds the prefill limit 32704"),
+            "{}",
+            p.prefill_skipped[0].reason
+        );
+        assert_eq!(p.prefill_warmup, Some(1024));
+        assert_eq!(p.prompt_contexts, vec![0, 1024, 4096]);
+    }
+
+    #[test]
+    fn prefill_only_plans_no_cells_and_standalone_rows() {
+        let mut c = cfg(&[1, 2], &[0, 4096]);
+        c.prefill_only = true;
+        c.prefill_contexts = vec![2048, 200_000];
+        let p = plan(&c, ServerLimits::default());
+        assert!(p.cells.is_empty());
+        assert!(p.integrated_prefill.is_empty() && p.scout_only.is_empty());
+        assert_eq!(p.standalone, vec![2048]);
+        assert_eq!(p.prefill_skipped[0].context, 200_000);
+        assert_eq!(p.prefill_skipped[0].method, "client");
+        assert_eq!(p.decode_warmup, None);
+        assert_eq!(p.prompt_contexts, vec![2048]);
+    }
+
+    #[test]
+    fn skip_prefill_measures_no_prefill_row() {
+        let mut c = cfg(&[1], &[0, 4096]);
+        c.skip_prefill = true;
+        c.prefill_contexts = vec![1024];
+        let p = plan(&c, LIMITS);
+        assert!(p.integrated_prefill.is_empty() && p.scout_only.is_empty());
+        assert_eq!(p.prefill_warmup, None);
+    }
+
+    #[test]
+    fn unknown_limits_skip_nothing() {
+        let p = plan(&cfg(&[64], &[0, 131_072]), ServerLimits::default());
+        assert!(p.cells.iter().all(|c| c.skip.is_none()));
+        assert_eq!(p.max_prefill, 131_072);
+    }
+
+    #[test]
+    fn the_estimate_counts_windows_warmup_and_overheads() {
+        let p = plan(&cfg(&[1, 8], &[0, 16_384, 32_768]), LIMITS);
+        // 3 measured cells × (30 + 6) + warmup (10 + 6) + prefill warmup 3.
+        assert!(
+            (p.estimated_seconds - (3.0 * 36.0 + 16.0 + 3.0)).abs() < 1e-9,
+            "{}",
+            p.estimated_seconds
+        );
+        let shown = p.to_string();
+        assert!(shown.contains("estimated time: at least 2m07s"), "{shown}");
+        assert!(
+            shown.contains("C=8 ctx=16k  skip: needs 139k KV tokens"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("6 in order, 3 measured, 3 skipped"),
+            "{shown}"
+        );
+    }
+}
