@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use ldb_core::document::{Metadata, ResultDocument};
+use ldb_core::hardware::summary::HardwareSummary;
 use ldb_core::result::{
     CellExtras, CellResult, CellStatus, Dist, LatencyStats, PrefillEntry, SchedulerFields,
     ServerValidation,
@@ -97,15 +98,23 @@ pub fn hw(
     vram: f64,
     pcie: (f64, f64),
 ) -> Value {
-    json!({
-        "samples": 5, "gpu_count": 4,
-        "gpu_util_avg_pct": gpu.0, "gpu_util_max_pct": gpu.1,
-        "mem_util_avg_pct": mem,
-        "power_total_avg_w": watts.0, "power_total_max_w": watts.1, "power_limit_total_w": 1200.0,
-        "temp_max_c": temp, "cpu_temp_max_c": cpu,
-        "vram_used_avg_pct": vram,
-        "pcie_rx_avg_mb_s": pcie.0, "pcie_tx_avg_mb_s": pcie.1,
-    })
+    let s = HardwareSummary {
+        samples: 5,
+        gpu_count: 4,
+        gpu_util_avg_pct: Some(gpu.0),
+        gpu_util_max_pct: Some(gpu.1),
+        mem_util_avg_pct: Some(mem),
+        power_total_avg_w: Some(watts.0),
+        power_total_max_w: Some(watts.1),
+        power_limit_total_w: Some(1200.0),
+        temp_max_c: Some(temp),
+        cpu_temp_max_c: Some(cpu),
+        vram_used_avg_pct: Some(vram),
+        pcie_rx_avg_mb_s: Some(pcie.0),
+        pcie_tx_avg_mb_s: Some(pcie.1),
+        ..HardwareSummary::default()
+    };
+    serde_json::to_value(s).unwrap_or_default()
 }
 
 pub fn metadata(concs: &[u32], ctxs: &[u64]) -> Metadata {
@@ -319,10 +328,16 @@ pub fn seed_doc() -> ResultDocument {
     ];
     ResultDocument {
         metadata: metadata(&[1, 2, 4], &[0, 65536]),
-        hardware_run_summary: json!({
-            "samples": 243, "duration_seconds": 577.387, "gpu_count": 4,
-            "power_total_avg_w": 604.36, "power_total_max_w": 624.86, "power_limit_total_w": 1200.0,
-        }),
+        hardware_run_summary: serde_json::to_value(HardwareSummary {
+            samples: 243,
+            duration_seconds: 577.387,
+            gpu_count: 4,
+            power_total_avg_w: Some(604.36),
+            power_total_max_w: Some(624.86),
+            power_limit_total_w: Some(1200.0),
+            ..HardwareSummary::default()
+        })
+        .unwrap_or_default(),
         prefill: [
             (8192, prefill("scout_only", 8199, 2.104, 3897.0)),
             (65536, p64),
