@@ -2,13 +2,25 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
-use crate::result::{CellResult, PrefillEntry, summary_tables};
+use crate::hardware::HardwareSummary;
+use crate::result::wire::empty_as_none;
+use crate::result::{
+    CellResult, DecodeMode, PrefillEntry, PrefillMode, RunStatus, UsageMode, summary_tables,
+};
+
+mod load;
+
+pub use load::LoadError;
 
 /// Run configuration and outcome, first block of the result file.
+///
+/// Every key defaults on read: files of the reference tool lack the ones this
+/// tool added (and `schema_version`, which then reads as 0).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Metadata {
     /// Tool version.
     pub version: String,
@@ -20,8 +32,9 @@ pub struct Metadata {
     pub server: String,
     /// Local time of the last save (ISO 8601).
     pub timestamp: String,
-    /// `duration` or `request-count`.
-    pub decode_mode: String,
+    /// `duration` or `request-count` (`""` in JSON when not known).
+    #[serde(with = "empty_as_none")]
+    pub decode_mode: Option<DecodeMode>,
     /// `sustained_decode` or `burst_e2e_decode`.
     pub primary_decode_layer: String,
     /// `--duration`.
@@ -32,8 +45,9 @@ pub struct Metadata {
     pub warmup_request_count: u64,
     /// `--run-burst`.
     pub run_burst: bool,
-    /// `integrated_decode_scout`, `standalone_cold` or `skipped`.
-    pub prefill_mode: String,
+    /// `integrated_decode_scout`, `standalone_cold` or `skipped` (`""` when not known).
+    #[serde(with = "empty_as_none")]
+    pub prefill_mode: Option<PrefillMode>,
     /// `--standalone-prefill`.
     pub standalone_prefill: bool,
     /// `--prefill-only`.
@@ -92,8 +106,10 @@ pub struct Metadata {
     pub tool: String,
     /// Local time the run started (ISO 8601).
     pub started_at: String,
-    /// `complete`, `in_progress` (written mid-run) or `interrupted`.
-    pub run_status: String,
+    /// `complete`, `in_progress` (written mid-run) or `interrupted` (`""`
+    /// when not known, e.g. a reference file, which has no such key).
+    #[serde(with = "empty_as_none")]
+    pub run_status: Option<RunStatus>,
     /// Engine version reported by the server.
     pub engine_version: String,
     /// Model context length reported by the server (0 = unknown).
@@ -123,23 +139,32 @@ pub struct Metadata {
     /// Prompt tokens the server reported (`usage.prompt_tokens`) for each
     /// context's first measured cell: the check of `prompt_tokens_by_context`.
     pub prompt_tokens_served_by_context: BTreeMap<String, u64>,
-    /// How output tokens are counted: `continuous`, `final_only` or `none`.
-    pub usage_mode: String,
+    /// How output tokens are counted: `continuous`, `final_only` or `none`
+    /// (`""` until a cell has measured it).
+    #[serde(with = "empty_as_none")]
+    pub usage_mode: Option<UsageMode>,
     /// The built-in simulator scenario when `--sim` was used.
     pub sim_scenario: String,
 }
 
 /// The complete result file.
-#[derive(Debug, Clone, Default)]
+///
+/// Read with the derived `Deserialize`; the tables derived from the cells
+/// (`summary_table*`) and the fixed `p2pmark`/`amd_fabric` blocks are not
+/// fields: they are ignored on read and rebuilt on write ([`DocumentOut`]).
+/// Use [`ResultDocument::from_json_str`] to read a file: it checks what the
+/// derive cannot (that it is a result at all, and its schema version).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct ResultDocument {
     /// Run configuration.
     pub metadata: Metadata,
-    /// Host snapshot collected before contacting the server.
+    /// Host snapshot collected before contacting the server (`null` is written as `{}`).
     pub startup_diagnostics: Value,
-    /// NVIDIA P2P override check.
+    /// NVIDIA P2P override check (`null` is written as `{}`).
     pub nvidia_p2p_override: Value,
-    /// Whole-run hardware summary.
-    pub hardware_run_summary: Value,
+    /// Whole-run hardware summary (`{}` when empty).
+    pub hardware_run_summary: HardwareSummary,
     /// `HH:MM:SS message` lines (all of them).
     pub event_log: Vec<String>,
     /// Prefill rows by context.
@@ -148,72 +173,88 @@ pub struct ResultDocument {
     pub results: Vec<CellResult>,
     /// Burst cells.
     pub burst_results: Vec<CellResult>,
-    /// Static methodology texts.
+    /// Static methodology texts (`null` is written as `{}`).
     pub methodology: Value,
+}
+
+/// The file as written: the document's fields by reference, in file order,
+/// with the derived tables and fixed blocks in their places.
+#[derive(Serialize)]
+struct DocumentOut<'a> {
+    metadata: &'a Metadata,
+    #[serde(serialize_with = "null_as_empty")]
+    startup_diagnostics: &'a Value,
+    #[serde(serialize_with = "null_as_empty")]
+    nvidia_p2p_override: &'a Value,
+    p2pmark: NotRun,
+    amd_fabric: NotRun,
+    hardware_run_summary: &'a HardwareSummary,
+    event_log: &'a [String],
+    prefill: &'a BTreeMap<u64, PrefillEntry>,
+    results: &'a [CellResult],
+    summary_table: Value,
+    summary_table_status: Value,
+    burst_results: &'a [CellResult],
+    burst_summary_table: Value,
+    burst_summary_table_status: Value,
+    #[serde(serialize_with = "null_as_empty")]
+    methodology: &'a Value,
+}
+
+/// `{"status": "not_run"}`: fabric benchmarks this tool does not run.
+#[derive(Serialize)]
+struct NotRun {
+    status: &'static str,
+}
+
+const NOT_RUN: NotRun = NotRun { status: "not_run" };
+
+fn null_as_empty<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_null() {
+        serde_json::Map::new().serialize(s)
+    } else {
+        v.serialize(s)
+    }
+}
+
+impl Serialize for ResultDocument {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let concs = &self.metadata.concurrency_levels;
+        let ctxs = &self.metadata.context_lengths;
+        let (summary_table, summary_table_status) = summary_tables(&self.results, ctxs, concs);
+        let (burst_summary_table, burst_summary_table_status) =
+            summary_tables(&self.burst_results, ctxs, concs);
+        DocumentOut {
+            metadata: &self.metadata,
+            startup_diagnostics: &self.startup_diagnostics,
+            nvidia_p2p_override: &self.nvidia_p2p_override,
+            p2pmark: NOT_RUN,
+            amd_fabric: NOT_RUN,
+            hardware_run_summary: &self.hardware_run_summary,
+            event_log: &self.event_log,
+            prefill: &self.prefill,
+            results: &self.results,
+            summary_table,
+            summary_table_status,
+            burst_results: &self.burst_results,
+            burst_summary_table,
+            burst_summary_table_status,
+            methodology: &self.methodology,
+        }
+        .serialize(s)
+    }
 }
 
 impl ResultDocument {
     /// The JSON value written to disk.
     pub fn to_json(&self) -> Value {
-        let concs = &self.metadata.concurrency_levels;
-        let ctxs = &self.metadata.context_lengths;
-        let (summary, summary_status) = summary_tables(&self.results, ctxs, concs);
-        let (burst, burst_status) = summary_tables(&self.burst_results, ctxs, concs);
-        let mut prefill = Map::new();
-        for (ctx, row) in &self.prefill {
-            prefill.insert(
-                ctx.to_string(),
-                serde_json::to_value(row).unwrap_or(Value::Null),
-            );
-        }
-        let not_run = || serde_json::json!({"status": "not_run"});
-        let mut m = Map::new();
-        m.insert(
-            "metadata".into(),
-            serde_json::to_value(&self.metadata).unwrap_or(Value::Null),
-        );
-        m.insert(
-            "startup_diagnostics".into(),
-            or_empty(&self.startup_diagnostics),
-        );
-        m.insert(
-            "nvidia_p2p_override".into(),
-            or_empty(&self.nvidia_p2p_override),
-        );
-        m.insert("p2pmark".into(), not_run());
-        m.insert("amd_fabric".into(), not_run());
-        m.insert(
-            "hardware_run_summary".into(),
-            or_empty(&self.hardware_run_summary),
-        );
-        m.insert("event_log".into(), self.event_log.clone().into());
-        m.insert("prefill".into(), Value::Object(prefill));
-        m.insert("results".into(), cells_json(&self.results));
-        m.insert("summary_table".into(), summary);
-        m.insert("summary_table_status".into(), summary_status);
-        m.insert("burst_results".into(), cells_json(&self.burst_results));
-        m.insert("burst_summary_table".into(), burst);
-        m.insert("burst_summary_table_status".into(), burst_status);
-        m.insert("methodology".into(), or_empty(&self.methodology));
-        Value::Object(m)
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
     /// Pretty JSON text with a trailing newline.
     pub fn to_json_string(&self) -> String {
-        let mut s = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
         s.push('\n');
         s
     }
-}
-
-fn or_empty(v: &Value) -> Value {
-    if v.is_null() {
-        Value::Object(Map::new())
-    } else {
-        v.clone()
-    }
-}
-
-fn cells_json(cells: &[CellResult]) -> Value {
-    Value::Array(cells.iter().map(CellResult::to_json).collect())
 }

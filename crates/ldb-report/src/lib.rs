@@ -1,8 +1,10 @@
-//! Final console report and atomic JSON writer of llm-decode-bench.
+//! Final console report, atomic JSON writer and result-file reader of
+//! llm-decode-bench.
 //!
-//! This crate only renders: it takes a finished (or partial)
+//! This crate renders and stores: it takes a finished (or partial)
 //! [`ResultDocument`](ldb_core::document::ResultDocument) and writes text to any
-//! [`std::io::Write`], or the JSON file to disk atomically.
+//! [`std::io::Write`], or the JSON file to disk atomically; and it reads such a
+//! file back ([`load_result_file`]).
 //!
 //! ```no_run
 //! use ldb_core::document::ResultDocument;
@@ -20,6 +22,8 @@
 
 mod error;
 pub mod json;
+mod load;
 pub mod text;
 
 pub use error::{ReportError, Result};
+pub use load::load_result_file;

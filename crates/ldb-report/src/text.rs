@@ -22,6 +22,7 @@ mod table;
 use std::io::{self, Write};
 
 use ldb_core::document::ResultDocument;
+use ldb_core::result::{DecodeMode, RunStatus};
 
 use style::{Tone, paint};
 use table::panel;
@@ -79,7 +80,7 @@ impl Ctx<'_> {
 
     /// True when the primary decode layer is request-count bursts.
     pub fn request_mode(&self) -> bool {
-        self.doc.metadata.decode_mode == "request-count"
+        self.doc.metadata.decode_mode == Some(DecodeMode::RequestCount)
     }
 }
 
@@ -119,7 +120,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
         Tone::Dim,
         cx.color,
     ));
-    if doc.metadata.run_status == "interrupted" {
+    if doc.metadata.run_status == Some(RunStatus::Interrupted) {
         let text = "Run interrupted: this report covers only the cells that finished before the stop; \
                     cells shown as - were never reached.";
         out.extend(cx.para(text, Tone::Warn));

@@ -39,6 +39,39 @@ fn fixture_documents_write_the_golden_bytes() {
             continue;
         }
         let want = std::fs::read_to_string(&path).expect("golden file");
-        assert!(written == want, "{name}: output differs from {}", path.display());
+        if written != want {
+            let actual = std::env::temp_dir().join(format!("ldb-golden-{name}.json"));
+            std::fs::write(&actual, &written).expect("write actual");
+            panic!(
+                "{name}: output differs from {} (written: {})",
+                path.display(),
+                actual.display()
+            );
+        }
+    }
+}
+
+/// Files the simulator wrote through the whole runner before the model became
+/// serde-derived (a `--run-burst` run, the seed's matrix with 2 s cells, and
+/// a request-count run with standalone prefill).
+const SIM_GOLDENS: [&str; 3] = ["sim-burst", "sim-seed-args", "sim-request-count"];
+
+#[test]
+fn golden_files_read_back_and_write_the_same_bytes() {
+    let names = documents().into_iter().map(|(n, _)| n).chain(SIM_GOLDENS);
+    for name in names {
+        let path = golden(name);
+        let text = std::fs::read_to_string(&path).expect("golden file");
+        let doc = ResultDocument::from_json_str(&text)
+            .unwrap_or_else(|e| panic!("{name}: does not load: {e}"));
+        let again = doc.to_json_string();
+        if again != text {
+            let actual = std::env::temp_dir().join(format!("ldb-reread-{name}.json"));
+            std::fs::write(&actual, &again).expect("write actual");
+            panic!(
+                "{name}: read and written again, the bytes changed ({})",
+                actual.display()
+            );
+        }
     }
 }

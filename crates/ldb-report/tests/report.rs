@@ -179,10 +179,10 @@ fn empty_document_says_nothing_was_collected() {
 fn request_count_mode_uses_its_own_panel_and_note_rule() {
     let mut doc = common::burst_doc();
     doc.burst_results.clear();
-    doc.metadata.decode_mode = "request-count".into();
+    doc.metadata.decode_mode = Some(ldb_core::result::DecodeMode::RequestCount);
     doc.metadata.primary_decode_layer = "burst_e2e_decode".into();
     for c in &mut doc.results {
-        c.benchmark_mode = "request-count".into();
+        c.benchmark_mode = ldb_core::result::DecodeMode::RequestCount;
         c.sched.avg_running_reqs = f64::from(c.concurrency) * 0.85;
     }
     let r = render_to_string(&doc, &opts(120));

@@ -6,7 +6,10 @@ use ldb_core::cellstats::{LatencyScope, SchedSample, latency_stats, scheduler_fi
 use ldb_core::engine::Engine;
 use ldb_core::gaps::GapStats;
 use ldb_core::hardware::HardwareSummary;
-use ldb_core::result::{CellExtras, CellResult, CellStatus, ServerClientMismatch, SpecFields};
+use ldb_core::result::{
+    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, ServerClientMismatch,
+    SpecFields, UsageMode,
+};
 use ldb_core::spec::{SpecWindow, normalize};
 use ldb_core::stats::median;
 use ldb_core::window::WindowBounds;
@@ -66,7 +69,11 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
     let window_reasoning: u64 = tracks.iter().map(|t| t.window_reasoning_tokens).sum();
     let mut chunk_ratio = 1.0;
     let (tokens, source, usage_mode) = if continuous {
-        (raw_tokens, "openai_continuous_usage", "continuous")
+        (
+            raw_tokens,
+            AggregateSource::OpenaiContinuousUsage,
+            UsageMode::Continuous,
+        )
     } else if any_usage {
         // Usage only at the end: tokens per chunk from finished requests.
         let (tok, ch) = tracks
@@ -79,11 +86,15 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         chunk_ratio = ratio;
         (
             (window_chunks as f64 * ratio).round() as u64,
-            "openai_stream_chunks_calibrated",
-            "final_only",
+            AggregateSource::OpenaiStreamChunksCalibrated,
+            UsageMode::FinalOnly,
         )
     } else {
-        (window_chunks, "openai_stream_chunks_fallback", "none")
+        (
+            window_chunks,
+            AggregateSource::OpenaiStreamChunksFallback,
+            UsageMode::None,
+        )
     };
     let last = tracks
         .iter()
@@ -235,15 +246,15 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
     CellResult {
         concurrency: i.concurrency,
         context_tokens: i.context,
-        benchmark_mode: "duration".into(),
+        benchmark_mode: DecodeMode::Duration,
         measurement_seconds: wall,
         measurement_wall_seconds: wall,
         client_output_tokens: tokens,
         server_output_tokens: server_tokens.round() as u64,
         aggregate_source: if tokens == 0 {
-            "none".into()
+            AggregateSource::None
         } else {
-            source.into()
+            source
         },
         aggregate_tps: if errors.over_limit { None } else { agg },
         per_request_avg_tps: if errors.over_limit { None } else { per_req },
@@ -272,7 +283,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                 0.0
             },
             measurement_active_seconds: active_secs,
-            usage_mode: usage_mode.into(),
+            usage_mode,
             requests_started: i.outcomes.len() as u64,
             requests_cancelled: i.outcomes.iter().filter(|o| o.cancelled).count() as u64,
             server_utilization_max: kv_max,

@@ -26,7 +26,9 @@ use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, r
 use ldb_core::cellstats::{LatencyScope, SchedSample, latency_stats, scheduler_fields};
 use ldb_core::live::{CellStage, CurrentCell, StreamText};
 use ldb_core::prompt::Message;
-use ldb_core::result::{CellExtras, CellResult, CellStatus};
+use ldb_core::result::{
+    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, UsageMode,
+};
 use ldb_core::stats::median;
 use ldb_core::tokens::format_context;
 use ldb_core::window::WindowBounds;
@@ -38,9 +40,9 @@ use crate::ctx::RunCtx;
 use crate::prompts::{BodyOptions, chat_body};
 
 /// `benchmark_mode` of primary request-count cells.
-pub const MODE_REQUEST_COUNT: &str = "request-count";
+pub const MODE_REQUEST_COUNT: DecodeMode = DecodeMode::RequestCount;
 /// `benchmark_mode` of the Burst / E2E matrix after the sustained one.
-pub const MODE_BURST: &str = "burst-e2e";
+pub const MODE_BURST: DecodeMode = DecodeMode::BurstE2e;
 
 /// One finite-batch cell.
 #[derive(Debug, Clone)]
@@ -56,7 +58,7 @@ pub struct BurstSpec {
     /// Discarded warmup requests before the measured batch.
     pub warmup: u64,
     /// [`MODE_REQUEST_COUNT`] or [`MODE_BURST`].
-    pub mode: &'static str,
+    pub mode: DecodeMode,
     /// Record the scout as this context's prefill row.
     pub record_prefill: bool,
 }
@@ -477,7 +479,7 @@ fn assemble(
     CellResult {
         concurrency: c,
         context_tokens: spec.context,
-        benchmark_mode: spec.mode.into(),
+        benchmark_mode: spec.mode,
         request_count_target: spec.requests,
         warmup_request_count: spec.warmup,
         measurement_seconds: secs,
@@ -485,13 +487,12 @@ fn assemble(
         client_output_tokens: tokens,
         server_output_tokens: server_tokens.round() as u64,
         aggregate_source: if tokens == 0 {
-            "none"
+            AggregateSource::None
         } else if usage_everywhere {
-            "openai_completed_usage"
+            AggregateSource::OpenaiCompletedUsage
         } else {
-            "openai_stream_chunks_fallback"
-        }
-        .into(),
+            AggregateSource::OpenaiStreamChunksFallback
+        },
         aggregate_tps: aggregate,
         per_request_avg_tps: aggregate.map(|a| a / f64::from(workers.max(1))),
         latency,
@@ -512,11 +513,10 @@ fn assemble(
             active_decode_tps: aggregate.unwrap_or(0.0),
             measurement_active_seconds: secs,
             usage_mode: if usage_everywhere && tokens > 0 {
-                "final_only"
+                UsageMode::FinalOnly
             } else {
-                "none"
-            }
-            .into(),
+                UsageMode::None
+            },
             requests_started: m.done.len() as u64,
             requests_cancelled: m.done.iter().filter(|d| d.outcome.cancelled).count() as u64,
             server_utilization_max: kv.iter().copied().fold(0.0, f64::max),

@@ -384,13 +384,23 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
 
 fn skipped(rc: &RunCtx, spec: &CellSpec) -> CellOutput {
     CellOutput {
-        cell: user_skip(rc, spec.concurrency, spec.context, "duration"),
+        cell: user_skip(
+            rc,
+            spec.concurrency,
+            spec.context,
+            ldb_core::result::DecodeMode::Duration,
+        ),
         prefill: None,
     }
 }
 
 /// A cell the user skipped (`s`) or cut short by stopping the run.
-pub(crate) fn user_skip(rc: &RunCtx, concurrency: u32, context: u64, mode: &str) -> CellResult {
+pub(crate) fn user_skip(
+    rc: &RunCtx,
+    concurrency: u32,
+    context: u64,
+    mode: ldb_core::result::DecodeMode,
+) -> CellResult {
     let why = if rc.controls.stop.is_cancelled() {
         "run stopped by the user"
     } else {
@@ -506,7 +516,13 @@ pub(crate) async fn scout(
         return None;
     }
     let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
-    let row = entry("integrated_scout", ctx, &p, validation, use_server);
+    let row = entry(
+        ldb_core::result::PrefillMethod::IntegratedScout,
+        ctx,
+        &p,
+        validation,
+        use_server,
+    );
     if row.tok_per_sec > 0.0
         && let Ok(mut g) = rc.prefill_rate.lock()
     {

@@ -7,7 +7,6 @@ use ldb_client::scrape::Scraper;
 use ldb_client::stream::RunClock;
 use ldb_core::engine::Engine;
 use ldb_core::hardware::HardwareSummary;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
@@ -77,17 +76,15 @@ pub struct RunCtx {
 }
 
 impl RunCtx {
-    /// Hardware summary since `mark` as JSON (`{}` without telemetry).
-    pub fn hw_since(&self, mark: Option<usize>) -> (Value, Option<HardwareSummary>) {
+    /// Hardware summary since `mark` for the result (empty, written `{}`,
+    /// without telemetry), and the same when there is telemetry.
+    pub fn hw_since(&self, mark: Option<usize>) -> (HardwareSummary, Option<HardwareSummary>) {
         match (&self.hardware, mark) {
             (Some(h), Some(m)) => {
                 let s = h.summary_since(m);
-                (
-                    serde_json::to_value(&s).unwrap_or_else(|_| serde_json::json!({})),
-                    Some(s),
-                )
+                (s.clone(), Some(s))
             }
-            _ => (serde_json::json!({}), None),
+            _ => (HardwareSummary::default(), None),
         }
     }
 
@@ -96,16 +93,13 @@ impl RunCtx {
         &self,
         start: Option<usize>,
         end: Option<usize>,
-    ) -> (Value, Option<HardwareSummary>) {
+    ) -> (HardwareSummary, Option<HardwareSummary>) {
         match (&self.hardware, start, end) {
             (Some(h), Some(a), Some(b)) => {
                 let s = h.summary_between(a, b);
-                (
-                    serde_json::to_value(&s).unwrap_or_else(|_| serde_json::json!({})),
-                    Some(s),
-                )
+                (s.clone(), Some(s))
             }
-            _ => (serde_json::json!({}), None),
+            _ => (HardwareSummary::default(), None),
         }
     }
 

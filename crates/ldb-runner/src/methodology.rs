@@ -1,10 +1,11 @@
 //! The `methodology` block of the result file: how each number is made, in brief.
 
+use ldb_core::result::PrefillMode;
 use serde_json::{Value, json};
 
 /// Static texts, with `present` flags filled by the caller.
 pub fn methodology(
-    prefill_mode: &str,
+    prefill_mode: Option<PrefillMode>,
     prefill_present: bool,
     sustained_present: bool,
     burst_present: bool,
@@ -14,7 +15,7 @@ pub fn methodology(
         "prefill": {
             "name": "Prefill",
             "present": prefill_present,
-            "mode": prefill_mode,
+            "mode": prefill_mode.map_or("", PrefillMode::as_str),
             "formula": "prompt_tokens / TTFT",
             "notes": "Client-visible prefill: the max_tokens=1 scout that fills each context's prefix cache before its first decode cell is timed from send to first token, so queueing, HTTP and the first decode step are included. When the server exposes prefill counters, the same request is checked against them (server_validation), counted only when exactly one prefill happened between the two idle snapshots."
         },

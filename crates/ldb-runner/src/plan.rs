@@ -47,7 +47,7 @@ pub struct SkippedPrefill {
     /// The row's `skip_reason`.
     pub reason: String,
     /// The row's `method`: `scout_only` or `client` (standalone).
-    pub method: &'static str,
+    pub method: ldb_core::result::PrefillMethod,
 }
 
 /// Everything decided before a request is sent.
@@ -157,9 +157,9 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
             context: x,
             reason: beyond_prefill_limit(x, max_prefill, limits.model_context),
             method: if standalone_mode {
-                "client"
+                ldb_core::result::PrefillMethod::Client
             } else {
-                "scout_only"
+                ldb_core::result::PrefillMethod::ScoutOnly
             },
         })
         .collect();

@@ -7,8 +7,9 @@ use std::time::Duration;
 use ldb_client::scrape::{Scrape, Scraper};
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, run_stream};
 use ldb_core::engine::{Engine, ServerSnapshot};
+use ldb_core::hardware::HardwareSummary;
 use ldb_core::prompt::Message;
-use ldb_core::result::{PrefillEntry, ServerValidation, round};
+use ldb_core::result::{PrefillEntry, PrefillMethod, ServerValidation, round};
 use tokio_util::sync::CancellationToken;
 
 use crate::prompts::{BodyOptions, chat_body};
@@ -244,7 +245,7 @@ pub async fn validated_probe(
 
 /// A prefill row from a probe.
 pub fn entry(
-    method: &str,
+    method: PrefillMethod,
     ctx: u64,
     p: &ProbeResult,
     validation: ServerValidation,
@@ -261,10 +262,10 @@ pub fn entry(
         (
             validation.tok_per_sec,
             validation.prefill_seconds,
-            "prometheus".to_string(),
+            PrefillMethod::Prometheus,
         )
     } else {
-        (client_tps, round(p.ttft, 3), method.to_string())
+        (client_tps, round(p.ttft, 3), method)
     };
     PrefillEntry {
         ttft_seconds: round(p.ttft, 3),
@@ -274,9 +275,9 @@ pub fn entry(
         client_tok_per_sec: client_tps,
         prompt_tokens: tokens,
         samples: 1,
-        method,
+        method: Some(method),
         server_validation: validation,
-        hardware_summary: serde_json::json!({}),
+        hardware_summary: HardwareSummary::default(),
         skipped: false,
         skip_reason: String::new(),
         label: if p.ttft_at_stream_end {

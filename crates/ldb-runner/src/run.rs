@@ -200,19 +200,19 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         .get("effective")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let finish = |doc: &mut ResultDocument, status: &str| {
+    let finish = |doc: &mut ResultDocument, status: ldb_core::result::RunStatus| {
         doc.metadata.timestamp = chrono::Local::now()
             .format("%Y-%m-%dT%H:%M:%S%.6f")
             .to_string();
-        doc.metadata.run_status = status.into();
+        doc.metadata.run_status = Some(status);
         doc.event_log = live.events();
         if let Some(h) = &rc.hardware {
-            doc.hardware_run_summary = serde_json::to_value(h.summary_since(0)).unwrap_or_default();
+            doc.hardware_run_summary = h.summary_since(0);
         }
         let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
         let request_mode = rc.cfg.request_count > 0;
         doc.methodology = methodology(
-            &doc.metadata.prefill_mode,
+            doc.metadata.prefill_mode,
             !doc.prefill.is_empty(),
             !doc.results.is_empty() && !request_mode,
             !doc.burst_results.is_empty() || (request_mode && !doc.results.is_empty()),
@@ -220,7 +220,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         );
         (hooks.save)(doc);
     };
-    finish(&mut doc, "in_progress");
+    finish(&mut doc, ldb_core::result::RunStatus::InProgress);
 
     // Prefill: JIT warmup, prefill warmup, scout-only extras.
     live.update(|s| s.phase = Phase::Prefill);
@@ -273,7 +273,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         }
         let row = scout_only(&rc, &env, &prompts, x).await;
         doc.prefill.insert(x, row);
-        finish(&mut doc, "in_progress");
+        finish(&mut doc, ldb_core::result::RunStatus::InProgress);
     }
 
     // Standalone cold prefill profile.
@@ -283,7 +283,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         }
         let row = crate::standalone::profile(&rc, &env, &prompts, x).await;
         doc.prefill.insert(x, row);
-        finish(&mut doc, "in_progress");
+        finish(&mut doc, ldb_core::result::RunStatus::InProgress);
     }
     if cfg.prefill_only {
         return Ok(end_run(&rc, doc, &finish, "prefill-only run complete"));
@@ -395,19 +395,18 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
                     .insert(key, served);
             }
         }
-        if doc.metadata.usage_mode.is_empty()
-            && !cell.ext.usage_mode.is_empty()
+        if doc.metadata.usage_mode.is_none()
             && !cell.ext.status.is_skip()
             && cell.ext.status != CellStatus::Error
         {
-            doc.metadata.usage_mode = cell.ext.usage_mode.clone();
+            doc.metadata.usage_mode = Some(cell.ext.usage_mode);
         }
         live.update(|s| set_cell(s, c, x, done_state(&cell)));
         let stopped = cell.ext.status == CellStatus::SkippedUser && rc.controls.stop.is_cancelled();
         if !stopped {
             doc.results.push(cell);
         }
-        finish(&mut doc, "in_progress");
+        finish(&mut doc, ldb_core::result::RunStatus::InProgress);
         if rc.cfg.cell_pause_seconds > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(rc.cfg.cell_pause_seconds)).await;
         }
@@ -422,7 +421,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
 fn end_run(
     rc: &RunCtx,
     mut doc: ResultDocument,
-    finish: &impl Fn(&mut ResultDocument, &str),
+    finish: &impl Fn(&mut ResultDocument, ldb_core::result::RunStatus),
     done_event: &str,
 ) -> RunOutcome {
     let interrupted = rc.controls.stop.is_cancelled();
@@ -439,9 +438,9 @@ fn end_run(
     finish(
         &mut doc,
         if interrupted {
-            "interrupted"
+            ldb_core::result::RunStatus::Interrupted
         } else {
-            "complete"
+            ldb_core::result::RunStatus::Complete
         },
     );
     RunOutcome { doc, interrupted }
@@ -454,7 +453,7 @@ async fn burst_matrix(
     kv: &KvBudget,
     model_ctx: u64,
     doc: &mut ResultDocument,
-    finish: &impl Fn(&mut ResultDocument, &str),
+    finish: &impl Fn(&mut ResultDocument, ldb_core::result::RunStatus),
 ) {
     let cfg = &rc.cfg;
     rc.live.update(|s| s.phase = Phase::Burst);
@@ -472,7 +471,7 @@ async fn burst_matrix(
         let mut cell = match check(c, x, cfg.max_tokens, kv.budget, model_ctx) {
             Some(inf) => {
                 let mut cell = skip_cell(&rc.live, c, x, &inf);
-                cell.benchmark_mode = MODE_BURST.into();
+                cell.benchmark_mode = MODE_BURST;
                 cell
             }
             None => {
@@ -494,7 +493,7 @@ async fn burst_matrix(
         if !stopped {
             doc.burst_results.push(cell);
         }
-        finish(doc, "in_progress");
+        finish(doc, ldb_core::result::RunStatus::InProgress);
         if cfg.cell_pause_seconds > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(cfg.cell_pause_seconds)).await;
         }
@@ -540,7 +539,13 @@ fn skip_cell(live: &Live, c: u32, x: u64, inf: &Infeasible) -> CellResult {
         format_context(x),
         inf.reason()
     ));
-    let mut cell = CellResult::skipped(c, x, "duration", status, inf.reason());
+    let mut cell = CellResult::skipped(
+        c,
+        x,
+        ldb_core::result::DecodeMode::Duration,
+        status,
+        inf.reason(),
+    );
     cell.ext.kv_deficit_tokens = inf.deficit();
     if let Infeasible::Kv { needed, .. } = inf {
         cell.ext.kv_required_tokens = *needed;
@@ -568,7 +573,7 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
     let msgs = plan.messages(x, &format!("ctx{x}"));
     let (p, validation) = validated_probe(rc, env, &msgs, &skip, true).await;
     let mut row = entry(
-        "scout_only",
+        ldb_core::result::PrefillMethod::ScoutOnly,
         x,
         &p,
         validation,
@@ -616,8 +621,7 @@ fn skipped_prefill(sk: &SkippedPrefill) -> PrefillEntry {
     PrefillEntry {
         skipped: true,
         skip_reason: sk.reason.clone(),
-        method: sk.method.into(),
-        hardware_summary: serde_json::json!({}),
+        method: Some(sk.method),
         ..Default::default()
     }
 }
@@ -665,20 +669,19 @@ fn metadata(
         engine: d.engine.as_str().into(),
         model: d.model.clone(),
         server: cfg.server_label.clone(),
-        decode_mode: if request_mode { "request-count" } else { "duration" }.into(),
+        decode_mode: Some(if request_mode { ldb_core::result::DecodeMode::RequestCount } else { ldb_core::result::DecodeMode::Duration }),
         primary_decode_layer: if request_mode { "burst_e2e_decode" } else { "sustained_decode" }.into(),
         duration_per_test: cfg.duration,
         request_count: cfg.request_count,
         warmup_request_count: cfg.warmup_request_count,
         run_burst: cfg.run_burst,
-        prefill_mode: if cfg.skip_prefill {
-            "skipped"
+        prefill_mode: Some(if cfg.skip_prefill {
+            ldb_core::result::PrefillMode::Skipped
         } else if cfg.standalone_prefill || cfg.prefill_only {
-            "standalone_cold"
+            ldb_core::result::PrefillMode::StandaloneCold
         } else {
-            "integrated_decode_scout"
-        }
-        .into(),
+            ldb_core::result::PrefillMode::IntegratedDecodeScout
+        }),
         standalone_prefill: cfg.standalone_prefill || cfg.prefill_only,
         prefill_only: cfg.prefill_only,
         skip_prefill: cfg.skip_prefill,

@@ -29,9 +29,10 @@
 //! per-request timings are used as validation whenever the server sends them.
 
 use ldb_client::stream::StreamEnv;
+use ldb_core::hardware::HardwareSummary;
 use ldb_core::live::PrefillRow;
 use ldb_core::prompt::{Message, messages, nonce};
-use ldb_core::result::{PrefillEntry, ServerValidation, round};
+use ldb_core::result::{PrefillEntry, PrefillMethod, ServerValidation, round};
 use ldb_core::stats::median;
 use ldb_core::tokens::{format_context, thousands};
 
@@ -58,8 +59,7 @@ pub fn beyond_limit(ctx: u64, limit: u64, model_context: u64) -> PrefillEntry {
     PrefillEntry {
         skipped: true,
         skip_reason: why,
-        method: "client".into(),
-        hardware_summary: serde_json::json!({}),
+        method: Some(PrefillMethod::Client),
         ..Default::default()
     }
 }
@@ -189,7 +189,7 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
             format_context(ctx),
             thousands(row.tok_per_sec as u64),
             row.samples,
-            row.method
+            row.method.map_or("", PrefillMethod::as_str)
         ));
         if let Ok(mut g) = rc.prefill_rate.lock() {
             *g = Some(row.client_tok_per_sec);
@@ -197,7 +197,7 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
     }
     live.update(|s| {
         if let Some(r) = s.prefill.iter_mut().find(|r| r.context == ctx) {
-            r.method = row.method.clone();
+            r.method = row.method.map_or("", PrefillMethod::as_str).into();
             r.tok_per_sec = (!row.skipped).then_some(row.tok_per_sec);
             r.ttft = (!row.skipped).then_some(row.ttft_seconds);
             r.eta = None;
@@ -266,14 +266,14 @@ fn aggregate(ctx: u64, samples: &[Sample], server_headline: bool) -> PrefillEntr
         (
             sv.tok_per_sec,
             sv.prefill_seconds,
-            "prometheus",
+            PrefillMethod::Prometheus,
             "server prefill counters: computed prompt tokens / prefill seconds (median over valid samples)",
         )
     } else {
         (
             client_tps.round(),
             round(ttft, 3),
-            "client",
+            PrefillMethod::Client,
             "client prompt_tokens / TTFT, median over cold samples (includes queueing, HTTP and the first decode step)",
         )
     };
@@ -285,9 +285,9 @@ fn aggregate(ctx: u64, samples: &[Sample], server_headline: bool) -> PrefillEntr
         client_tok_per_sec: client_tps.round(),
         prompt_tokens: tokens.round() as u64,
         samples: samples.len() as u64,
-        method: method.into(),
+        method: Some(method),
         server_validation: sv,
-        hardware_summary: serde_json::json!({}),
+        hardware_summary: HardwareSummary::default(),
         skipped: false,
         skip_reason: String::new(),
         label: label.into(),
@@ -333,7 +333,7 @@ mod tests {
             s(0.5, 1000, Some(2100.0)),
         ];
         let row = aggregate(1024, &samples, false);
-        assert_eq!(row.method, "client");
+        assert_eq!(row.method, Some(PrefillMethod::Client));
         assert_eq!(row.ttft_seconds, 1.0);
         assert_eq!(row.tok_per_sec, 1000.0);
         assert_eq!(row.samples, 3);
@@ -344,12 +344,12 @@ mod tests {
             "prefill_count_delta=2"
         );
         let row = aggregate(1024, &samples, true);
-        assert_eq!(row.method, "prometheus");
+        assert_eq!(row.method, Some(PrefillMethod::Prometheus));
         assert_eq!(row.tok_per_sec, 1600.0);
         assert_eq!(row.client_tok_per_sec, 1000.0);
         // No valid server sample: the client value stays the headline.
         let row = aggregate(1024, &[s(1.0, 1000, None), s(1.0, 1000, None)], true);
-        assert_eq!(row.method, "client");
+        assert_eq!(row.method, Some(PrefillMethod::Client));
         assert_eq!(row.tok_per_sec, 1000.0);
     }
 

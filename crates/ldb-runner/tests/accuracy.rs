@@ -174,8 +174,14 @@ async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
         assert_eq!(v.token_source, "kv_computed");
         assert!(v.request_prompt_tokens > 0);
     }
-    assert_eq!(doc.prefill[&16384].method, "integrated_scout");
-    assert_eq!(doc.prefill[&8192].method, "scout_only");
+    assert_eq!(
+        doc.prefill[&16384].method,
+        Some(ldb_core::result::PrefillMethod::IntegratedScout)
+    );
+    assert_eq!(
+        doc.prefill[&8192].method,
+        Some(ldb_core::result::PrefillMethod::ScoutOnly)
+    );
     sim.shutdown().await;
 }
 

@@ -123,7 +123,10 @@ async fn request_count_throughput_matches_the_closed_loop_truth_at_c1_c4_c16() {
         );
         // The server's generated-token counter saw exactly the batch.
         assert_eq!(r.server_output_tokens, 2 * u64::from(c) * m);
-        assert_eq!(doc.metadata.decode_mode, "request-count");
+        assert_eq!(
+            doc.metadata.decode_mode,
+            Some(ldb_core::result::DecodeMode::RequestCount)
+        );
         assert_eq!(doc.metadata.primary_decode_layer, "burst_e2e_decode");
         assert_eq!(doc.metadata.burst_e2e_status, "enabled");
         assert!(doc.burst_results.is_empty());
@@ -219,7 +222,7 @@ async fn standalone_prefill_is_cold_and_matches_the_prefill_rate_at_three_contex
             .get(&ctx)
             .unwrap_or_else(|| panic!("no row {ctx}"));
         assert!(!row.skipped, "{ctx}: {}", row.skip_reason);
-        assert_eq!(row.method, "client");
+        assert_eq!(row.method, Some(ldb_core::result::PrefillMethod::Client));
         assert!(row.samples >= 2, "{ctx}: {} samples", row.samples);
         // A lone prompt of p tokens takes exactly p / prefill_tok_s in the engine.
         assert!(
@@ -235,9 +238,15 @@ async fn standalone_prefill_is_cold_and_matches_the_prefill_rate_at_three_contex
     assert!(doc.results.is_empty() && doc.burst_results.is_empty());
     let chats = st.http.requests_by_endpoint.get(CHAT).copied().unwrap_or(0);
     assert_eq!(chats, 2 + samples);
-    assert_eq!(doc.metadata.prefill_mode, "standalone_cold");
+    assert_eq!(
+        doc.metadata.prefill_mode,
+        Some(ldb_core::result::PrefillMode::StandaloneCold)
+    );
     assert!(doc.metadata.prefill_only && doc.metadata.standalone_prefill);
-    assert_eq!(doc.metadata.run_status, "complete");
+    assert_eq!(
+        doc.metadata.run_status,
+        Some(ldb_core::result::RunStatus::Complete)
+    );
     sim.shutdown().await;
 }
 
@@ -252,7 +261,8 @@ async fn standalone_prometheus_headline_is_validated_and_long_contexts_are_recor
     let doc = bench(cfg).await;
     let row = &doc.prefill[&8192];
     assert_eq!(
-        row.method, "prometheus",
+        row.method,
+        Some(ldb_core::result::PrefillMethod::Prometheus),
         "{}",
         row.server_validation.invalid_reason
     );

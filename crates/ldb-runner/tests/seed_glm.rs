@@ -54,7 +54,10 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
 
     // Prefill: 8k scout-only and 64k integrated; 128k is beyond the model context.
     let p64 = &doc.prefill[&65_536];
-    assert_eq!(p64.method, "integrated_scout");
+    assert_eq!(
+        p64.method,
+        Some(ldb_core::result::PrefillMethod::IntegratedScout)
+    );
     assert!(
         near(p64.tok_per_sec, 4300.0, 0.03),
         "64k prefill {}",
@@ -66,7 +69,10 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
         "64k prompt {}",
         p64.prompt_tokens
     );
-    assert_eq!(doc.prefill[&8192].method, "scout_only");
+    assert_eq!(
+        doc.prefill[&8192].method,
+        Some(ldb_core::result::PrefillMethod::ScoutOnly)
+    );
     assert!(doc.prefill[&131_072].skipped);
 
     let cell = |c: u32, x: u64| {

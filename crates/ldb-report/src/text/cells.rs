@@ -5,7 +5,7 @@
 //! the server ran fewer streams than asked. Cells that were not measured show
 //! a word instead: `ERROR`, `skip KV`, `skip ctx`, `skip`, `0 tok`.
 
-use ldb_core::result::{CellResult, CellStatus};
+use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 
 use super::format;
 
@@ -112,7 +112,7 @@ pub(crate) fn eff_note(cell: &CellResult) -> Option<String> {
     let s = &cell.sched;
     let limited = capacity_limited(cell);
     let c = f64::from(cell.concurrency);
-    let applies = if cell.benchmark_mode == "duration" || cell.benchmark_mode.is_empty() {
+    let applies = if cell.benchmark_mode == DecodeMode::Duration {
         limited
             || s.avg_queue_reqs > 0.0
             || (cell.concurrency > 1 && s.avg_running_reqs > 0.0 && s.avg_running_reqs < 0.98 * c)

@@ -1,7 +1,7 @@
 //! The decode matrices: aggregate tok/s (+ TTFT/ITL), per-request tok/s and
 //! client request latency.
 
-use ldb_core::result::{CellResult, CellStatus};
+use ldb_core::result::{AggregateSource, CellResult, CellStatus};
 
 use super::Ctx;
 use super::cells::{self, Grid, Seen};
@@ -73,8 +73,8 @@ fn sources(cells: &[CellResult]) -> Vec<&str> {
     let mut s: Vec<&str> = cells
         .iter()
         .filter(|c| cells::measured(c) || c.ext.status == CellStatus::NoTokens)
+        .filter(|c| c.aggregate_source != AggregateSource::None)
         .map(|c| c.aggregate_source.as_str())
-        .filter(|s| !s.is_empty() && *s != "none")
         .collect();
     s.sort_unstable();
     s.dedup();

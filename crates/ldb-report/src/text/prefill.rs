@@ -1,8 +1,8 @@
 //! The Prefill table (first section) and the compact prefill table of the
 //! primary summary.
 
-use ldb_core::result::PrefillEntry;
-use serde_json::Value;
+use ldb_core::hardware::HardwareSummary;
+use ldb_core::result::{PrefillEntry, PrefillMethod};
 
 use super::Ctx;
 use super::format::{context, thousands, thousands_f};
@@ -13,10 +13,10 @@ fn title(rows: &[(u64, &PrefillEntry)]) -> &'static str {
     match rows
         .iter()
         .find(|(_, r)| !r.skipped)
-        .map(|(_, r)| r.method.as_str())
+        .and_then(|(_, r)| r.method)
     {
-        Some("prometheus") => "Prefill Speed (C=1, Prometheus server prefill counter)",
-        Some("integrated_scout" | "scout_only") => {
+        Some(PrefillMethod::Prometheus) => "Prefill Speed (C=1, Prometheus server prefill counter)",
+        Some(PrefillMethod::IntegratedScout | PrefillMethod::ScoutOnly) => {
             "Prefill Speed (scout requests, client ISL / TTFT)"
         }
         _ => "Prefill Speed (C=1, client ISL / TTFT)",
@@ -45,10 +45,8 @@ fn server_cell(row: &PrefillEntry) -> String {
 }
 
 /// `rx/tx` average PCIe MB/s from a hardware summary, else `—`.
-pub(crate) fn pcie(hw: &Value) -> String {
-    let rx = hw.get("pcie_rx_avg_mb_s").and_then(Value::as_f64);
-    let tx = hw.get("pcie_tx_avg_mb_s").and_then(Value::as_f64);
-    match (rx, tx) {
+pub(crate) fn pcie(hw: &HardwareSummary) -> String {
+    match (hw.pcie_rx_avg_mb_s, hw.pcie_tx_avg_mb_s) {
         (Some(rx), Some(tx)) => format!("{rx:.0}/{tx:.0}"),
         _ => "—".into(),
     }

@@ -1,6 +1,8 @@
 //! Primary Summary: the prefill and aggregate decode tables repeated last,
 //! side by side when the terminal is wide enough.
 
+use ldb_core::result::RunStatus;
+
 use super::Ctx;
 use super::cells::Seen;
 use super::decode;
@@ -25,7 +27,7 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     }
     let mut out = panel(
         "Primary Summary",
-        if cx.doc.metadata.run_status == "interrupted" {
+        if cx.doc.metadata.run_status == Some(RunStatus::Interrupted) {
             "The headline tables once more. Partial results: the run was interrupted."
         } else {
             "The headline tables once more, so they are the last thing on screen."

@@ -5,16 +5,16 @@
 use ldb_core::document::{Metadata, ResultDocument};
 use ldb_core::hardware::summary::HardwareSummary;
 use ldb_core::result::{
-    CellExtras, CellResult, CellStatus, Dist, LatencyStats, PrefillEntry, SchedulerFields,
-    ServerValidation,
+    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, Dist, LatencyStats,
+    PrefillEntry, PrefillMethod, PrefillMode, RunStatus, SchedulerFields, ServerValidation,
+    UsageMode,
 };
-use serde_json::{Value, json};
 
 /// Client-side numbers of a measured cell.
 pub struct Measured {
     pub tps: f64,
     pub per_req: f64,
-    pub source: &'static str,
+    pub source: AggregateSource,
     pub ttft_p50: f64,
     pub itl_p50: f64,
     pub lat: (f64, f64),
@@ -37,15 +37,15 @@ pub fn cell(
     m: Measured,
     sched: (f64, f64),
     limited: bool,
-    hw: Value,
+    hw: HardwareSummary,
 ) -> CellResult {
     CellResult {
         concurrency: c,
         context_tokens: ctx,
-        benchmark_mode: "duration".into(),
+        benchmark_mode: DecodeMode::Duration,
         measurement_seconds: 10.0,
         measurement_wall_seconds: 10.0,
-        aggregate_source: m.source.into(),
+        aggregate_source: m.source,
         aggregate_tps: Some(m.tps),
         per_request_avg_tps: Some(m.per_req),
         latency: LatencyStats {
@@ -76,7 +76,7 @@ pub fn cell(
             } else {
                 CellStatus::Ok
             },
-            usage_mode: "continuous".into(),
+            usage_mode: UsageMode::Continuous,
             ..CellExtras::default()
         },
         ..CellResult::default()
@@ -85,7 +85,7 @@ pub fn cell(
 
 /// A cell that has a status instead of numbers.
 pub fn status_cell(c: u32, ctx: u64, status: CellStatus, reason: &str) -> CellResult {
-    CellResult::skipped(c, ctx, "duration", status, reason.to_string())
+    CellResult::skipped(c, ctx, DecodeMode::Duration, status, reason.to_string())
 }
 
 /// A hardware summary with the keys the report reads.
@@ -97,8 +97,8 @@ pub fn hw(
     cpu: f64,
     vram: f64,
     pcie: (f64, f64),
-) -> Value {
-    let s = HardwareSummary {
+) -> HardwareSummary {
+    HardwareSummary {
         samples: 5,
         gpu_count: 4,
         gpu_util_avg_pct: Some(gpu.0),
@@ -113,8 +113,7 @@ pub fn hw(
         pcie_rx_avg_mb_s: Some(pcie.0),
         pcie_tx_avg_mb_s: Some(pcie.1),
         ..HardwareSummary::default()
-    };
-    serde_json::to_value(s).unwrap_or_default()
+    }
 }
 
 pub fn metadata(concs: &[u32], ctxs: &[u64]) -> Metadata {
@@ -124,21 +123,21 @@ pub fn metadata(concs: &[u32], ctxs: &[u64]) -> Metadata {
         engine: "vllm".into(),
         model: "GLM-5.3-Flash-EXL3-4bpw".into(),
         server: "127.0.0.1:5001".into(),
-        decode_mode: "duration".into(),
+        decode_mode: Some(DecodeMode::Duration),
         primary_decode_layer: "sustained_decode".into(),
         duration_per_test: 10.0,
-        prefill_mode: "integrated_decode_scout".into(),
+        prefill_mode: Some(PrefillMode::IntegratedDecodeScout),
         burst_e2e_status: "not_run_use_--run-burst".into(),
         max_tokens: 1024,
         concurrency_levels: concs.to_vec(),
         context_lengths: ctxs.to_vec(),
-        run_status: "complete".into(),
+        run_status: Some(RunStatus::Complete),
         ..Metadata::default()
     }
 }
 
 /// A client-measured prefill row.
-pub fn prefill(method: &str, tokens: u64, ttft: f64, tps: f64) -> PrefillEntry {
+pub fn prefill(method: PrefillMethod, tokens: u64, ttft: f64, tps: f64) -> PrefillEntry {
     PrefillEntry {
         ttft_seconds: ttft,
         prefill_seconds: ttft,
@@ -147,8 +146,7 @@ pub fn prefill(method: &str, tokens: u64, ttft: f64, tps: f64) -> PrefillEntry {
         client_tok_per_sec: tps,
         prompt_tokens: tokens,
         samples: 1,
-        method: method.into(),
-        hardware_summary: json!({}),
+        method: Some(method),
         ..PrefillEntry::default()
     }
 }
@@ -156,7 +154,7 @@ pub fn prefill(method: &str, tokens: u64, ttft: f64, tps: f64) -> PrefillEntry {
 fn m(
     tps: f64,
     per_req: f64,
-    source: &'static str,
+    source: AggregateSource,
     ttft_itl: (f64, f64),
     lat: (f64, f64),
     requests: (u64, u64),
@@ -172,11 +170,11 @@ fn m(
     }
 }
 
-const CU: &str = "openai_continuous_usage";
+const CU: AggregateSource = AggregateSource::OpenaiContinuousUsage;
 
 /// The seed result (C 1,2,4 × ctx 0,64k) with the reference's values.
 pub fn seed_doc() -> ResultDocument {
-    let mut p64 = prefill("integrated_scout", 64513, 15.015, 4297.0);
+    let mut p64 = prefill(PrefillMethod::IntegratedScout, 64513, 15.015, 4297.0);
     p64.server_validation = ServerValidation {
         method: "prometheus:kv_computed".into(),
         tok_per_sec: 4320.0,
@@ -308,7 +306,7 @@ pub fn seed_doc() -> ResultDocument {
             m(
                 0.06453558471444981,
                 0.016133896178612453,
-                "prometheus_fallback",
+                AggregateSource::PrometheusFallback,
                 (53.92967229100759, 0.008637062442312125),
                 (62.90479161249823, 92.55194512308226),
                 (4, 4),
@@ -328,7 +326,7 @@ pub fn seed_doc() -> ResultDocument {
     ];
     ResultDocument {
         metadata: metadata(&[1, 2, 4], &[0, 65536]),
-        hardware_run_summary: serde_json::to_value(HardwareSummary {
+        hardware_run_summary: HardwareSummary {
             samples: 243,
             duration_seconds: 577.387,
             gpu_count: 4,
@@ -336,10 +334,9 @@ pub fn seed_doc() -> ResultDocument {
             power_total_max_w: Some(624.86),
             power_limit_total_w: Some(1200.0),
             ..HardwareSummary::default()
-        })
-        .unwrap_or_default(),
+        },
         prefill: [
-            (8192, prefill("scout_only", 8199, 2.104, 3897.0)),
+            (8192, prefill(PrefillMethod::ScoutOnly, 8199, 2.104, 3897.0)),
             (65536, p64),
         ]
         .into(),
@@ -364,7 +361,7 @@ pub fn ok_cell(c: u32, ctx: u64, tps: f64) -> CellResult {
         ),
         (f64::from(c), 0.0),
         false,
-        json!({}),
+        HardwareSummary::default(),
     )
 }
 
@@ -381,7 +378,7 @@ pub fn problems_doc() -> ResultDocument {
         62.5,
         (120.0, 80.0),
     );
-    with_err.hardware_summary["energy_joules"] = json!(6843.2);
+    with_err.hardware_summary.energy_joules = Some(6843.2);
     with_err.ext.tokens_per_joule = 0.7;
     let mut first = ok_cell(1, 0, 250.3);
     first.hardware_summary = hw(
@@ -445,7 +442,7 @@ pub fn problems_doc() -> ResultDocument {
             "skipped by the user (s)",
         ),
     ];
-    let mut p32 = prefill("integrated_scout", 32781, 4.2, 7805.0);
+    let mut p32 = prefill(PrefillMethod::IntegratedScout, 32781, 4.2, 7805.0);
     p32.server_validation = ServerValidation {
         method: "prometheus:kv_computed".into(),
         invalid_reason: "2 prefills counted during the scout (want 1)".into(),
@@ -454,7 +451,7 @@ pub fn problems_doc() -> ResultDocument {
     let p128 = PrefillEntry {
         skipped: true,
         skip_reason: "beyond the model context (131,072 tokens)".into(),
-        method: "scout_only".into(),
+        method: Some(PrefillMethod::ScoutOnly),
         ..PrefillEntry::default()
     };
     ResultDocument {
@@ -468,8 +465,8 @@ pub fn problems_doc() -> ResultDocument {
 /// A burst cell: `done` of `target` requests completed.
 pub fn burst_cell(c: u32, ctx: u64, tps: f64, done: u64, target: u64) -> CellResult {
     let mut b = ok_cell(c, ctx, tps);
-    b.benchmark_mode = "burst-e2e".into();
-    b.aggregate_source = "openai_completed_usage".into();
+    b.benchmark_mode = DecodeMode::BurstE2e;
+    b.aggregate_source = AggregateSource::OpenaiCompletedUsage;
     b.request_count_target = target;
     b.num_completed = done;
     b
@@ -499,12 +496,16 @@ pub fn burst_doc() -> ResultDocument {
         ),
     ];
     let mut burst_results = burst_results;
-    burst_results[3].benchmark_mode = "burst-e2e".into();
+    burst_results[3].benchmark_mode = DecodeMode::BurstE2e;
     burst_results[3].request_count_target = 20;
     burst_results[3].num_completed = 17;
     ResultDocument {
         metadata: meta,
-        prefill: [(8192, prefill("integrated_scout", 8201, 1.9, 4316.0))].into(),
+        prefill: [(
+            8192,
+            prefill(PrefillMethod::IntegratedScout, 8201, 1.9, 4316.0),
+        )]
+        .into(),
         results,
         burst_results,
         ..ResultDocument::default()
@@ -514,7 +515,7 @@ pub fn burst_doc() -> ResultDocument {
 /// The seed run stopped by Ctrl-C after three cells.
 pub fn interrupted_doc() -> ResultDocument {
     let mut doc = seed_doc();
-    doc.metadata.run_status = "interrupted".into();
+    doc.metadata.run_status = Some(RunStatus::Interrupted);
     doc.metadata.run_burst = true;
     doc.metadata.engine = String::new();
     doc.results.truncate(2);
@@ -525,6 +526,6 @@ pub fn interrupted_doc() -> ResultDocument {
         "run stopped (Ctrl-C) during this cell",
     ));
     doc.prefill.remove(&8192);
-    doc.hardware_run_summary = json!({});
+    doc.hardware_run_summary = HardwareSummary::default();
     doc
 }
