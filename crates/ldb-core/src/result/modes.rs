@@ -141,3 +141,55 @@ pub enum RunStatus {
     Interrupted,
 }
 words!(RunStatus { InProgress => "in_progress", Complete => "complete", Interrupted => "interrupted" });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde's word and `as_str` come from two tables; they must agree, and
+    /// each word must read back as its variant.
+    fn same<T>(all: &[T])
+    where
+        T: Serialize + for<'de> Deserialize<'de> + PartialEq + fmt::Debug + Copy + fmt::Display,
+    {
+        for v in all {
+            let json = serde_json::to_value(v).expect("word");
+            assert_eq!(json, serde_json::Value::from(v.to_string()), "{v:?}");
+            assert_eq!(serde_json::from_value::<T>(json).ok(), Some(*v));
+        }
+    }
+
+    #[test]
+    fn serde_words_match_as_str() {
+        same(&[UsageMode::Continuous, UsageMode::FinalOnly, UsageMode::None]);
+        same(&[
+            AggregateSource::OpenaiContinuousUsage,
+            AggregateSource::OpenaiStreamChunksCalibrated,
+            AggregateSource::OpenaiStreamChunksFallback,
+            AggregateSource::OpenaiCompletedUsage,
+            AggregateSource::PrometheusFallback,
+            AggregateSource::None,
+        ]);
+        same(&[
+            DecodeMode::Duration,
+            DecodeMode::RequestCount,
+            DecodeMode::BurstE2e,
+        ]);
+        same(&[
+            PrefillMethod::IntegratedScout,
+            PrefillMethod::ScoutOnly,
+            PrefillMethod::Client,
+            PrefillMethod::Prometheus,
+        ]);
+        same(&[
+            PrefillMode::IntegratedDecodeScout,
+            PrefillMode::StandaloneCold,
+            PrefillMode::Skipped,
+        ]);
+        same(&[
+            RunStatus::InProgress,
+            RunStatus::Complete,
+            RunStatus::Interrupted,
+        ]);
+    }
+}
