@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::hardware::HardwareSummary;
-use crate::result::wire::empty_as_none;
+use crate::result::wire::{empty_as_none, zero_as_none};
 use crate::result::{
     CellResult, DecodeMode, PrefillEntry, PrefillMode, RunStatus, UsageMode, summary_tables,
 };
@@ -80,8 +80,9 @@ pub struct Metadata {
     pub temperature: Option<f64>,
     /// Requests carry `ignore_eos: true`.
     pub ignore_eos: bool,
-    /// Effective KV budget in tokens (0 = unknown).
-    pub max_total_tokens: u64,
+    /// Effective KV budget in tokens (written 0 when unknown).
+    #[serde(with = "zero_as_none")]
+    pub max_total_tokens: Option<u64>,
     /// `--dcp-size` as given.
     pub dcp_size: u64,
     /// Prometheus `/metrics` was usable.
@@ -112,8 +113,9 @@ pub struct Metadata {
     pub run_status: Option<RunStatus>,
     /// Engine version reported by the server.
     pub engine_version: String,
-    /// Model context length reported by the server (0 = unknown).
-    pub model_context_length: u64,
+    /// Model context length reported by the server (written 0 when unknown).
+    #[serde(with = "zero_as_none")]
+    pub model_context_length: Option<u64>,
     /// Where `max_total_tokens` came from.
     pub kv_budget_source: String,
     /// The KV budget in tokens the matrix was checked against (`max_total_tokens`,

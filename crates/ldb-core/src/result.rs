@@ -16,7 +16,7 @@ mod latency;
 mod modes;
 mod prefill;
 mod tables;
-pub mod wire;
+pub(crate) mod wire;
 
 pub use latency::{Dist, LatencyStats, RequestSample};
 pub use modes::{AggregateSource, DecodeMode, PrefillMethod, PrefillMode, RunStatus, UsageMode};

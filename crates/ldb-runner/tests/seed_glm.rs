@@ -46,8 +46,8 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
     // Discovery: as in the reference, KV 884,736 = 54 × 8,192 × CP 2.
     assert_eq!(m.engine, "vllm");
     assert_eq!(m.model, "GLM-5.3-Flash-EXL3-4bpw");
-    assert_eq!(m.model_context_length, 98_304);
-    assert_eq!(m.max_total_tokens, 884_736);
+    assert_eq!(m.model_context_length, Some(98_304));
+    assert_eq!(m.max_total_tokens, Some(884_736));
     assert_eq!(m.cp_size, 2);
     assert_ne!(m.cp_source, "default");
     assert_eq!(m.decode_warmup_context, 65_536);

@@ -56,3 +56,20 @@ pub mod empty_as_none {
         T::deserialize(de).map(Some)
     }
 }
+
+/// `Option<u64>` for a count where the file has `0` for "not known": `None`
+/// is written as `0`, and `0` (or `null`, or a missing key with
+/// `#[serde(default)]`) reads as `None`.
+pub mod zero_as_none {
+    use super::*;
+
+    /// Writes the count, or `0` for `None`.
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.unwrap_or(0))
+    }
+
+    /// Reads the count; `0` and `null` are `None`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.filter(|n| *n > 0))
+    }
+}
