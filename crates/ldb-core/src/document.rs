@@ -153,7 +153,7 @@ pub struct Metadata {
 ///
 /// Read with the derived `Deserialize`; the tables derived from the cells
 /// (`summary_table*`) and the fixed `p2pmark`/`amd_fabric` blocks are not
-/// fields: they are ignored on read and rebuilt on write ([`DocumentOut`]).
+/// fields: they are ignored on read and rebuilt on write (`DocumentOut`).
 /// Use [`ResultDocument::from_json_str`] to read a file: it checks what the
 /// derive cannot (that it is a result at all, and its schema version).
 #[derive(Debug, Clone, Default, Deserialize)]

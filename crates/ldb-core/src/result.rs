@@ -74,7 +74,7 @@ impl CellStatus {
 /// One decode cell (sustained, request-count or burst).
 ///
 /// Read with the derived `Deserialize` (parts flattened, missing keys default);
-/// written through [`cell_out::CellOut`], which keeps the reference's key
+/// written through `cell_out::CellOut`, which keeps the reference's key
 /// order where `capacity_limited` comes after the readiness keys.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]

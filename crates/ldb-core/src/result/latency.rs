@@ -90,7 +90,7 @@ impl From<Summary> for Dist {
 /// Client latency statistics over one set of request samples.
 ///
 /// Written flat, `<metric>_avg`/`_p50`/`_p90`/`_p99` in the reference's key
-/// order (see [`LatencyWire`]); a distribution that is `None` writes four
+/// order (see `LatencyWire`); a distribution that is `None` writes four
 /// `null`s.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "LatencyWire", into = "LatencyWire")]
