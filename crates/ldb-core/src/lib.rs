@@ -13,6 +13,7 @@ pub mod cellstats;
 pub mod chunk;
 pub mod document;
 pub mod engine;
+pub mod failure;
 pub mod gaps;
 pub mod hardware;
 pub mod kv;

@@ -21,7 +21,6 @@ use crate::assemble::{CellInputs, assemble};
 use crate::ctx::RunCtx;
 use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{BodyOptions, chat_body};
-use crate::run::is_fatal;
 use crate::stall::StallWatch;
 
 /// What to run.
@@ -417,7 +416,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(250);
 async fn worker(env: StreamEnv, body: Bytes, tx: mpsc::UnboundedSender<StreamOutcome>) {
     while !env.cancel.is_cancelled() {
         let out = run_stream(&env, body.clone()).await;
-        let fatal = out.track.error().is_some_and(is_fatal);
+        let fatal = out.track.error().is_some_and(|e| e.is_fatal());
         let failed = out.track.error().is_some();
         if tx.send(out).is_err() || fatal {
             break;
@@ -459,7 +458,7 @@ fn collect(
 ) {
     while let Ok(o) = rx.try_recv() {
         if fatal.is_none()
-            && let Some(e) = o.track.error().filter(|e| is_fatal(e))
+            && let Some(e) = o.track.error().filter(|e| e.is_fatal())
         {
             *fatal = Some(e.to_string());
         }

@@ -243,7 +243,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
     .await;
     // A route or key problem would fail every cell the same way: stop here
     // with the server's answer instead of producing a matrix of ERROR cells.
-    if let Some(e) = jit.error.as_deref().filter(|e| is_fatal(e)) {
+    if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
         scraper.stop();
         return Err(RunError::Preflight(e.to_string()));
     }
@@ -503,12 +503,6 @@ async fn burst_matrix(
 
 /// Failures that no later request can escape: authentication, a missing
 /// route or model, an unreachable server.
-pub(crate) fn is_fatal(e: &str) -> bool {
-    ["HTTP 401", "HTTP 403", "HTTP 404", "cannot connect"]
-        .iter()
-        .any(|p| e.starts_with(p))
-}
-
 fn set_cell(s: &mut ldb_core::live::LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {
     if let Some(m) = s
         .matrix
@@ -576,7 +570,7 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
     );
     if let Some(e) = &p.error {
         row.skipped = true;
-        row.skip_reason = e.clone();
+        row.skip_reason = e.to_string();
         live.event(format!(
             "prefill scout-only failed ctx={}: {e}",
             format_context(x)

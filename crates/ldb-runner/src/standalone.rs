@@ -135,9 +135,9 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
         let (p, validation) =
             validated_probe(rc, env, &msgs, &skip, metric != PrefillMetric::Client).await;
         if let Some(e) = &p.error {
-            if e != "skipped" {
+            if !e.is_skip() {
                 failures_in_row += 1;
-                first_error.get_or_insert_with(|| e.clone());
+                first_error.get_or_insert_with(|| e.message.clone());
                 live.event(format!(
                     "standalone prefill sample failed ctx={}: {e}",
                     format_context(ctx)
