@@ -8,6 +8,7 @@
 mod assemble;
 pub mod burst;
 pub mod cell;
+mod cell_view;
 pub mod config;
 pub mod ctx;
 pub mod kvbudget;
@@ -15,6 +16,7 @@ pub mod live;
 mod matrix;
 pub mod methodology;
 pub mod plan;
+mod pool;
 pub mod prefill;
 mod prefill_phase;
 pub mod prompts;
