@@ -17,8 +17,8 @@ use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use ldb_core::failure::{FailureKind, RequestError};
 use crate::http::Http;
+use ldb_core::failure::{FailureKind, RequestError};
 
 /// The run's clock: seconds since a fixed origin.
 #[derive(Debug, Clone, Copy)]

@@ -18,6 +18,7 @@ pub mod gaps;
 pub mod hardware;
 pub mod kv;
 pub mod live;
+pub mod numfmt;
 pub mod prometheus;
 pub mod prompt;
 pub mod readiness;

@@ -13,8 +13,8 @@
 //!
 //! Memory per request is constant: no per-token storage.
 
-use crate::failure::RequestError;
 use crate::chunk::{Channel, ChunkInfo};
+use crate::failure::RequestError;
 use crate::gaps::TokenGaps;
 use crate::result::RequestSample;
 
@@ -430,7 +430,11 @@ impl RequestTrack {
             first_token_in_window: started_in_window,
             itl_source: if self.has_usage() { "usage" } else { "chunks" }.into(),
             finish_reason: self.finish_reason.clone().unwrap_or_default(),
-            error: self.error.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
+            error: self
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
         }
     }
 }
