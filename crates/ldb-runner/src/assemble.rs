@@ -449,3 +449,7 @@ fn spec_fields(
     }
     (SpecFields::default(), String::new())
 }
+
+#[cfg(test)]
+#[path = "assemble_tests.rs"]
+mod tests;
