@@ -1,5 +1,7 @@
 //! Errors of the HTTP side, each one line naming the URL.
 
+use ldb_core::failure::{FailureKind, RequestError};
+
 /// A request to the server failed before producing data.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -54,6 +56,18 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// The kind of request failure this is.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ClientError::Connect { .. } => FailureKind::Connect,
+            ClientError::Auth { .. } => FailureKind::Auth,
+            ClientError::NotFound { .. } => FailureKind::NotFound,
+            ClientError::Status { .. } => FailureKind::Status,
+            ClientError::Timeout { .. } => FailureKind::Timeout,
+            ClientError::Decode { .. } => FailureKind::BadResponse,
+        }
+    }
+
     /// Map a transport error.
     pub fn from_reqwest(url: &str, e: &reqwest::Error) -> ClientError {
         let url = url.to_string();
@@ -99,3 +113,9 @@ impl ClientError {
 
 /// Result alias.
 pub type Result<T> = std::result::Result<T, ClientError>;
+
+impl From<ClientError> for RequestError {
+    fn from(e: ClientError) -> RequestError {
+        RequestError::new(e.kind(), e.to_string())
+    }
+}

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::http::Http;
+use ldb_core::failure::{FailureKind, RequestError};
 
 /// The run's clock: seconds since a fixed origin.
 #[derive(Debug, Clone, Copy)]
@@ -183,7 +184,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         Ok(r) => r,
         Err(e) => {
             out.track
-                .mark_error(ClientError::from_reqwest(&url, &e).to_string());
+                .mark_error(ClientError::from_reqwest(&url, &e).into());
             env.counters.failed.fetch_add(1, Ordering::Relaxed);
             return out;
         }
@@ -196,7 +197,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             .and_then(Result::ok)
             .unwrap_or_default();
         out.track
-            .mark_error(ClientError::from_status(&url, status, &text).to_string());
+            .mark_error(ClientError::from_status(&url, status, &text).into());
         env.counters.failed.fetch_add(1, Ordering::Relaxed);
         return out;
     }
@@ -213,9 +214,9 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(e) => {
-                out.track.mark_error(format!(
-                    "stream broken: {}",
-                    ClientError::from_reqwest(&url, &e)
+                out.track.mark_error(RequestError::new(
+                    FailureKind::StreamBroken,
+                    format!("stream broken: {}", ClientError::from_reqwest(&url, &e)),
                 ));
                 break;
             }
@@ -266,7 +267,10 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         } else {
             // The body ended without [DONE] or a finish reason: a dropped
             // connection, not a finish.
-            out.track.mark_error("stream ended without [DONE]".into());
+            out.track.mark_error(RequestError::new(
+                FailureKind::Truncated,
+                "stream ended without [DONE]",
+            ));
             env.counters.failed.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -296,7 +300,8 @@ fn on_payload(
     let chunk = match parse_chunk(payload) {
         Ok(c) => c,
         Err(e) => {
-            out.track.mark_error(e.to_string());
+            out.track
+                .mark_error(RequestError::new(FailureKind::BadResponse, e.to_string()));
             *done = true;
             return;
         }
@@ -307,8 +312,10 @@ fn on_payload(
         out.request_id = Some(id.to_string());
     }
     if let Some(err) = chunk.error {
-        out.track
-            .mark_error(format!("server error mid-stream: {err}"));
+        out.track.mark_error(RequestError::new(
+            FailureKind::MidStream,
+            format!("server error mid-stream: {err}"),
+        ));
         return;
     }
     if chunk.timings.is_some() {

@@ -2,6 +2,7 @@
 //! the dashboard or the plain-mode printer. Plain data: cloning a snapshot is
 //! cheap enough at ≤ 10 frames per second.
 
+use crate::hardware::GpuSample;
 use crate::result::CellStatus;
 
 /// What the run is doing now.
@@ -146,38 +147,12 @@ pub struct PrefillRow {
     pub skipped: Option<String>,
 }
 
-/// One GPU row for the hardware panel.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GpuLive {
-    /// GPU index.
-    pub index: u32,
-    /// SM utilization %.
-    pub util_pct: Option<f64>,
-    /// Memory-controller utilization %.
-    pub mem_util_pct: Option<f64>,
-    /// VRAM used / total MiB.
-    pub vram_used_mb: Option<f64>,
-    /// VRAM total MiB.
-    pub vram_total_mb: Option<f64>,
-    /// Power draw W.
-    pub power_w: Option<f64>,
-    /// Power limit W.
-    pub power_limit_w: Option<f64>,
-    /// Temperature °C.
-    pub temp_c: Option<f64>,
-    /// SM clock MHz.
-    pub sm_clock_mhz: Option<f64>,
-    /// PCIe rx MB/s.
-    pub pcie_rx_mb_s: Option<f64>,
-    /// PCIe tx MB/s.
-    pub pcie_tx_mb_s: Option<f64>,
-}
-
 /// Host state for the hardware panel (None when telemetry is off).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HardwareLive {
-    /// Per-GPU rows (capped by `--hw-gpu-limit`).
-    pub gpus: Vec<GpuLive>,
+    /// Per-GPU rows: the latest sample of each GPU, lowest index first,
+    /// capped by `--hw-gpu-limit`.
+    pub gpus: Vec<GpuSample>,
     /// CPU utilization %.
     pub cpu_util_pct: Option<f64>,
     /// CPU frequency MHz.

@@ -14,6 +14,7 @@
 //! Memory per request is constant: no per-token storage.
 
 use crate::chunk::{Channel, ChunkInfo};
+use crate::failure::RequestError;
 use crate::gaps::TokenGaps;
 use crate::result::RequestSample;
 
@@ -139,7 +140,7 @@ pub struct RequestTrack {
     window_gap_tokens: u64,
     pending: Vec<Pending>,
     completed: bool,
-    error: Option<String>,
+    error: Option<RequestError>,
 }
 
 impl RequestTrack {
@@ -334,13 +335,13 @@ impl RequestTrack {
     }
 
     /// The request failed with `reason`.
-    pub fn mark_error(&mut self, reason: String) {
+    pub fn mark_error(&mut self, reason: RequestError) {
         self.error = Some(reason);
     }
 
     /// Failure reason, if any.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
+    pub fn error(&self) -> Option<&RequestError> {
+        self.error.as_ref()
     }
 
     /// True when usage arrived on at least two chunks of the stream (per-chunk
@@ -429,7 +430,11 @@ impl RequestTrack {
             first_token_in_window: started_in_window,
             itl_source: if self.has_usage() { "usage" } else { "chunks" }.into(),
             finish_reason: self.finish_reason.clone().unwrap_or_default(),
-            error: self.error.clone().unwrap_or_default(),
+            error: self
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
         }
     }
 }

@@ -342,7 +342,10 @@ pub(crate) struct ErrorSummary {
 
 /// Count failures over the requests started in the cell.
 pub(crate) fn error_summary(outcomes: &[StreamOutcome], max_rate: f64) -> ErrorSummary {
-    let failed: Vec<&str> = outcomes.iter().filter_map(|o| o.track.error()).collect();
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|o| o.track.error().map(|e| e.message.as_str()))
+        .collect();
     let rate = if outcomes.is_empty() {
         0.0
     } else {
@@ -457,3 +460,7 @@ fn spec_fields(
     }
     (SpecFields::default(), String::new())
 }
+
+#[cfg(test)]
+#[path = "assemble_tests.rs"]
+mod tests;

@@ -404,7 +404,7 @@ fn assemble(
     let errors: Vec<&str> = m
         .done
         .iter()
-        .filter_map(|d| d.outcome.track.error())
+        .filter_map(|d| d.outcome.track.error().map(|e| e.message.as_str()))
         .collect();
 
     let (mut server_tokens, mut server_rate) = (0.0, 0.0);

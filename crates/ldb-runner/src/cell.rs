@@ -1,27 +1,27 @@
 //! One sustained-decode cell: scout, ramp-up to readiness, the measurement
 //! window, closing every stream at once, and draining the server.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome};
 use ldb_core::engine::Engine;
-use ldb_core::live::{CellStage, CurrentCell, StreamText};
+use ldb_core::live::CellStage;
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
 use ldb_core::result::{CellResult, CellStatus, PrefillEntry, round};
 use ldb_core::tokens::format_context;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
+use crate::cell_view::{CellProgress, set_stage, update_live};
 use crate::ctx::RunCtx;
+use crate::pool::StreamPool;
 use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{BodyOptions, chat_body};
-use crate::run::is_fatal;
 use crate::stall::StallWatch;
 
 /// What to run.
@@ -96,15 +96,15 @@ pub async fn measure_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     again
 }
 
-/// Run one cell.
+/// Run one cell: scout, streams up to readiness, the window, then every
+/// stream closed at once and the server drained.
 pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     let skip = rc.controls.new_skip();
     let cell_start = rc.clock.now();
-    let (c, ctx) = (spec.concurrency, spec.context);
-    rc.live
-        .event(format!("cell start C={c} ctx={}", format_context(ctx)));
+    let at = where_(&spec);
+    rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let prefill = if ctx > 0 {
+    let prefill = if spec.context > 0 {
         scout(rc, &spec, &skip).await
     } else {
         None
@@ -112,7 +112,45 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
-    let body = chat_body(
+    let body = decode_body(rc, &spec);
+    let mut pool = StreamPool::launch(rc, body, spec.concurrency, OUTPUT_SLOTS, &skip);
+    let ready = ramp_up(rc, &spec, &skip, &mut pool).await;
+    let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);
+    if !aborted {
+        rc.live.event(ready.event_line(&at));
+    }
+    let win = measure_window(rc, &spec, &skip, &mut pool, aborted).await;
+    set_stage(rc, &spec, CellStage::Drain, 0.0);
+    pool.join(|| {
+        rc.live
+            .event(format!("{at}: a stream did not stop in 15 s"))
+    })
+    .await;
+    abort_sglang(rc, &pool.outcomes).await;
+    drain(rc).await;
+    if pool.fatal.is_none() && skip.is_cancelled() {
+        let mut s = skipped(rc, &spec);
+        s.prefill = prefill;
+        return s;
+    }
+    let cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    announce_done(rc, &at, &cell);
+    rc.live.update(|s| s.current = None);
+    CellOutput { cell, prefill }
+}
+
+/// `C=4 ctx=16k`, the cell as events name it.
+fn where_(spec: &CellSpec) -> String {
+    format!(
+        "C={} ctx={}",
+        spec.concurrency,
+        format_context(spec.context)
+    )
+}
+
+/// The streams' request body.
+fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
+    chat_body(
         &rc.model,
         &spec.messages,
         BodyOptions {
@@ -121,34 +159,59 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
             ignore_eos: !rc.cfg.respect_eos,
             temperature: rc.cfg.temperature,
         },
-    );
-    let window = Arc::new(SharedWindow::default());
-    let counters = Arc::new(CellCounters::default());
-    let cancel = skip.child_token();
-    let sinks: Vec<Arc<Mutex<String>>> = (0..c.min(OUTPUT_SLOTS))
-        .map(|_| Arc::new(Mutex::new(String::new())))
-        .collect();
-    let (tx, mut rx) = mpsc::unbounded_channel::<StreamOutcome>();
-    let mut workers = Vec::new();
-    for slot in 0..c {
-        let env = StreamEnv {
-            http: rc.http.clone(),
-            clock: rc.clock,
-            window: window.clone(),
-            counters: counters.clone(),
-            cancel: cancel.clone(),
-            text_sink: sinks.get(slot as usize).cloned(),
-            path: "/v1/chat/completions",
-        };
-        workers.push(tokio::spawn(worker(env, body.clone(), tx.clone())));
-    }
-    drop(tx);
-    let launch = rc.clock.now();
-    let mut outcomes: Vec<StreamOutcome> = Vec::new();
-    let mut fatal_error: Option<String> = None;
+    )
+}
 
-    // Ramp-up until readiness, plateau or timeout.
-    set_stage(rc, &spec, CellStage::RampUp, 0.0);
+/// How the ramp-up ended.
+#[derive(Debug, Default)]
+struct RampEnd {
+    ready_reason: String,
+    timeout_reason: String,
+    timed_out: bool,
+    plateau: bool,
+}
+
+impl RampEnd {
+    fn from_decision(d: &Decision) -> RampEnd {
+        match d {
+            Decision::Ready(r) => RampEnd {
+                ready_reason: r.clone(),
+                ..RampEnd::default()
+            },
+            Decision::Plateau { reason, .. } => RampEnd {
+                ready_reason: reason.clone(),
+                plateau: true,
+                ..RampEnd::default()
+            },
+            Decision::Timeout(r) => RampEnd {
+                ready_reason: "warmup_timeout".into(),
+                timeout_reason: r.clone(),
+                timed_out: true,
+                ..RampEnd::default()
+            },
+            Decision::Wait => RampEnd::default(),
+        }
+    }
+
+    fn event_line(&self, at: &str) -> String {
+        if self.timed_out {
+            format!("warmup timeout {at} {}", self.timeout_reason)
+        } else {
+            format!("ready {at} {}", self.ready_reason)
+        }
+    }
+}
+
+/// Ramp-up until readiness, a plateau below C, the time limit, a skip or
+/// failures beyond saving the cell.
+async fn ramp_up(
+    rc: &RunCtx,
+    spec: &CellSpec,
+    skip: &CancellationToken,
+    pool: &mut StreamPool,
+) -> RampEnd {
+    let (c, ctx) = (spec.concurrency, spec.context);
+    set_stage(rc, spec, CellStage::RampUp, 0.0);
     let prefill_rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
     let limit = if rc.cfg.cell_warmup_timeout > 0.0 {
         rc.cfg.cell_warmup_timeout
@@ -160,89 +223,82 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r));
     let mut decision = Decision::Wait;
     while decision == Decision::Wait {
-        if tick(&skip).await {
+        if tick(skip).await {
             break;
         }
-        collect(&mut rx, &mut outcomes, &mut fatal_error);
-        if fatal_error.is_some() || failing(&counters, c, rc.cfg.max_error_rate) {
+        pool.collect();
+        if pool.hopeless(rc.cfg.max_error_rate) {
             break;
         }
-        let now = rc.clock.now();
-        let fresh = fresh_scrape(rc, launch);
+        let elapsed = rc.clock.now() - pool.launch;
+        let fresh = fresh_scrape(rc, pool.launch);
         let obs = Observation {
-            elapsed: now - launch,
+            elapsed,
             running: fresh.as_ref().and_then(|s| s.snap.running),
             waiting: fresh.as_ref().and_then(|s| s.snap.waiting),
-            producing: counters.producing.load(Ordering::Relaxed).max(0) as u32,
-            any_tokens: counters.tokens.load(Ordering::Relaxed) > 0,
+            producing: pool.producing(),
+            any_tokens: pool.counters.tokens.load(Ordering::Relaxed) > 0,
         };
-        update_live(
-            rc,
-            &spec,
-            CellStage::RampUp,
-            now - launch,
-            &obs,
-            &counters,
-            0.0,
-            &sinks,
-            None,
-        );
+        let progress = CellProgress {
+            stage: CellStage::RampUp,
+            stage_elapsed: elapsed,
+            window_elapsed: 0.0,
+            obs: &obs,
+            trace: None,
+        };
+        update_live(rc, spec, pool, &progress);
         decision = readiness.observe(obs);
     }
-    let aborted = skip.is_cancelled()
-        || fatal_error.is_some()
-        || failing(&counters, c, rc.cfg.max_error_rate);
+    RampEnd::from_decision(&decision)
+}
 
-    // The window.
+/// What the window saw, besides the streams' own counts.
+struct WindowRecord {
+    start: f64,
+    end: f64,
+    start_scrape: Option<Scrape>,
+    end_scrape: Option<Scrape>,
+    /// Periodic scrapes sent inside the window.
+    sched: Vec<Scrape>,
+    /// Producing streams at each pass.
+    producing: Vec<f64>,
+    /// Longest lateness of the driver (see `stall.rs`).
+    stall: f64,
+    hw_start: Option<usize>,
+    hw_end: Option<usize>,
+}
+
+/// The measurement window: open it, follow it for `spec.duration`, close it
+/// and drop every stream, then take the end scrape.
+async fn measure_window(
+    rc: &RunCtx,
+    spec: &CellSpec,
+    skip: &CancellationToken,
+    pool: &mut StreamPool,
+    aborted: bool,
+) -> WindowRecord {
     let ws = rc.clock.now();
-    let (mut ready_reason, mut timeout_reason, mut timed_out, mut plateau) =
-        (String::new(), String::new(), false, false);
-    match &decision {
-        Decision::Ready(r) => ready_reason = r.clone(),
-        Decision::Plateau { reason, .. } => {
-            ready_reason = reason.clone();
-            plateau = true;
-        }
-        Decision::Timeout(r) => {
-            ready_reason = "warmup_timeout".into();
-            timeout_reason = r.clone();
-            timed_out = true;
-        }
-        Decision::Wait => {}
-    }
-    if !aborted {
-        let word = if timed_out { "warmup timeout" } else { "ready" };
-        let why = if timed_out {
-            &timeout_reason
-        } else {
-            &ready_reason
-        };
-        rc.live
-            .event(format!("{word} C={c} ctx={} {why}", format_context(ctx)));
-    }
-    window.open(ws);
-    let hw_mark = rc.hw_mark();
+    pool.window.open(ws);
+    let hw_start = rc.hw_mark();
     let start_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
     } else {
         None
     };
     let mut sched: Vec<Scrape> = Vec::new();
-    let mut producing_samples: Vec<f64> = Vec::new();
+    let mut producing: Vec<f64> = Vec::new();
     let mut last_seq = start_scrape.as_ref().map_or(0, |s| s.seq);
-    let mut last_tokens = 0u64;
-    let mut trace: Vec<f64> = Vec::new();
-    let mut last_trace_t = ws;
+    let mut trace = RateTrace::new(ws);
     // The driver's own lateness: each pass should follow the last by one
     // tick. A much longer gap means this process was not running, so tokens
     // piled up unread and the window's client count is wrong.
     let mut stall = StallWatch::new(rc.clock.now(), TICK.as_secs_f64());
     loop {
-        if aborted || tick(&skip).await {
+        if aborted || tick(skip).await {
             break;
         }
-        collect(&mut rx, &mut outcomes, &mut fatal_error);
-        if fatal_error.is_some() || failing(&counters, c, rc.cfg.max_error_rate) {
+        pool.collect();
+        if pool.hopeless(rc.cfg.max_error_rate) {
             break;
         }
         let now = rc.clock.now();
@@ -254,107 +310,135 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
             last_seq = s.seq;
             sched.push((*s).clone());
         }
-        let producing = counters.producing.load(Ordering::Relaxed).max(0) as u32;
-        producing_samples.push(f64::from(producing));
-        if now - last_trace_t >= 1.0 {
-            let tok = counters.window_tokens.load(Ordering::Relaxed);
-            trace.push((tok - last_tokens) as f64 / (now - last_trace_t));
-            last_tokens = tok;
-            last_trace_t = now;
-            if trace.len() > 120 {
-                trace.remove(0);
-            }
-        }
+        let now_producing = pool.producing();
+        producing.push(f64::from(now_producing));
+        trace.sample(now, pool.counters.window_tokens.load(Ordering::Relaxed));
         let latest = rc.scraper.latest();
         let obs = Observation {
-            elapsed: now - launch,
+            elapsed: now - pool.launch,
             running: latest.as_ref().and_then(|s| s.snap.running),
             waiting: latest.as_ref().and_then(|s| s.snap.waiting),
-            producing,
+            producing: now_producing,
             any_tokens: true,
         };
-        update_live(
-            rc,
-            &spec,
-            CellStage::Window,
-            now - ws,
-            &obs,
-            &counters,
-            now - ws,
-            &sinks,
-            Some(&trace),
-        );
+        let progress = CellProgress {
+            stage: CellStage::Window,
+            stage_elapsed: now - ws,
+            window_elapsed: now - ws,
+            obs: &obs,
+            trace: Some(&trace.values),
+        };
+        update_live(rc, spec, pool, &progress);
         if now - ws >= spec.duration {
             break;
         }
     }
     let we = rc.clock.now();
-    window.close(we);
+    pool.window.close(we);
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
-    cancel.cancel();
+    pool.cancel();
     let end_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
     } else {
         None
     };
-    set_stage(rc, &spec, CellStage::Drain, 0.0);
-    for w in workers {
-        if tokio::time::timeout(Duration::from_secs(15), w)
-            .await
-            .is_err()
-        {
-            rc.live.event(format!(
-                "C={c} ctx={}: a stream did not stop in 15 s",
-                format_context(ctx)
-            ));
+    WindowRecord {
+        start: ws,
+        end: we,
+        start_scrape,
+        end_scrape,
+        sched,
+        producing,
+        stall: stall.worst(),
+        hw_start,
+        hw_end,
+    }
+}
+
+/// Window tokens per second, one value per second, the last 120 kept.
+struct RateTrace {
+    values: Vec<f64>,
+    last_t: f64,
+    last_tokens: u64,
+}
+
+impl RateTrace {
+    fn new(start: f64) -> RateTrace {
+        RateTrace {
+            values: Vec::new(),
+            last_t: start,
+            last_tokens: 0,
         }
     }
-    collect(&mut rx, &mut outcomes, &mut fatal_error);
-    let (hw, hw_summary) = rc.hw_between(hw_mark, hw_end);
-    abort_sglang(rc, &outcomes).await;
-    drain(rc).await;
+
+    fn sample(&mut self, now: f64, tokens: u64) {
+        if now - self.last_t < 1.0 {
+            return;
+        }
+        self.values
+            .push(tokens.saturating_sub(self.last_tokens) as f64 / (now - self.last_t));
+        self.last_tokens = tokens;
+        self.last_t = now;
+        if self.values.len() > 120 {
+            self.values.remove(0);
+        }
+    }
+}
+
+/// The cell result from the streams' outcomes and the window's record.
+fn finish(
+    rc: &RunCtx,
+    spec: &CellSpec,
+    pool: &StreamPool,
+    ramp: &RampEnd,
+    win: &WindowRecord,
+    cell_start: f64,
+) -> CellResult {
+    let (c, ctx) = (spec.concurrency, spec.context);
+    let (hw, hw_summary) = rc.hw_between(win.hw_start, win.hw_end);
     let mut cell = assemble(CellInputs {
         concurrency: c,
         context: ctx,
         engine: rc.engine,
-        outcomes: &outcomes,
-        window_start: ws,
-        window_end: we,
-        start_scrape: start_scrape.as_ref(),
-        end_scrape: end_scrape.as_ref(),
-        sched: &sched,
-        producing_samples: &producing_samples,
-        readiness_failed: timed_out || plateau,
+        outcomes: &pool.outcomes,
+        window_start: win.start,
+        window_end: win.end,
+        start_scrape: win.start_scrape.as_ref(),
+        end_scrape: win.end_scrape.as_ref(),
+        sched: &win.sched,
+        producing_samples: &win.producing,
+        readiness_failed: ramp.timed_out || ramp.plateau,
         accept_len_ref: rc.cfg.accept_len_ref,
         hw: hw_summary.as_ref(),
-        gaps: counters.gaps.stats(),
+        gaps: pool.counters.gaps.stats(),
         ignore_eos: !rc.cfg.respect_eos,
         max_error_rate: rc.cfg.max_error_rate,
     });
-    cell.ext.client_stall_max_s = round(stall.worst(), 3);
+    cell.ext.client_stall_max_s = round(win.stall, 3);
     cell.ext.measure_attempts = 1;
-    cell.ext.window_start_unix = Some(rc.clock.unix(ws));
-    cell.ext.window_end_unix = Some(rc.clock.unix(we));
+    cell.ext.window_start_unix = Some(rc.clock.unix(win.start));
+    cell.ext.window_end_unix = Some(rc.clock.unix(win.end));
     cell.wall_time = rc.clock.now() - cell_start;
-    cell.warmup_duration = ws - cell_start;
-    cell.ext.ramp_seconds = ws - launch;
-    cell.warmup_timed_out = timed_out;
-    cell.ready_reason = ready_reason;
-    cell.timeout_reason = timeout_reason;
+    cell.warmup_duration = win.start - cell_start;
+    cell.ext.ramp_seconds = win.start - pool.launch;
+    cell.warmup_timed_out = ramp.timed_out;
+    cell.ready_reason = ramp.ready_reason.clone();
+    cell.timeout_reason = ramp.timeout_reason.clone();
     cell.hardware_summary = hw;
     cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
-    if let Some(err) = fatal_error {
+    if let Some(err) = &pool.fatal {
         cell.ext.status = CellStatus::Error;
-        cell.ext.status_reason = err;
+        cell.ext.status_reason = err.clone();
         cell.aggregate_tps = None;
         cell.per_request_avg_tps = None;
-    } else if skip.is_cancelled() {
-        let mut s = skipped(rc, &spec);
-        s.prefill = prefill;
-        return s;
     }
+    cell
+}
+
+/// `cell done …` (and `cell error …`) in the event log.
+fn announce_done(rc: &RunCtx, at: &str, cell: &CellResult) {
     let msg = match cell.aggregate_tps {
         Some(v) => format!("{v:.1} tok/s"),
         None => cell.ext.status.as_str().to_uppercase(),
@@ -367,19 +451,11 @@ pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     } else {
         String::new()
     };
-    rc.live.event(format!(
-        "cell done C={c} ctx={} {msg}{norm}",
-        format_context(ctx)
-    ));
+    rc.live.event(format!("cell done {at} {msg}{norm}"));
     if cell.ext.status == CellStatus::Error {
-        rc.live.event(format!(
-            "cell error C={c} ctx={}: {}",
-            format_context(ctx),
-            cell.ext.status_reason
-        ));
+        rc.live
+            .event(format!("cell error {at}: {}", cell.ext.status_reason));
     }
-    rc.live.update(|s| s.current = None);
-    CellOutput { cell, prefill }
 }
 
 fn skipped(rc: &RunCtx, spec: &CellSpec) -> CellOutput {
@@ -420,60 +496,10 @@ pub(crate) fn user_skip(
     )
 }
 
-/// Pause after a failed request before the stream sends the next one, so a
-/// failing server is not hammered in a tight loop.
-const RETRY_PAUSE: Duration = Duration::from_millis(250);
-
-async fn worker(env: StreamEnv, body: Bytes, tx: mpsc::UnboundedSender<StreamOutcome>) {
-    while !env.cancel.is_cancelled() {
-        let out = run_stream(&env, body.clone()).await;
-        let fatal = out.track.error().is_some_and(is_fatal);
-        let failed = out.track.error().is_some();
-        if tx.send(out).is_err() || fatal {
-            break;
-        }
-        if failed {
-            tokio::select! {
-                _ = env.cancel.cancelled() => break,
-                _ = tokio::time::sleep(RETRY_PAUSE) => {}
-            }
-        }
-    }
-}
-
-/// Failures are beyond saving the cell: at least 3, and either nothing has
-/// produced a token yet or every stream failed once on average while the
-/// failed share is above the limit. The cell then ends early instead of
-/// waiting out its readiness limit or window.
-fn failing(counters: &CellCounters, concurrency: u32, max_rate: f64) -> bool {
-    let failed = counters.failed.load(Ordering::Relaxed);
-    let started = counters.started.load(Ordering::Relaxed).max(1);
-    failed >= 3
-        && (counters.tokens.load(Ordering::Relaxed) == 0
-            || (failed >= u64::from(concurrency) && failed as f64 / started as f64 > max_rate))
-}
-
 async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,
-    }
-}
-
-/// Gather finished requests; `fatal` keeps the first failure that no later
-/// request can escape (authentication, missing model, unreachable server).
-fn collect(
-    rx: &mut mpsc::UnboundedReceiver<StreamOutcome>,
-    out: &mut Vec<StreamOutcome>,
-    fatal: &mut Option<String>,
-) {
-    while let Ok(o) = rx.try_recv() {
-        if fatal.is_none()
-            && let Some(e) = o.track.error().filter(|e| is_fatal(e))
-        {
-            *fatal = Some(e.to_string());
-        }
-        out.push(o);
     }
 }
 
@@ -575,67 +601,4 @@ pub async fn drain(rc: &RunCtx) {
     }
     rc.live
         .event("server did not drain within 60 s; continuing");
-}
-
-fn set_stage(rc: &RunCtx, spec: &CellSpec, stage: CellStage, elapsed: f64) {
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        if cur.concurrency != spec.concurrency || cur.context != spec.context {
-            *cur = CurrentCell::default();
-        }
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
-        cur.stage = stage;
-        cur.stage_elapsed = elapsed;
-        cur.window_total = spec.duration;
-    });
-}
-
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the values are the live view's fields"
-)]
-fn update_live(
-    rc: &RunCtx,
-    spec: &CellSpec,
-    stage: CellStage,
-    stage_elapsed: f64,
-    obs: &Observation,
-    counters: &CellCounters,
-    window_elapsed: f64,
-    sinks: &[Arc<Mutex<String>>],
-    trace: Option<&Vec<f64>>,
-) {
-    let outputs: Vec<StreamText> = sinks
-        .iter()
-        .enumerate()
-        .map(|(i, s)| StreamText {
-            slot: i as u32,
-            text: s.lock().map(|t| t.clone()).unwrap_or_default(),
-        })
-        .collect();
-    let accept = rc
-        .scraper
-        .latest()
-        .and_then(|s| s.snap.spec_accept_length_gauge);
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
-        cur.stage = stage;
-        cur.stage_elapsed = stage_elapsed;
-        cur.running = obs.running;
-        cur.queued = obs.waiting;
-        cur.producing = obs.producing;
-        cur.window_tokens = counters.window_tokens.load(Ordering::Relaxed);
-        cur.window_elapsed = window_elapsed;
-        cur.window_total = spec.duration;
-        if accept.is_some() {
-            cur.accept_length = accept;
-        }
-        if let Some(t) = trace {
-            cur.tps_trace = t.clone();
-        }
-        s.outputs = outputs;
-    });
 }

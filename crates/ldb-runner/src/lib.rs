@@ -8,17 +8,23 @@
 mod assemble;
 pub mod burst;
 pub mod cell;
+mod cell_view;
 pub mod config;
 pub mod ctx;
 pub mod kvbudget;
 pub mod live;
+mod matrix;
 pub mod methodology;
 pub mod plan;
+mod pool;
 pub mod prefill;
+mod prefill_phase;
 pub mod prompts;
+mod recorder;
 pub mod run;
 mod stall;
 pub mod standalone;
+mod startup;
 
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};

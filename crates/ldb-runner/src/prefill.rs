@@ -1,6 +1,7 @@
 //! Prefill samples: a `max_tokens=1` request timed to its first token, with
 //! server-side validation from Prometheus counters or llama.cpp timings.
 
+use ldb_core::failure::{FailureKind, RequestError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ pub struct ProbeResult {
     /// llama.cpp timings of the request.
     pub timings: Option<ldb_core::chunk::Timings>,
     /// Failure, if any.
-    pub error: Option<String>,
+    pub error: Option<RequestError>,
     /// No chunk carried a token, so `ttft` was taken at the end of the stream.
     pub ttft_at_stream_end: bool,
 }
@@ -62,18 +63,21 @@ pub async fn probe(
         prompt_tokens: (sample.input_tokens > 0).then_some(sample.input_tokens),
         cached_tokens: out.cached_tokens,
         timings: out.timings,
-        error: out.track.error().map(str::to_string),
+        error: out.track.error().cloned(),
         ttft_at_stream_end: false,
     };
     if out.cancelled {
-        r.error = Some("skipped".into());
+        r.error = Some(RequestError::new(FailureKind::Skipped, "skipped"));
     } else if r.error.is_none() && !out.track.has_first_token() {
         if let Some(end) = sample.end_s.or(Some(env.clock.now() - out.track.start())) {
             r.ttft = end.max(0.0);
             r.ttft_at_stream_end = true;
         }
         if r.ttft <= 0.0 {
-            r.error = Some("no first token".into());
+            r.error = Some(RequestError::new(
+                FailureKind::NoFirstToken,
+                "no first token",
+            ));
         }
     }
     r

@@ -219,16 +219,12 @@ pub async fn size_prompts(
         kind: disc.tokenize,
         content_overhead: 0.0,
     };
-    let tag = |c: u64| format!("ctx{c}");
-    let small = 2000usize;
     let max_ctx = contexts.iter().copied().max().unwrap_or(0);
     let cal_ctx = calibration_context.min(max_ctx.max(1024)).max(1024);
-    let big = (cal_ctx as usize) * 4;
-
     if counter.kind == TokenizeKind::Content {
         // llama.cpp tokenizes text without the chat template: measure the
         // template's share once with a real request.
-        let m = messages(&nonce(&run_id, "cal"), small);
+        let m = messages(&nonce(&run_id, "cal"), CAL_SMALL);
         let real = real_prompt_tokens(http, &disc.model, &m).await;
         let text = counter.count(&m).await;
         match (real, text) {
@@ -236,43 +232,7 @@ pub async fn size_prompts(
             _ => counter.kind = TokenizeKind::None,
         }
     }
-    let cache_key = format!("{}:{}:{}", disc.engine.as_str(), disc.model, template_id());
-    let mut model = None;
-    if counter.kind == TokenizeKind::None
-        && let Some(m) = cache.and_then(|p| read_cache(p, &cache_key))
-    {
-        notes.push(format!(
-            "calibrated: {:.2} chars/token, overhead {:.0} tokens (cached)",
-            m.chars_per_token, m.overhead_tokens
-        ));
-        model = Some(m);
-    }
-    if model.is_none() {
-        let a = counter
-            .count(&messages(&nonce(&run_id, "cal"), small))
-            .await;
-        let b = counter.count(&messages(&nonce(&run_id, "cal"), big)).await;
-        model = match (a, b) {
-            (Some(a), Some(b)) => SizeModel::fit((small, a), (big, b)),
-            _ => None,
-        };
-        match model {
-            Some(m) => {
-                notes.push(format!(
-                    "calibrated: {:.2} chars/token, overhead {:.0} tokens (two-point probe)",
-                    m.chars_per_token, m.overhead_tokens
-                ));
-                if counter.kind == TokenizeKind::None
-                    && let Some(p) = cache
-                {
-                    write_cache(p, &cache_key, &m);
-                }
-            }
-            None => notes.push(
-                "calibration failed; assuming 4 chars/token (prompt sizes are estimates)".into(),
-            ),
-        }
-    }
+    let model = calibrate(&counter, disc, &run_id, cal_ctx, cache, &mut notes).await;
     let exact = model.is_some() && counter.kind != TokenizeKind::None;
     let model = model.unwrap_or(SizeModel {
         chars_per_token: 4.0,
@@ -280,56 +240,11 @@ pub async fn size_prompts(
     });
     let mut by_ctx = BTreeMap::new();
     for &ctx in contexts {
-        if ctx == 0 {
-            let m = messages(&nonce(&run_id, &tag(0)), 0);
-            let tokens = if !exact {
-                None
-            } else if counter.kind == TokenizeKind::Content {
-                // The template overhead was measured on the three-message shape
-                // of padded prompts; the bare prompt is one message, with less
-                // framing (SmolLM2: 9 tokens less). Count it for real.
-                real_prompt_tokens(http, &disc.model, &m).await
-            } else {
-                counter.count(&m).await
-            };
-            by_ctx.insert(
-                0,
-                SizedPrompt {
-                    padding_chars: 0,
-                    tokens,
-                },
-            );
-            continue;
+        let sized = size_one(&counter, disc, &run_id, &model, exact, ctx).await;
+        if ctx > 0 {
+            notes.push(sized_note(ctx, &sized));
         }
-        let mut chars = model.chars_for(ctx);
-        let mut tokens = None;
-        if exact {
-            let count = |c: usize| counter.count_owned(messages(&nonce(&run_id, &tag(ctx)), c));
-            if let Some((c, n)) = fit_exact(count, &model, chars, ctx).await {
-                (chars, tokens) = (c, Some(n));
-            }
-        }
-        notes.push(match tokens {
-            Some(t) => format!(
-                "context {}: {} chars, {} tokens",
-                ldb_core::tokens::format_context(ctx),
-                chars,
-                t
-            ),
-            None => format!(
-                "context {}: {} chars (~{} tokens, estimated)",
-                ldb_core::tokens::format_context(ctx),
-                chars,
-                ctx
-            ),
-        });
-        by_ctx.insert(
-            ctx,
-            SizedPrompt {
-                padding_chars: chars,
-                tokens,
-            },
-        );
+        by_ctx.insert(ctx, sized);
     }
     PromptPlan {
         run_id,
@@ -337,6 +252,110 @@ pub async fn size_prompts(
         model,
         targeting: if exact { "exact" } else { "estimate" },
         notes,
+    }
+}
+
+/// Padding characters of the small calibration probe.
+const CAL_SMALL: usize = 2000;
+
+/// The chars-per-token model: from the calibration cache when the server
+/// cannot count tokens, else from a two-point probe (cached on success).
+async fn calibrate(
+    counter: &Counter<'_>,
+    disc: &Discovery,
+    run_id: &str,
+    cal_ctx: u64,
+    cache: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Option<SizeModel> {
+    let cache_key = format!("{}:{}:{}", disc.engine.as_str(), disc.model, template_id());
+    if counter.kind == TokenizeKind::None
+        && let Some(m) = cache.and_then(|p| read_cache(p, &cache_key))
+    {
+        notes.push(format!(
+            "calibrated: {:.2} chars/token, overhead {:.0} tokens (cached)",
+            m.chars_per_token, m.overhead_tokens
+        ));
+        return Some(m);
+    }
+    let big = (cal_ctx as usize) * 4;
+    let a = counter
+        .count(&messages(&nonce(run_id, "cal"), CAL_SMALL))
+        .await;
+    let b = counter.count(&messages(&nonce(run_id, "cal"), big)).await;
+    let model = match (a, b) {
+        (Some(a), Some(b)) => SizeModel::fit((CAL_SMALL, a), (big, b)),
+        _ => None,
+    };
+    match model {
+        Some(m) => {
+            notes.push(format!(
+                "calibrated: {:.2} chars/token, overhead {:.0} tokens (two-point probe)",
+                m.chars_per_token, m.overhead_tokens
+            ));
+            if counter.kind == TokenizeKind::None
+                && let Some(p) = cache
+            {
+                write_cache(p, &cache_key, &m);
+            }
+        }
+        None => notes
+            .push("calibration failed; assuming 4 chars/token (prompt sizes are estimates)".into()),
+    }
+    model
+}
+
+/// The prompt of one context: padding sized by the model, then fitted
+/// exactly when the server counts tokens.
+async fn size_one(
+    counter: &Counter<'_>,
+    disc: &Discovery,
+    run_id: &str,
+    model: &SizeModel,
+    exact: bool,
+    ctx: u64,
+) -> SizedPrompt {
+    let tag = format!("ctx{ctx}");
+    if ctx == 0 {
+        let m = messages(&nonce(run_id, &tag), 0);
+        let tokens = if !exact {
+            None
+        } else if counter.kind == TokenizeKind::Content {
+            // The template overhead was measured on the three-message shape
+            // of padded prompts; the bare prompt is one message, with less
+            // framing (SmolLM2: 9 tokens less). Count it for real.
+            real_prompt_tokens(counter.http, &disc.model, &m).await
+        } else {
+            counter.count(&m).await
+        };
+        return SizedPrompt {
+            padding_chars: 0,
+            tokens,
+        };
+    }
+    let mut chars = model.chars_for(ctx);
+    let mut tokens = None;
+    if exact {
+        let count = |c: usize| counter.count_owned(messages(&nonce(run_id, &tag), c));
+        if let Some((c, n)) = fit_exact(count, model, chars, ctx).await {
+            (chars, tokens) = (c, Some(n));
+        }
+    }
+    SizedPrompt {
+        padding_chars: chars,
+        tokens,
+    }
+}
+
+/// The startup line of one sized context.
+fn sized_note(ctx: u64, p: &SizedPrompt) -> String {
+    let at = ldb_core::tokens::format_context(ctx);
+    match p.tokens {
+        Some(t) => format!("context {at}: {} chars, {t} tokens", p.padding_chars),
+        None => format!(
+            "context {at}: {} chars (~{ctx} tokens, estimated)",
+            p.padding_chars
+        ),
     }
 }
 

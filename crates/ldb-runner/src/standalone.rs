@@ -35,6 +35,7 @@ use ldb_core::prompt::{Message, messages, nonce};
 use ldb_core::result::{PrefillEntry, PrefillMethod, ServerValidation, round};
 use ldb_core::stats::median;
 use ldb_core::tokens::{format_context, thousands};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::PrefillMetric;
 use crate::ctx::RunCtx;
@@ -90,82 +91,16 @@ struct Sample {
 
 /// Profile one context and return its row.
 pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) -> PrefillEntry {
-    let live = &rc.live;
     let skip = rc.controls.new_skip();
     let metric = rc.cfg.prefill_metric;
-    let method_word = if metric == PrefillMetric::Prometheus {
+    let word = if metric == PrefillMetric::Prometheus {
         "prometheus"
     } else {
         "client"
     };
-    live.event(format!(
-        "standalone prefill start ctx={} ({}, {} s)",
-        format_context(ctx),
-        method_word,
-        rc.cfg.prefill_duration
-    ));
-    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
-    live.update(|s| {
-        s.prefill.retain(|r| r.context != ctx);
-        s.prefill.push(PrefillRow {
-            context: ctx,
-            method: method_word.into(),
-            eta: rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill_duration)),
-            ..Default::default()
-        });
-    });
+    announce_start(rc, ctx, word);
     let hw_mark = rc.hw_mark();
-    let now = || rc.clock.now();
-    let t0 = now();
-    let mut samples: Vec<Sample> = Vec::new();
-    let mut ok = 0usize;
-    let mut failures_in_row = 0;
-    let mut first_error: Option<String> = None;
-    for r in 0..MAX_ATTEMPTS {
-        if skip.is_cancelled() {
-            break;
-        }
-        if ok >= MIN_SAMPLES && now() - t0 >= rc.cfg.prefill_duration {
-            break;
-        }
-        if failures_in_row >= 2 {
-            break;
-        }
-        let msgs = cold_messages(plan, ctx, r);
-        let (p, validation) =
-            validated_probe(rc, env, &msgs, &skip, metric != PrefillMetric::Client).await;
-        if let Some(e) = &p.error {
-            if e != "skipped" {
-                failures_in_row += 1;
-                first_error.get_or_insert_with(|| e.clone());
-                live.event(format!(
-                    "standalone prefill sample failed ctx={}: {e}",
-                    format_context(ctx)
-                ));
-            }
-            continue;
-        }
-        failures_in_row = 0;
-        ok += 1;
-        let tokens = p.prompt_tokens.unwrap_or(ctx) as f64;
-        let tps = if p.ttft > 0.0 { tokens / p.ttft } else { 0.0 };
-        let elapsed = now() - t0;
-        live.update(|s| {
-            if let Some(row) = s.prefill.iter_mut().find(|x| x.context == ctx) {
-                row.tok_per_sec = None;
-                row.ttft = Some(p.ttft);
-                row.elapsed = elapsed;
-                row.eta = Some((rc.cfg.prefill_duration - elapsed).max(0.0));
-                if tps > 0.0 {
-                    row.method = format!("{method_word} ({ok} samples, last {tps:.0} tok/s)");
-                }
-            }
-        });
-        samples.push(Sample {
-            probe: p,
-            validation,
-        });
-    }
+    let (samples, first_error) = take_samples(rc, env, plan, ctx, &skip, word).await;
     let (hw, _) = rc.hw_since(hw_mark);
     let mut row = aggregate(ctx, &samples, metric == PrefillMetric::Prometheus);
     row.hardware_summary = hw;
@@ -178,24 +113,113 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
                 "skipped by the user".into()
             }
         });
-        live.event(format!(
+    } else if let Ok(mut g) = rc.prefill_rate.lock() {
+        *g = Some(row.client_tok_per_sec);
+    }
+    announce_end(rc, ctx, &row);
+    row
+}
+
+/// The row appears on the dashboard with its estimated time.
+fn announce_start(rc: &RunCtx, ctx: u64, word: &str) {
+    rc.live.event(format!(
+        "standalone prefill start ctx={} ({word}, {} s)",
+        format_context(ctx),
+        rc.cfg.prefill_duration
+    ));
+    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
+    let eta = rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill_duration));
+    rc.live.update(|s| {
+        s.prefill.retain(|r| r.context != ctx);
+        s.prefill.push(PrefillRow {
+            context: ctx,
+            method: word.into(),
+            eta,
+            ..Default::default()
+        });
+    });
+}
+
+/// Cold samples until `--prefill-duration` has passed with at least
+/// `MIN_SAMPLES` good ones, two failures in a row, a skip, or
+/// `MAX_ATTEMPTS`. Returns the good samples and the first failure.
+async fn take_samples(
+    rc: &RunCtx,
+    env: &StreamEnv,
+    plan: &PromptPlan,
+    ctx: u64,
+    skip: &CancellationToken,
+    word: &str,
+) -> (Vec<Sample>, Option<String>) {
+    let validate = rc.cfg.prefill_metric != PrefillMetric::Client;
+    let t0 = rc.clock.now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut failures_in_row = 0;
+    let mut first_error: Option<String> = None;
+    for r in 0..MAX_ATTEMPTS {
+        let enough = samples.len() >= MIN_SAMPLES && rc.clock.now() - t0 >= rc.cfg.prefill_duration;
+        if skip.is_cancelled() || enough || failures_in_row >= 2 {
+            break;
+        }
+        let msgs = cold_messages(plan, ctx, r);
+        let (p, validation) = validated_probe(rc, env, &msgs, skip, validate).await;
+        if let Some(e) = &p.error {
+            if !e.is_skip() {
+                failures_in_row += 1;
+                first_error.get_or_insert_with(|| e.message.clone());
+                rc.live.event(format!(
+                    "standalone prefill sample failed ctx={}: {e}",
+                    format_context(ctx)
+                ));
+            }
+            continue;
+        }
+        failures_in_row = 0;
+        show_sample(rc, ctx, word, &p, samples.len() + 1, rc.clock.now() - t0);
+        samples.push(Sample {
+            probe: p,
+            validation,
+        });
+    }
+    (samples, first_error)
+}
+
+/// The latest sample on the dashboard's prefill row.
+fn show_sample(rc: &RunCtx, ctx: u64, word: &str, p: &ProbeResult, ok: usize, elapsed: f64) {
+    let tokens = p.prompt_tokens.unwrap_or(ctx) as f64;
+    let tps = if p.ttft > 0.0 { tokens / p.ttft } else { 0.0 };
+    let left = (rc.cfg.prefill_duration - elapsed).max(0.0);
+    rc.live.update(|s| {
+        if let Some(row) = s.prefill.iter_mut().find(|x| x.context == ctx) {
+            row.tok_per_sec = None;
+            row.ttft = Some(p.ttft);
+            row.elapsed = elapsed;
+            row.eta = Some(left);
+            if tps > 0.0 {
+                row.method = format!("{word} ({ok} samples, last {tps:.0} tok/s)");
+            }
+        }
+    });
+}
+
+/// The finished (or skipped) row in the event log and on the dashboard.
+fn announce_end(rc: &RunCtx, ctx: u64, row: &PrefillEntry) {
+    if row.skipped {
+        rc.live.event(format!(
             "standalone prefill skipped ctx={}: {}",
             format_context(ctx),
             row.skip_reason
         ));
     } else {
-        live.event(format!(
+        rc.live.event(format!(
             "standalone prefill done ctx={} {} tok/s ({} samples, {})",
             format_context(ctx),
             thousands(row.tok_per_sec as u64),
             row.samples,
             row.method.map_or("", PrefillMethod::as_str)
         ));
-        if let Ok(mut g) = rc.prefill_rate.lock() {
-            *g = Some(row.client_tok_per_sec);
-        }
     }
-    live.update(|s| {
+    rc.live.update(|s| {
         if let Some(r) = s.prefill.iter_mut().find(|r| r.context == ctx) {
             r.method = row.method.map_or("", PrefillMethod::as_str).into();
             r.tok_per_sec = (!row.skipped).then_some(row.tok_per_sec);
@@ -204,7 +228,6 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
             r.skipped = row.skipped.then(|| row.skip_reason.clone());
         }
     });
-    row
 }
 
 /// Medians over successful samples; server medians over valid validations.

@@ -1,7 +1,8 @@
 //! Conversion of a snapshot into the dashboard's hardware panel model.
 
+use ldb_core::hardware::GpuSample;
 use ldb_core::hardware::HardwareSnapshot;
-use ldb_core::live::{GpuLive, HardwareLive};
+use ldb_core::live::HardwareLive;
 
 /// The panel model for `snap`, with at most `gpu_limit` GPU rows (lowest
 /// indices first). `None` when the snapshot has no GPU: the dashboard then
@@ -10,23 +11,7 @@ pub fn to_live(snap: &HardwareSnapshot, gpu_limit: usize) -> Option<HardwareLive
     if snap.gpus.is_empty() {
         return None;
     }
-    let mut gpus: Vec<GpuLive> = snap
-        .gpus
-        .iter()
-        .map(|g| GpuLive {
-            index: g.index,
-            util_pct: g.util_pct,
-            mem_util_pct: g.mem_util_pct,
-            vram_used_mb: g.vram_used_mb,
-            vram_total_mb: g.vram_total_mb,
-            power_w: g.power_w,
-            power_limit_w: g.power_limit_w,
-            temp_c: g.temp_c,
-            sm_clock_mhz: g.sm_clock_mhz,
-            pcie_rx_mb_s: g.pcie_rx_mb_s,
-            pcie_tx_mb_s: g.pcie_tx_mb_s,
-        })
-        .collect();
+    let mut gpus: Vec<GpuSample> = snap.gpus.clone();
     gpus.sort_by_key(|g| g.index);
     gpus.truncate(gpu_limit.max(1));
     Some(HardwareLive {

@@ -1,9 +1,10 @@
 //! Made-up snapshots for the demo example, the render bench and the
 //! snapshot tests. Deterministic: no clocks, no randomness.
 
+use ldb_core::hardware::GpuSample;
 use ldb_core::live::{
-    CellStage, CurrentCell, GpuLive, HardwareLive, LiveSnapshot, MatrixCell, MatrixCellState,
-    Phase, PrefillRow, StreamText,
+    CellStage, CurrentCell, HardwareLive, LiveSnapshot, MatrixCell, MatrixCellState, Phase,
+    PrefillRow, StreamText,
 };
 use ldb_core::result::CellStatus;
 
@@ -72,7 +73,7 @@ fn prefill_done() -> Vec<PrefillRow> {
 pub fn hardware() -> HardwareLive {
     HardwareLive {
         gpus: (0..4)
-            .map(|i| GpuLive {
+            .map(|i| GpuSample {
                 index: i,
                 util_pct: Some(97.0 - f64::from(i)),
                 mem_util_pct: Some(61.0 + f64::from(i) * 2.0),
@@ -84,6 +85,7 @@ pub fn hardware() -> HardwareLive {
                 sm_clock_mhz: Some(1980.0),
                 pcie_rx_mb_s: Some(412.0),
                 pcie_tx_mb_s: Some(388.0),
+                ..GpuSample::default()
             })
             .collect(),
         cpu_util_pct: Some(7.0),

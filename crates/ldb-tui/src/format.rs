@@ -25,9 +25,9 @@ pub fn tps(v: f64, precise: bool) -> String {
     if precise {
         format!("{v:.1}")
     } else if v >= 9_999.5 {
-        format!("{:.0}k", v / 1000.0)
+        ldb_core::numfmt::kilo(v, 0)
     } else if v >= 999.5 {
-        format!("{:.1}k", v / 1000.0)
+        ldb_core::numfmt::kilo(v, 1)
     } else {
         format!("{v:.0}")
     }

@@ -14,22 +14,9 @@ use tokio::sync::mpsc;
 
 use crate::cli::{BenchArgs, SimArgs};
 use crate::config::{ConfigError, build};
+use crate::error::{AppError, exit_with};
 
-/// Process exit codes (see `cli::EXIT_CODES`).
-pub mod exit {
-    /// All cells valid.
-    pub const OK: i32 = 0;
-    /// Bad flags or configuration.
-    pub const CONFIG: i32 = 2;
-    /// Server unreachable or rejecting.
-    pub const SERVER: i32 = 3;
-    /// Some cells invalid.
-    pub const INVALID_CELLS: i32 = 4;
-    /// Result file not written.
-    pub const OUTPUT: i32 = 5;
-    /// Interrupted by the user.
-    pub const INTERRUPTED: i32 = 130;
-}
+pub use crate::error::exit;
 
 /// The runner's view of the telemetry monitor.
 struct MonitorAdapter(MonitorHandle);
@@ -50,48 +37,32 @@ impl Hardware for MonitorAdapter {
 
 /// `llm-decode-bench sim …`: serve until Ctrl-C.
 pub async fn serve_sim(a: SimArgs) -> i32 {
+    exit_with(serve_sim_until_stopped(a).await)
+}
+
+async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
     if a.list {
         for n in ldb_sim::Scenario::builtin_names() {
             println!("{n}");
         }
-        return exit::OK;
+        return Ok(exit::OK);
     }
-    let personality = match a
+    let personality = a
         .engine
         .as_deref()
         .map(str::parse::<ldb_sim::Personality>)
         .transpose()
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::CONFIG;
-        }
-    };
-    let mut scenario = match ldb_sim::Scenario::load(&a.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::CONFIG;
-        }
-    };
+        .map_err(AppError::config)?;
+    let mut scenario = ldb_sim::Scenario::load(&a.scenario).map_err(AppError::config)?;
     if let Some(seed) = a.seed {
         scenario.seed = seed;
     }
-    let addr = match format!("{}:{}", a.host, a.port).parse() {
-        Ok(a) => a,
-        Err(_) => {
-            eprintln!("error: invalid --host/--port: {}:{}", a.host, a.port);
-            return exit::CONFIG;
-        }
-    };
-    let sim = match ldb_sim::SimServer::start(scenario, personality, addr).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::CONFIG;
-        }
-    };
+    let addr = format!("{}:{}", a.host, a.port)
+        .parse()
+        .map_err(|_| AppError::config(format!("invalid --host/--port: {}:{}", a.host, a.port)))?;
+    let sim = ldb_sim::SimServer::start(scenario, personality, addr)
+        .await
+        .map_err(AppError::config)?;
     println!(
         "simulated {} ({}) serving at {} — Ctrl-C to stop",
         sim.personality(),
@@ -100,211 +71,234 @@ pub async fn serve_sim(a: SimArgs) -> i32 {
     );
     let _ = tokio::signal::ctrl_c().await;
     sim.shutdown().await;
-    exit::OK
+    Ok(exit::OK)
 }
 
 /// The benchmark.
-pub async fn bench(mut a: BenchArgs, argv: Vec<String>) -> i32 {
-    let sim_name = a.sim.clone();
+pub async fn bench(a: BenchArgs, argv: Vec<String>) -> i32 {
+    exit_with(run_bench(a, argv).await)
+}
+
+async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
     if let Some(m) = a.display_mode.as_deref()
         && parse_mode(m).is_none()
     {
-        eprintln!("error: invalid --display-mode: {m:?} (use screen or plain)");
-        return exit::CONFIG;
+        return Err(AppError::config(format!(
+            "invalid --display-mode: {m:?} (use screen or plain)"
+        )));
     }
-    let mut cfg = match build(&a, sim_name.is_some(), argv.clone()) {
-        Ok(c) => c,
-        Err(ConfigError(e)) => {
-            eprintln!("error: {e}");
-            return exit::CONFIG;
-        }
+    let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    let sim = match a.sim.clone() {
+        Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg).await?),
+        None => None,
     };
-    // The built-in simulator, in-process on a free loopback port.
-    let mut sim = None;
-    if let Some(name) = &sim_name {
-        let personality = match a
-            .sim_engine
-            .as_deref()
-            .map(str::parse::<ldb_sim::Personality>)
-            .transpose()
-        {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: invalid --sim-engine: {e}");
-                return exit::CONFIG;
-            }
-        };
-        let scenario = match ldb_sim::Scenario::load(name) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::CONFIG;
-            }
-        };
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        match ldb_sim::SimServer::start(scenario, personality, addr).await {
-            Ok(s) => {
-                cfg.base_url = s.base_url();
-                cfg.server_label = format!("{} (simulator: {name})", s.addr());
-                cfg.sim_scenario = name.clone();
-                a.host = s.base_url();
-                sim = Some(s);
-            }
-            Err(e) => {
-                eprintln!("error: cannot start the simulator: {e}");
-                return exit::CONFIG;
-            }
-        }
-    }
-
     if a.dry_run {
-        return dry_run(&cfg).await;
-    }
-
-    // Starting the sampler and collecting diagnostics run commands with
-    // timeouts; keep them off the async workers.
-    let monitor_cfg =
-        MonitorConfig::from_flags(a.hw_monitor_interval, a.no_hw_monitor, a.hw_gpu_limit);
-    let monitor =
-        match tokio::task::spawn_blocking(move || HardwareMonitor::start(monitor_cfg)).await {
-            Ok(m) => m,
-            Err(_) => HardwareMonitor::start(MonitorConfig::from_flags(0.0, true, 1)),
-        };
-    let args_json = args_for_diagnostics(&a);
-    let diag_url = ldb_core::redact::redact_url(&cfg.base_url);
-    let diagnostics = tokio::task::spawn_blocking(move || {
-        ldb_telemetry::collect_startup_diagnostics(&args_json, &diag_url)
-    })
-    .await
-    .ok();
-    let p2p_lines = diagnostics.as_ref().map(|d| {
-        let p = &d.nvidia_p2p_override;
-        let panel = (p.status() == ldb_core::hardware::p2p::P2pStatus::NotEffective)
-            .then(|| p.panel_lines());
-        (p.summary_line(), panel)
-    });
-    let diagnostics = diagnostics.map_or(Value::Null, |d| d.to_json());
-    let p2p = diagnostics
-        .get("nvidia_p2p_override")
-        .cloned()
-        .unwrap_or(Value::Null);
-    if let Some((_, Some(panel))) = &p2p_lines {
-        // Shown before the dashboard takes the screen, and kept in the event log.
-        eprintln!("NVIDIA P2P override");
-        for line in panel {
-            eprintln!("  {line}");
+        let r = dry_run(&cfg).await;
+        if let Some(s) = sim {
+            s.shutdown().await;
         }
+        return r;
     }
-
+    let startup = Startup::collect(&a, &cfg).await;
     let (live, rx) = Live::new();
-    if let Some(w) = monitor.warning() {
-        live.event(format!("startup WARNING {w}"));
-    }
-    if let Some((summary, panel)) = &p2p_lines {
-        live.event(format!("startup NVIDIA P2P override: {summary}"));
-        for line in panel.iter().flatten() {
-            live.event(format!("startup   {line}"));
-        }
-    }
+    startup.announce(&live);
     let controls = Arc::new(Controls::default());
-    let (ctl_tx, mut ctl_rx) = mpsc::channel::<Control>(8);
-    let mode = ldb_tui::choose_mode(a.display_mode.as_deref().and_then(parse_mode));
-    // stdin/stdout that are not terminals get plain mode and no key handling.
-    let ui = ldb_tui::spawn(mode, rx, ctl_tx.clone(), ldb_tui::UiOptions::default());
-    {
-        let controls = controls.clone();
-        tokio::spawn(async move {
-            while let Some(c) = ctl_rx.recv().await {
-                match c {
-                    Control::Skip => controls.skip(),
-                    Control::Stop => controls.stop.cancel(),
-                }
-            }
-        });
-    }
-    {
-        let tx = ctl_tx.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = tx.send(Control::Stop).await;
-            }
-        });
-    }
-    {
-        let live = live.clone();
-        let mon = monitor.clone();
-        tokio::spawn(async move {
-            loop {
-                let hw = mon.live();
-                live.update(|s| s.hardware = hw);
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        });
-    }
-    let output = cfg.output.clone();
+    let ui = spawn_ui(&a, rx, &controls);
+    publish_hardware(&live, &startup.monitor);
     let save_error: Arc<Mutex<Option<String>>> = Arc::default();
-    let save_err2 = save_error.clone();
     let hooks = RunHooks {
         live: live.clone(),
         controls: controls.clone(),
-        hardware: Some(Arc::new(MonitorAdapter(monitor.clone()))),
-        diagnostics,
-        p2p,
-        save: Box::new(move |doc| {
-            if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
-                *save_err2.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-            }
-        }),
+        hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
+        diagnostics: startup.diagnostics,
+        p2p: startup.p2p,
+        save: atomic_save(cfg.output.clone(), save_error.clone()),
     };
-    let show = cfg.show_capacity_limited_values;
+    let opts = ldb_report::text::TextOptions {
+        width: terminal_width(),
+        show_capacity_limited_values: cfg.show_capacity_limited_values,
+        color: std::io::stdout().is_terminal(),
+    };
     let output = cfg.output.clone();
     let result = ldb_runner::run(cfg, hooks).await;
     ui.finish().await;
-    monitor.stop();
+    startup.monitor.stop();
     if let Some(s) = sim {
         s.shutdown().await;
     }
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::SERVER;
-        }
-    };
-    let width = terminal_width();
-    let opts = ldb_report::text::TextOptions {
-        width,
-        show_capacity_limited_values: show,
-        color: std::io::stdout().is_terminal(),
-    };
+    let outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
     let mut out = std::io::stdout().lock();
     if outcome.interrupted {
         let _ = writeln!(out, "Interrupted by user. Saving partial results...");
     }
     let _ = ldb_report::text::render(&outcome.doc, &opts, &mut out);
     if let Some(e) = save_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        eprintln!("error: {e}");
-        return exit::OUTPUT;
+        return Err(AppError::Output(e));
     }
     let _ = writeln!(out, "Results saved to {}", output.display());
-    if outcome.interrupted {
-        return exit::INTERRUPTED;
+    Ok(if outcome.interrupted {
+        exit::INTERRUPTED
+    } else if run_invalid(&outcome.doc) {
+        exit::INVALID_CELLS
+    } else {
+        exit::OK
+    })
+}
+
+/// The built-in simulator, in-process on a free loopback port; the run is
+/// pointed at it.
+async fn start_builtin_sim(
+    name: &str,
+    a: &mut BenchArgs,
+    cfg: &mut ldb_runner::config::RunConfig,
+) -> Result<ldb_sim::SimHandle, AppError> {
+    let personality = a
+        .sim_engine
+        .as_deref()
+        .map(str::parse::<ldb_sim::Personality>)
+        .transpose()
+        .map_err(|e| AppError::config(format!("invalid --sim-engine: {e}")))?;
+    let scenario = ldb_sim::Scenario::load(name).map_err(AppError::config)?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let s = ldb_sim::SimServer::start(scenario, personality, addr)
+        .await
+        .map_err(|e| AppError::config(format!("cannot start the simulator: {e}")))?;
+    cfg.base_url = s.base_url();
+    cfg.server_label = format!("{} (simulator: {name})", s.addr());
+    cfg.sim_scenario = name.to_string();
+    a.host = s.base_url();
+    Ok(s)
+}
+
+/// What is gathered before the server is contacted: the hardware sampler,
+/// the host diagnostics and the NVIDIA P2P check.
+struct Startup {
+    monitor: MonitorHandle,
+    diagnostics: Value,
+    p2p: Value,
+    p2p_lines: Option<(String, Option<Vec<String>>)>,
+}
+
+impl Startup {
+    async fn collect(a: &BenchArgs, cfg: &ldb_runner::config::RunConfig) -> Startup {
+        // Starting the sampler and collecting diagnostics run commands with
+        // timeouts; keep them off the async workers.
+        let monitor_cfg =
+            MonitorConfig::from_flags(a.hw_monitor_interval, a.no_hw_monitor, a.hw_gpu_limit);
+        let monitor =
+            match tokio::task::spawn_blocking(move || HardwareMonitor::start(monitor_cfg)).await {
+                Ok(m) => m,
+                Err(_) => HardwareMonitor::start(MonitorConfig::from_flags(0.0, true, 1)),
+            };
+        let args_json = args_for_diagnostics(a);
+        let diag_url = ldb_core::redact::redact_url(&cfg.base_url);
+        let diagnostics = tokio::task::spawn_blocking(move || {
+            ldb_telemetry::collect_startup_diagnostics(&args_json, &diag_url)
+        })
+        .await
+        .ok();
+        let p2p_lines = diagnostics.as_ref().map(|d| {
+            let p = &d.nvidia_p2p_override;
+            let panel = (p.status() == ldb_core::hardware::p2p::P2pStatus::NotEffective)
+                .then(|| p.panel_lines());
+            (p.summary_line(), panel)
+        });
+        let diagnostics = diagnostics.map_or(Value::Null, |d| d.to_json());
+        let p2p = diagnostics
+            .get("nvidia_p2p_override")
+            .cloned()
+            .unwrap_or(Value::Null);
+        Startup {
+            monitor,
+            diagnostics,
+            p2p,
+            p2p_lines,
+        }
     }
-    let doc = &outcome.doc;
+
+    /// The P2P panel before the dashboard takes the screen, and the startup
+    /// warnings in the event log.
+    fn announce(&self, live: &Live) {
+        if let Some((_, Some(panel))) = &self.p2p_lines {
+            eprintln!("NVIDIA P2P override");
+            for line in panel {
+                eprintln!("  {line}");
+            }
+        }
+        if let Some(w) = self.monitor.warning() {
+            live.event(format!("startup WARNING {w}"));
+        }
+        if let Some((summary, panel)) = &self.p2p_lines {
+            live.event(format!("startup NVIDIA P2P override: {summary}"));
+            for line in panel.iter().flatten() {
+                live.event(format!("startup   {line}"));
+            }
+        }
+    }
+}
+
+/// The dashboard (or plain progress) and the controls: keys, and Ctrl-C as Stop.
+fn spawn_ui(
+    a: &BenchArgs,
+    rx: tokio::sync::watch::Receiver<ldb_core::live::LiveSnapshot>,
+    controls: &Arc<Controls>,
+) -> ldb_tui::UiHandle {
+    let (ctl_tx, mut ctl_rx) = mpsc::channel::<Control>(8);
+    let mode = ldb_tui::choose_mode(a.display_mode.as_deref().and_then(parse_mode));
+    // stdin/stdout that are not terminals get plain mode and no key handling.
+    let ui = ldb_tui::spawn(mode, rx, ctl_tx.clone(), ldb_tui::UiOptions::default());
+    let controls = controls.clone();
+    tokio::spawn(async move {
+        while let Some(c) = ctl_rx.recv().await {
+            match c {
+                Control::Skip => controls.skip(),
+                Control::Stop => controls.stop.cancel(),
+            }
+        }
+    });
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = ctl_tx.send(Control::Stop).await;
+        }
+    });
+    ui
+}
+
+/// Hardware readings into the live view once a second.
+fn publish_hardware(live: &Live, monitor: &MonitorHandle) {
+    let (live, mon) = (live.clone(), monitor.clone());
+    tokio::spawn(async move {
+        loop {
+            let hw = mon.live();
+            live.update(|s| s.hardware = hw);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}
+
+/// The runner's save hook: an atomic write of the result file; the first
+/// failure is kept for the exit code.
+fn atomic_save(
+    output: std::path::PathBuf,
+    error: Arc<Mutex<Option<String>>>,
+) -> Box<dyn Fn(&ldb_core::document::ResultDocument) + Send + Sync> {
+    Box::new(move |doc| {
+        if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
+            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }
+    })
+}
+
+/// A failed or empty cell, or a prefill-only run that measured no row.
+fn run_invalid(doc: &ldb_core::document::ResultDocument) -> bool {
     let bad_cell = doc
         .results
         .iter()
         .chain(&doc.burst_results)
         .any(|c| matches!(c.ext.status, CellStatus::Error | CellStatus::NoTokens));
-    // A prefill-only run is valid when it measured at least one row.
     let prefill_failed = doc.metadata.prefill_only
         && (doc.prefill.is_empty() || doc.prefill.values().all(|r| r.skipped));
-    let invalid = bad_cell || prefill_failed;
-    if invalid {
-        exit::INVALID_CELLS
-    } else {
-        exit::OK
-    }
+    bad_cell || prefill_failed
 }
 
 fn parse_mode(s: &str) -> Option<ldb_tui::DisplayMode> {
@@ -371,19 +365,14 @@ fn args_for_diagnostics(a: &BenchArgs) -> Vec<(String, Value)> {
 
 /// `--dry-run`: what the run would do, from discovery alone; no generation
 /// request is sent.
-async fn dry_run(cfg: &ldb_runner::config::RunConfig) -> i32 {
-    match ldb_runner::run::dry_run(cfg).await {
-        Ok((events, plan)) => {
-            for e in events {
-                println!("{e}");
-            }
-            println!("{plan}");
-            println!("dry run: nothing was generated; drop --dry-run to run this plan");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::SERVER
-        }
+async fn dry_run(cfg: &ldb_runner::config::RunConfig) -> Result<i32, AppError> {
+    let (events, plan) = ldb_runner::run::dry_run(cfg)
+        .await
+        .map_err(|e| AppError::Server(e.to_string()))?;
+    for e in events {
+        println!("{e}");
     }
+    println!("{plan}");
+    println!("dry run: nothing was generated; drop --dry-run to run this plan");
+    Ok(exit::OK)
 }

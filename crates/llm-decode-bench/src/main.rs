@@ -6,6 +6,7 @@
 mod app;
 mod cli;
 mod config;
+mod error;
 
 use clap::Parser;
 

@@ -1,37 +1,9 @@
-//! Number formats of the report: contexts, thousands separators and the
-//! three compact millisecond styles.
+//! Number formats of the report: the shared ones (contexts, thousands) from
+//! `ldb_core::numfmt`, and the report's three compact millisecond styles
+//! built on its significant-digit and kilo helpers.
 
-/// `0` → `0`; multiples of 1024 and above → `64k` (integer division); else the number.
-pub(crate) fn context(ctx: u64) -> String {
-    if ctx >= 1024 {
-        format!("{}k", ctx / 1024)
-    } else {
-        ctx.to_string()
-    }
-}
-
-/// Integer with `,` between thousands: `8199` → `8,199`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// A float rounded to an integer, with thousands separators (negative kept).
-pub(crate) fn thousands_f(v: f64) -> String {
-    if !v.is_finite() {
-        return "—".into();
-    }
-    let r = v.round();
-    let s = thousands(r.abs() as u64);
-    if r < 0.0 { format!("-{s}") } else { s }
-}
+pub(crate) use ldb_core::numfmt::{context, thousands, thousands_f};
+use ldb_core::numfmt::{kilo, sig};
 
 /// Compact ms of the TTFT/ITL detail: `134`, `9k`, `15k`; `—` for zero.
 ///
@@ -44,7 +16,7 @@ pub(crate) fn ms_detail(seconds: f64) -> String {
     } else if ms < 1000.0 {
         format!("{ms:.0}")
     } else {
-        format!("{:.0}k", ms / 1000.0)
+        kilo(ms, 0)
     }
 }
 
@@ -54,13 +26,9 @@ pub(crate) fn ms_latency(seconds: f64) -> String {
     if !ms.is_finite() || ms <= 0.0 {
         "—".into()
     } else if ms >= 1000.0 {
-        format!("{:.1}k", ms / 1000.0)
-    } else if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms >= 10.0 {
-        format!("{ms:.1}")
+        kilo(ms, 1)
     } else {
-        format!("{ms:.2}")
+        sig(ms, 3)
     }
 }
 
@@ -71,12 +39,8 @@ pub(crate) fn ms_plain(seconds: f64) -> String {
         "—".into()
     } else if ms >= 1000.0 {
         thousands_f(ms)
-    } else if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms >= 10.0 {
-        format!("{ms:.1}")
     } else {
-        format!("{ms:.2}")
+        sig(ms, 3)
     }
 }
 
@@ -86,10 +50,8 @@ pub(crate) fn rate(v: f64) -> String {
         "—".into()
     } else if v >= 1000.0 {
         thousands_f(v)
-    } else if v >= 100.0 {
-        format!("{v:.1}")
     } else {
-        format!("{v:.2}")
+        sig(v, 4)
     }
 }
 
@@ -116,6 +78,8 @@ mod tests {
         assert_eq!(context(500), "500");
         assert_eq!(context(65536), "64k");
         assert_eq!(context(131072), "128k");
+        // The dashboard's format too (it printed 1k here before).
+        assert_eq!(context(1536), "1.5k");
     }
 
     #[test]

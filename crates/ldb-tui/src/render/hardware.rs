@@ -1,6 +1,7 @@
 //! HARDWARE: per-GPU table (wide/mid) or compact lines (narrow), plus CPU.
 
-use ldb_core::live::{GpuLive, HardwareLive};
+use ldb_core::hardware::GpuSample;
+use ldb_core::live::HardwareLive;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -73,7 +74,7 @@ fn busy(pct: Option<f64>) -> Style {
     }
 }
 
-fn gpu_row(g: &GpuLive, full: bool) -> Line<'static> {
+fn gpu_row(g: &GpuSample, full: bool) -> Line<'static> {
     let vram = format!("{}/{}", gib(g.vram_used_mb), gib(g.vram_total_mb));
     let power = format!("{}/{}", opt(g.power_w, 0, ""), opt(g.power_limit_w, 0, ""));
     let mut spans = vec![
@@ -111,7 +112,7 @@ fn gpu_row(g: &GpuLive, full: bool) -> Line<'static> {
 }
 
 fn compact_lines(hw: &HardwareLive, width: u16) -> Vec<Line<'static>> {
-    let cell = |g: &GpuLive| {
+    let cell = |g: &GpuSample| {
         format!(
             "G{} {}/{} v{} w{} t{}",
             g.index,

@@ -1,0 +1,217 @@
+//! `assemble` with fixed inputs: streams built chunk by chunk on a made-up
+//! clock, scrapes with set counter values, no server and no wall clock.
+
+use ldb_client::scrape::Scrape;
+use ldb_client::stream::StreamOutcome;
+use ldb_core::chunk::Channel;
+use ldb_core::engine::{Engine, ServerSnapshot};
+use ldb_core::failure::{FailureKind, RequestError};
+use ldb_core::gaps::GapStats;
+use ldb_core::result::CellStatus;
+use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
+
+use super::{CellInputs, assemble};
+
+const START: f64 = 10.0;
+const END: f64 = 20.0;
+
+/// What a stream saw of the window at time `t`: closed before it opened,
+/// open inside it, closed with both bounds after it.
+fn bounds_at(t: f64) -> WindowBounds {
+    if t < START {
+        WindowBounds::default()
+    } else if t <= END {
+        WindowBounds {
+            start: Some(START),
+            end: None,
+        }
+    } else {
+        final_bounds()
+    }
+}
+
+fn final_bounds() -> WindowBounds {
+    WindowBounds {
+        start: Some(START),
+        end: Some(END),
+    }
+}
+
+/// A request sent at `sent`, a token every `step` seconds from `first` with
+/// continuous usage, `n` tokens, prompt of 100 tokens. `done` = it finished
+/// (last token then `[DONE]`); otherwise it was cut at the window's end.
+fn request(sent: f64, first: f64, step: f64, n: u64, done: bool) -> StreamOutcome {
+    let mut track = RequestTrack::new(sent);
+    let role = ChunkEvent {
+        t: first - step / 2.0,
+        in_stream: true,
+        channel: Channel::None,
+        completion_tokens: Some(0),
+        prompt_tokens: Some(100),
+        ..ChunkEvent::default()
+    };
+    track.on_chunk(role, bounds_at(role.t));
+    let mut last = first;
+    for k in 0..n {
+        let t = first + step * k as f64;
+        if !done && t > END {
+            break;
+        }
+        let ev = ChunkEvent {
+            t,
+            in_stream: true,
+            channel: Channel::Content,
+            completion_tokens: Some(k + 1),
+            prompt_tokens: Some(100),
+            ..ChunkEvent::default()
+        };
+        track.on_chunk(ev, bounds_at(t));
+        last = t;
+    }
+    track.settle(final_bounds());
+    if done {
+        track.set_finish_reason("length");
+        track.mark_completed();
+    }
+    StreamOutcome {
+        track,
+        request_id: None,
+        cancelled: !done,
+        timings: None,
+        done_at: done.then_some(last),
+        cached_tokens: None,
+    }
+}
+
+fn scrape(t: f64, gen_tokens: f64, running: f64) -> Scrape {
+    Scrape {
+        seq: 0,
+        t,
+        sent: t - 0.01,
+        snap: ServerSnapshot {
+            running: Some(running),
+            waiting: Some(0.0),
+            gen_tokens: Some(gen_tokens),
+            gen_tokens_source: Some("vllm:generation_tokens_total"),
+            kv_usage: Some(0.25),
+            ..ServerSnapshot::default()
+        },
+    }
+}
+
+/// Two streams over the window [10, 20]: A decodes at 10 tok/s throughout
+/// (100 tokens inside); B finishes a request at 11.95 (20 tokens inside) and
+/// starts another whose first token comes at 12.55 (75 tokens inside).
+fn two_streams() -> Vec<StreamOutcome> {
+    vec![
+        request(5.0, 6.05, 0.1, 10_000, false),
+        request(4.0, 5.05, 0.1, 70, true),
+        request(12.0, 12.55, 0.1, 10_000, false),
+    ]
+}
+
+fn inputs<'a>(
+    outcomes: &'a [StreamOutcome],
+    start: &'a Scrape,
+    end: &'a Scrape,
+    sched: &'a [Scrape],
+) -> CellInputs<'a> {
+    CellInputs {
+        concurrency: 2,
+        context: 0,
+        engine: Engine::Vllm,
+        outcomes,
+        window_start: START,
+        window_end: END,
+        start_scrape: Some(start),
+        end_scrape: Some(end),
+        sched,
+        producing_samples: &[2.0, 2.0, 2.0],
+        readiness_failed: false,
+        accept_len_ref: 0.0,
+        hw: None,
+        gaps: GapStats::default(),
+        ignore_eos: true,
+        max_error_rate: 0.02,
+    }
+}
+
+#[test]
+fn window_tokens_over_the_whole_window_and_the_server_agrees() {
+    let outcomes = two_streams();
+    let (a, b) = (scrape(10.05, 1000.0, 2.0), scrape(20.05, 1195.0, 2.0));
+    let sched = [scrape(12.0, 1040.0, 2.0), scrape(15.0, 1100.0, 2.0)];
+    let cell = assemble(inputs(&outcomes, &a, &b, &sched));
+    assert_eq!(cell.client_output_tokens, 195);
+    assert_eq!(cell.aggregate_tps, Some(19.5));
+    assert_eq!(cell.ext.status, CellStatus::Ok);
+    assert_eq!(cell.aggregate_source, "openai_continuous_usage");
+    assert_eq!(cell.ext.usage_mode, "continuous");
+    assert_eq!(cell.server_output_tokens, 195);
+    assert!((cell.server_gen_throughput - 19.5).abs() < 1e-9);
+    assert_eq!(cell.ext.server_client_mismatch, None);
+    assert_eq!(cell.sched.effective_concurrency, 2.0);
+    assert_eq!(cell.per_request_avg_tps, Some(9.75));
+    // The last token inside the window came at 19.95.
+    assert!((cell.ext.measurement_active_seconds - 9.95).abs() < 1e-9);
+    // Only B's second request had its first token inside the window.
+    let ttft = cell.latency.ttft.expect("a first token in the window");
+    assert!((ttft.p50 - 0.55).abs() < 1e-9, "{ttft:?}");
+    assert_eq!(cell.ext.server_utilization_max, 0.25);
+    assert_eq!(cell.num_errors, 0);
+    assert_eq!(cell.ext.early_stop_requests, 0);
+}
+
+#[test]
+fn a_server_that_generated_more_than_arrived_is_flagged() {
+    let outcomes = two_streams();
+    let (a, b) = (scrape(10.05, 1000.0, 2.0), scrape(20.05, 1300.0, 2.0));
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    let m = cell.ext.server_client_mismatch.expect("mismatch");
+    assert_eq!(m.client_tps, 19.5);
+    assert!((m.server_tps - 30.0).abs() < 1e-9);
+    assert!((m.difference_pct - -35.0).abs() < 1e-9, "{m:?}");
+}
+
+#[test]
+fn a_window_without_tokens_has_no_rate() {
+    // Both requests end before the window opens.
+    let outcomes = vec![
+        request(1.0, 2.05, 0.1, 10, true),
+        request(1.0, 2.05, 0.1, 10, true),
+    ];
+    let (a, b) = (scrape(10.05, 20.0, 0.0), scrape(20.05, 20.0, 0.0));
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    assert_eq!(cell.client_output_tokens, 0);
+    assert_eq!(cell.aggregate_tps, None);
+    assert_eq!(cell.ext.status, CellStatus::NoTokens);
+    assert!(cell.latency.ttft.is_none());
+}
+
+#[test]
+fn failures_beyond_the_limit_void_the_cell_with_the_reasons() {
+    let mut outcomes = two_streams();
+    for _ in 0..3 {
+        let mut failed = request(12.0, 12.5, 0.1, 3, false);
+        failed.cancelled = false;
+        failed.track.mark_error(RequestError::new(
+            FailureKind::Status,
+            "HTTP 500 from x: boom",
+        ));
+        outcomes.push(failed);
+    }
+    let (a, b) = (scrape(10.05, 1000.0, 2.0), scrape(20.05, 1195.0, 2.0));
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    assert_eq!(cell.ext.status, CellStatus::Error);
+    assert_eq!(cell.aggregate_tps, None);
+    assert_eq!(cell.num_errors, 3);
+    assert_eq!(
+        cell.ext.error_reasons,
+        vec!["HTTP 500 from x: boom".to_string()]
+    );
+    assert!(
+        (cell.ext.error_rate - 0.5).abs() < 1e-9,
+        "{}",
+        cell.ext.error_rate
+    );
+}

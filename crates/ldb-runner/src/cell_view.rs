@@ -1,0 +1,79 @@
+//! What a running cell shows on the dashboard: its stage, the server's
+//! running and queued requests, tokens so far, the rate trace and the
+//! streamed text.
+
+use std::sync::atomic::Ordering;
+
+use ldb_core::live::{CellStage, CurrentCell, StreamText};
+use ldb_core::readiness::Observation;
+
+use crate::cell::CellSpec;
+use crate::ctx::RunCtx;
+use crate::pool::StreamPool;
+
+/// Enter `stage` (resetting the view when a new cell starts).
+pub(crate) fn set_stage(rc: &RunCtx, spec: &CellSpec, stage: CellStage, elapsed: f64) {
+    rc.live.update(|s| {
+        let cur = s.current.get_or_insert_with(CurrentCell::default);
+        if cur.concurrency != spec.concurrency || cur.context != spec.context {
+            *cur = CurrentCell::default();
+        }
+        cur.concurrency = spec.concurrency;
+        cur.context = spec.context;
+        cur.stage = stage;
+        cur.stage_elapsed = elapsed;
+        cur.window_total = spec.duration;
+    });
+}
+
+/// Where the cell stands, for one refresh of the view.
+pub(crate) struct CellProgress<'a> {
+    /// Current stage.
+    pub stage: CellStage,
+    /// Seconds in this stage.
+    pub stage_elapsed: f64,
+    /// Seconds of the window so far (0 before it opens).
+    pub window_elapsed: f64,
+    /// The last readiness observation.
+    pub obs: &'a Observation,
+    /// Tokens per second, one value per second of the window.
+    pub trace: Option<&'a [f64]>,
+}
+
+/// Publish the cell's progress and its streams' text.
+pub(crate) fn update_live(rc: &RunCtx, spec: &CellSpec, pool: &StreamPool, p: &CellProgress<'_>) {
+    let outputs: Vec<StreamText> = pool
+        .sinks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StreamText {
+            slot: i as u32,
+            text: s.lock().map(|t| t.clone()).unwrap_or_default(),
+        })
+        .collect();
+    let accept = rc
+        .scraper
+        .latest()
+        .and_then(|s| s.snap.spec_accept_length_gauge);
+    let window_tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
+    rc.live.update(|s| {
+        let cur = s.current.get_or_insert_with(CurrentCell::default);
+        cur.concurrency = spec.concurrency;
+        cur.context = spec.context;
+        cur.stage = p.stage;
+        cur.stage_elapsed = p.stage_elapsed;
+        cur.running = p.obs.running;
+        cur.queued = p.obs.waiting;
+        cur.producing = p.obs.producing;
+        cur.window_tokens = window_tokens;
+        cur.window_elapsed = p.window_elapsed;
+        cur.window_total = spec.duration;
+        if accept.is_some() {
+            cur.accept_length = accept;
+        }
+        if let Some(t) = p.trace {
+            cur.tps_trace = t.to_vec();
+        }
+        s.outputs = outputs;
+    });
+}

@@ -1,0 +1,207 @@
+//! The decode phases: the hidden decode warmup, the primary matrix
+//! (sustained cells, or request-count cells) and the Burst / E2E matrix of
+//! `--run-burst`, each cell handed to the recorder as it finishes.
+
+use std::time::Duration;
+
+use ldb_core::kv::Infeasible;
+use ldb_core::live::Phase;
+use ldb_core::result::{CellResult, CellStatus};
+use ldb_core::tokens::format_context;
+
+use crate::burst::{BurstSpec, MODE_BURST, MODE_REQUEST_COUNT, burst_counts, run_burst_cell};
+use crate::cell::{CellOutput, CellSpec, measure_cell, run_cell};
+use crate::ctx::RunCtx;
+use crate::live::Live;
+use crate::plan::{PlannedCell, RunPlan};
+use crate::prompts::PromptPlan;
+use crate::recorder::Recorder;
+
+/// The hidden C=1 cell that warms the decode path; its result is dropped.
+pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptPlan) {
+    let Some(x) = plan.decode_warmup else {
+        return;
+    };
+    if rc.controls.stop.is_cancelled() {
+        return;
+    }
+    let secs = rc.cfg.decode_warmup_seconds;
+    rc.live.update(|s| s.phase = Phase::DecodeWarmup);
+    rc.live.event(format!(
+        "decode warmup start C=1 ctx={} {secs}s",
+        format_context(x)
+    ));
+    let spec = CellSpec {
+        concurrency: 1,
+        context: x,
+        messages: prompts.messages(x, &format!("warm-decode{x}")),
+        duration: secs,
+        record_prefill: false,
+    };
+    let _ = run_cell(rc, spec).await;
+    rc.live
+        .event(format!("decode warmup done C=1 ctx={}", format_context(x)));
+}
+
+/// The primary matrix in plan order. The first measured cell of each
+/// integrated-prefill context records its scout as the prefill row.
+pub(crate) async fn decode_matrix(
+    rc: &RunCtx,
+    plan: &RunPlan,
+    prompts: &PromptPlan,
+    rec: &mut Recorder,
+) {
+    let request_mode = rc.cfg.request_count > 0;
+    rc.live.update(|s| {
+        s.phase = if request_mode {
+            Phase::Burst
+        } else {
+            Phase::Decode
+        }
+    });
+    let mut recorded: Vec<u64> = Vec::new();
+    let t0 = rc.clock.now();
+    let total = plan.cells.len() as f64;
+    for (idx, planned) in plan.cells.iter().enumerate() {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let (c, x) = (planned.concurrency, planned.context);
+        let (done, elapsed) = (idx as f64, rc.clock.now() - t0);
+        let eta = (done > 0.0).then(|| elapsed / done * (total - done));
+        rec.cell_started(c, x, rc.clock.now(), eta);
+        let cell = match &planned.skip {
+            Some(inf) => skip_cell(&rc.live, c, x, inf),
+            None => {
+                let record = plan.integrated_prefill.contains(&x) && !recorded.contains(&x);
+                let out = run_planned(rc, planned, prompts, record).await;
+                if let Some(p) = out.prefill {
+                    recorded.push(x);
+                    rec.prefill_row(x, p);
+                }
+                out.cell
+            }
+        };
+        let stop = stopped(rc, &cell);
+        rec.decode_cell(cell, stop);
+        pause(rc).await;
+    }
+}
+
+/// One measured cell of the primary matrix, sustained or request-count.
+async fn run_planned(
+    rc: &RunCtx,
+    planned: &PlannedCell,
+    prompts: &PromptPlan,
+    record_prefill: bool,
+) -> CellOutput {
+    let (c, x) = (planned.concurrency, planned.context);
+    let messages = prompts.messages(x, &format!("ctx{x}"));
+    if rc.cfg.request_count > 0 {
+        let spec = BurstSpec {
+            concurrency: c,
+            context: x,
+            messages,
+            requests: rc.cfg.request_count,
+            warmup: rc.cfg.warmup_request_count,
+            mode: MODE_REQUEST_COUNT,
+            record_prefill,
+        };
+        run_burst_cell(rc, spec).await
+    } else {
+        let spec = CellSpec {
+            concurrency: c,
+            context: x,
+            messages,
+            duration: rc.cfg.duration,
+            record_prefill,
+        };
+        measure_cell(rc, spec).await
+    }
+}
+
+/// A cell cut short because the user stopped the run.
+fn stopped(rc: &RunCtx, cell: &CellResult) -> bool {
+    cell.ext.status == CellStatus::SkippedUser && rc.controls.stop.is_cancelled()
+}
+
+/// `--cell-pause-seconds` between cells.
+async fn pause(rc: &RunCtx) {
+    if rc.cfg.cell_pause_seconds > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(rc.cfg.cell_pause_seconds)).await;
+    }
+}
+
+/// The Burst / E2E matrix after the sustained one (`--run-burst`), in plan
+/// order with the plan's skips.
+pub(crate) async fn burst_matrix(
+    rc: &RunCtx,
+    plan: &RunPlan,
+    prompts: &PromptPlan,
+    rec: &mut Recorder,
+) {
+    let cfg = &rc.cfg;
+    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.event("Phase 3: Burst / E2E decode request burst");
+    for planned in &plan.cells {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let (c, x) = (planned.concurrency, planned.context);
+        let (n, w) = burst_counts(
+            c,
+            cfg.burst_request_count,
+            cfg.burst_warmup_request_count,
+            cfg.burst_requests_per_concurrency,
+        );
+        let mut cell = match &planned.skip {
+            Some(inf) => {
+                let mut cell = skip_cell(&rc.live, c, x, inf);
+                cell.benchmark_mode = MODE_BURST;
+                cell
+            }
+            None => {
+                let spec = BurstSpec {
+                    concurrency: c,
+                    context: x,
+                    messages: prompts.messages(x, &format!("ctx{x}")),
+                    requests: n,
+                    warmup: w,
+                    mode: MODE_BURST,
+                    record_prefill: false,
+                };
+                run_burst_cell(rc, spec).await.cell
+            }
+        };
+        cell.request_count_target = n;
+        cell.warmup_request_count = w;
+        let stop = stopped(rc, &cell);
+        rec.burst_cell(cell, stop);
+        pause(rc).await;
+    }
+}
+
+/// A cell the plan skips (KV budget or model context), with its deficit.
+fn skip_cell(live: &Live, c: u32, x: u64, inf: &Infeasible) -> CellResult {
+    let (status, word) = match inf {
+        Infeasible::Context { .. } => (CellStatus::SkippedContext, "context"),
+        Infeasible::Kv { .. } => (CellStatus::SkippedKv, "KV"),
+    };
+    live.event(format!(
+        "cell skipped C={c} ctx={} ({word}): {}",
+        format_context(x),
+        inf.reason()
+    ));
+    let mut cell = CellResult::skipped(
+        c,
+        x,
+        ldb_core::result::DecodeMode::Duration,
+        status,
+        inf.reason(),
+    );
+    cell.ext.kv_deficit_tokens = inf.deficit();
+    if let Infeasible::Kv { needed, .. } = inf {
+        cell.ext.kv_required_tokens = *needed;
+    }
+    cell
+}

@@ -1,0 +1,151 @@
+//! The prefill phase: the JIT warmup request (which also catches a route or
+//! key problem before any cell), prefill rows skipped by the plan, the
+//! prefill warmup, scout-only rows and the standalone cold profile.
+
+use std::sync::Arc;
+
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv};
+use ldb_core::live::{Phase, PrefillRow};
+use ldb_core::result::PrefillEntry;
+use ldb_core::tokens::{format_context, thousands};
+
+use crate::cell::drain;
+use crate::ctx::RunCtx;
+use crate::plan::{RunPlan, SkippedPrefill};
+use crate::prefill::{entry, probe, validated_probe};
+use crate::prompts::PromptPlan;
+use crate::recorder::Recorder;
+use crate::run::RunError;
+
+/// Run the prefill phase. A fatal failure of the first request (every later
+/// request would fail the same way) ends the run with the server's answer.
+pub(crate) async fn prefill_phase(
+    rc: &RunCtx,
+    plan: &RunPlan,
+    prompts: &PromptPlan,
+    rec: &mut Recorder,
+) -> Result<(), RunError> {
+    let live = &rc.live;
+    live.update(|s| s.phase = Phase::Prefill);
+    let env = probe_env(rc);
+    live.event("decode warmup start");
+    let jit = probe(
+        &env,
+        &rc.model,
+        &prompts.messages(0, "jit"),
+        &rc.controls.stop,
+    )
+    .await;
+    if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
+        return Err(RunError::Preflight(e.to_string()));
+    }
+    for sk in &plan.prefill_skipped {
+        live.event(format!(
+            "prefill skipped ctx={}: {}",
+            format_context(sk.context),
+            sk.reason
+        ));
+        rec.prefill_row(sk.context, skipped_prefill(sk));
+    }
+    if let Some(w) = plan.prefill_warmup {
+        live.event(format!("prefill warmup start ctx={}", format_context(w)));
+        let warm = prompts.messages(w, "warm-prefill");
+        let _ = probe(&env, &rc.model, &warm, &rc.controls.stop).await;
+        live.event(format!("prefill warmup done ctx={}", format_context(w)));
+    }
+    for &x in &plan.scout_only {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let row = scout_only(rc, &env, prompts, x).await;
+        rec.prefill_row(x, row);
+    }
+    for &x in &plan.standalone {
+        if rc.controls.stop.is_cancelled() {
+            break;
+        }
+        let row = crate::standalone::profile(rc, &env, prompts, x).await;
+        rec.prefill_row(x, row);
+    }
+    Ok(())
+}
+
+/// The stream environment of single probe requests (no window, no sink).
+fn probe_env(rc: &RunCtx) -> StreamEnv {
+    StreamEnv {
+        http: rc.http.clone(),
+        clock: rc.clock,
+        window: Arc::new(SharedWindow::default()),
+        counters: Arc::new(CellCounters::default()),
+        cancel: rc.controls.stop.child_token(),
+        text_sink: None,
+        path: "/v1/chat/completions",
+    }
+}
+
+/// The row of a prefill context beyond the prompt limit.
+fn skipped_prefill(sk: &SkippedPrefill) -> PrefillEntry {
+    PrefillEntry {
+        skipped: true,
+        skip_reason: sk.reason.clone(),
+        method: Some(sk.method),
+        ..Default::default()
+    }
+}
+
+/// One scout-only row: a single prefill request at `x`, validated by the
+/// server's counters where it has them.
+async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> PrefillEntry {
+    let live = &rc.live;
+    let skip = rc.controls.new_skip();
+    live.event(format!(
+        "prefill scout-only start ctx={}",
+        format_context(x)
+    ));
+    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
+    live.update(|s| {
+        s.prefill.retain(|r| r.context != x);
+        s.prefill.push(PrefillRow {
+            context: x,
+            method: "scout_only".into(),
+            eta: rate.map(|r| x as f64 / r),
+            ..Default::default()
+        });
+    });
+    let msgs = plan.messages(x, &format!("ctx{x}"));
+    let (p, validation) = validated_probe(rc, env, &msgs, &skip, true).await;
+    let mut row = entry(
+        ldb_core::result::PrefillMethod::ScoutOnly,
+        x,
+        &p,
+        validation,
+        rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus,
+    );
+    if let Some(e) = &p.error {
+        row.skipped = true;
+        row.skip_reason = e.to_string();
+        live.event(format!(
+            "prefill scout-only failed ctx={}: {e}",
+            format_context(x)
+        ));
+    } else {
+        live.event(format!(
+            "prefill scout-only done ctx={} {} tok/s",
+            format_context(x),
+            thousands(row.tok_per_sec as u64)
+        ));
+        if let Ok(mut g) = rc.prefill_rate.lock() {
+            *g = Some(row.tok_per_sec);
+        }
+    }
+    live.update(|s| {
+        if let Some(r) = s.prefill.iter_mut().find(|r| r.context == x) {
+            r.tok_per_sec = Some(row.tok_per_sec);
+            r.ttft = Some(row.ttft_seconds);
+            r.eta = None;
+            r.skipped = row.skipped.then(|| row.skip_reason.clone());
+        }
+    });
+    drain(rc).await;
+    row
+}

@@ -1,0 +1,266 @@
+//! The recorder: the one owner of the result document. Phases hand it facts
+//! (a prefill row, a finished cell); it updates the document and the live
+//! matrix, stamps the run status, event log, hardware summary and
+//! methodology, and saves the file atomically after every fact, so a killed
+//! run keeps everything it measured.
+
+use std::sync::Arc;
+
+use ldb_core::document::ResultDocument;
+use ldb_core::live::{LiveSnapshot, MatrixCellState};
+use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
+use ldb_core::tokens::format_context;
+
+use crate::ctx::Hardware;
+use crate::live::Live;
+use crate::methodology::methodology;
+
+/// Writes the document somewhere (the binary's atomic file writer).
+pub type SaveFn = Box<dyn Fn(&ResultDocument) + Send + Sync>;
+
+/// Owner of the result document and its saves.
+pub(crate) struct Recorder {
+    doc: ResultDocument,
+    live: Live,
+    save: SaveFn,
+    hardware: Option<Arc<dyn Hardware>>,
+    request_mode: bool,
+}
+
+impl Recorder {
+    /// Start recording `doc`; saves it once as `in_progress`.
+    pub(crate) fn new(
+        doc: ResultDocument,
+        live: Live,
+        save: SaveFn,
+        hardware: Option<Arc<dyn Hardware>>,
+        request_mode: bool,
+    ) -> Recorder {
+        let mut r = Recorder {
+            doc,
+            live,
+            save,
+            hardware,
+            request_mode,
+        };
+        r.save(ldb_core::result::RunStatus::InProgress);
+        r
+    }
+
+    /// A prefill row (measured or skipped).
+    pub(crate) fn prefill_row(&mut self, context: u64, row: PrefillEntry) {
+        self.doc.prefill.insert(context, row);
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
+    /// A decode cell is about to run; `eta` is the matrix's remaining time.
+    pub(crate) fn cell_started(&self, c: u32, x: u64, elapsed: f64, eta: Option<f64>) {
+        self.live.update(|s| {
+            s.elapsed = elapsed;
+            s.eta = eta;
+            set_cell(s, c, x, MatrixCellState::Running);
+        });
+    }
+
+    /// A finished cell of the primary matrix. The first measured cell of a
+    /// context also records the prompt tokens the server counted for it.
+    pub(crate) fn decode_cell(&mut self, cell: CellResult, stopped: bool) {
+        self.note_served_prompt(&cell);
+        let md = &mut self.doc.metadata;
+        if md.usage_mode.is_none()
+            && !cell.ext.status.is_skip()
+            && cell.ext.status != CellStatus::Error
+        {
+            md.usage_mode = Some(cell.ext.usage_mode);
+        }
+        let state = done_state(&cell);
+        let (c, x) = (cell.concurrency, cell.context_tokens);
+        self.live.update(|s| set_cell(s, c, x, state));
+        // A cell cut short by stopping the run is not a result.
+        if !stopped {
+            self.doc.results.push(cell);
+        }
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
+    /// A finished burst cell (`--run-burst`).
+    pub(crate) fn burst_cell(&mut self, cell: CellResult, stopped: bool) {
+        if !stopped {
+            self.doc.burst_results.push(cell);
+        }
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
+    /// The final save; returns the document.
+    pub(crate) fn close(mut self, interrupted: bool) -> ResultDocument {
+        self.save(if interrupted {
+            ldb_core::result::RunStatus::Interrupted
+        } else {
+            ldb_core::result::RunStatus::Complete
+        });
+        self.doc
+    }
+
+    fn note_served_prompt(&mut self, cell: &CellResult) {
+        let avg = cell.latency.input_seq_len_avg;
+        if avg <= 0.0 {
+            return;
+        }
+        let (served, x) = (avg.round() as u64, cell.context_tokens);
+        let key = x.to_string();
+        let md = &mut self.doc.metadata;
+        md.prompt_tokens_by_context
+            .entry(key.clone())
+            .or_insert(served);
+        if md.prompt_tokens_served_by_context.contains_key(&key) {
+            return;
+        }
+        let sized = md.prompt_tokens_by_context.get(&key).copied();
+        if let Some(sized) = sized.filter(|&t| t != served) {
+            self.live.event(format!(
+                "context {}: the server counted {served} prompt tokens, sizing counted {sized}",
+                format_context(x),
+            ));
+        }
+        md.prompt_tokens_served_by_context.insert(key, served);
+    }
+
+    /// Stamp the time, status, event log, hardware summary and methodology,
+    /// then save.
+    fn save(&mut self, status: ldb_core::result::RunStatus) {
+        let doc = &mut self.doc;
+        doc.metadata.timestamp = chrono::Local::now()
+            .format("%Y-%m-%dT%H:%M:%S%.6f")
+            .to_string();
+        doc.metadata.run_status = Some(status);
+        doc.event_log = self.live.events();
+        if let Some(h) = &self.hardware {
+            doc.hardware_run_summary = h.summary_since(0);
+        }
+        let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
+        let request_mode = self.request_mode;
+        doc.methodology = methodology(
+            doc.metadata.prefill_mode,
+            !doc.prefill.is_empty(),
+            !doc.results.is_empty() && !request_mode,
+            !doc.burst_results.is_empty() || (request_mode && !doc.results.is_empty()),
+            spec_present,
+        );
+        (self.save)(doc);
+    }
+}
+
+fn set_cell(s: &mut LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {
+    if let Some(m) = s
+        .matrix
+        .iter_mut()
+        .find(|m| m.concurrency == c && m.context == x)
+    {
+        m.state = state;
+    }
+}
+
+fn done_state(cell: &CellResult) -> MatrixCellState {
+    MatrixCellState::Done {
+        tps: cell.aggregate_tps,
+        ttft_p50: cell.latency.ttft.map_or(f64::NAN, |d| d.p50),
+        itl_p50: cell.latency.inter_token_latency.p50,
+        ttfo_p50: cell.latency.ttfo.map_or(f64::NAN, |d| d.p50),
+        status: cell.ext.status,
+        effective: cell.sched.effective_concurrency,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn recorder() -> (Recorder, Arc<Mutex<Vec<ResultDocument>>>) {
+        let saved: Arc<Mutex<Vec<ResultDocument>>> = Arc::default();
+        let s2 = saved.clone();
+        let (live, _rx) = Live::new();
+        let r = Recorder::new(
+            ResultDocument::default(),
+            live,
+            Box::new(move |d| s2.lock().expect("lock").push(d.clone())),
+            None,
+            false,
+        );
+        (r, saved)
+    }
+
+    fn cell(c: u32, x: u64, prompt: f64) -> CellResult {
+        let mut cell = CellResult {
+            concurrency: c,
+            context_tokens: x,
+            ..CellResult::default()
+        };
+        cell.latency.input_seq_len_avg = prompt;
+        cell.ext.usage_mode = ldb_core::result::UsageMode::Continuous;
+        cell
+    }
+
+    #[test]
+    fn every_fact_is_saved_and_the_last_save_says_complete() {
+        let (mut r, saved) = recorder();
+        r.prefill_row(1024, PrefillEntry::default());
+        r.decode_cell(cell(1, 1024, 1030.0), false);
+        r.burst_cell(cell(1, 0, 0.0), false);
+        let doc = r.close(false);
+        let saved = saved.lock().expect("lock");
+        let status: Vec<&str> = saved
+            .iter()
+            .map(|d| d.metadata.run_status.map_or("", |s| s.as_str()))
+            .collect();
+        assert_eq!(
+            status,
+            [
+                "in_progress",
+                "in_progress",
+                "in_progress",
+                "in_progress",
+                "complete"
+            ]
+        );
+        assert_eq!(
+            saved[2].results.len(),
+            1,
+            "the cell is in the save after it"
+        );
+        assert_eq!(doc.results.len(), 1);
+        assert_eq!(doc.burst_results.len(), 1);
+        assert_eq!(
+            doc.metadata.usage_mode,
+            Some(ldb_core::result::UsageMode::Continuous)
+        );
+    }
+
+    #[test]
+    fn the_served_prompt_of_a_context_is_recorded_once() {
+        let (mut r, _) = recorder();
+        r.doc
+            .metadata
+            .prompt_tokens_by_context
+            .insert("1024".into(), 1024);
+        r.decode_cell(cell(1, 1024, 1030.0), false);
+        r.decode_cell(cell(2, 1024, 1100.0), false);
+        let doc = r.close(true);
+        assert_eq!(doc.metadata.prompt_tokens_served_by_context["1024"], 1030);
+        assert_eq!(doc.metadata.prompt_tokens_by_context["1024"], 1024);
+        assert_eq!(
+            doc.metadata.run_status,
+            Some(ldb_core::result::RunStatus::Interrupted)
+        );
+    }
+
+    #[test]
+    fn a_cell_cut_by_stopping_the_run_is_not_a_result() {
+        let (mut r, _) = recorder();
+        r.decode_cell(cell(1, 0, 0.0), true);
+        r.burst_cell(cell(1, 0, 0.0), true);
+        let doc = r.close(true);
+        assert!(doc.results.is_empty() && doc.burst_results.is_empty());
+    }
+}
