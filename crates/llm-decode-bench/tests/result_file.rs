@@ -2,8 +2,9 @@
 //! reference tool's result is in ours, a file we wrote reads back and writes
 //! the same bytes, the reference file loads, and bad files get one-line errors.
 //!
-//! `tests/data/reference-seed.json` is a result written by the reference tool
-//! (GLM-5.3-Flash on 4 GPUs, C 1,2,4 × ctx 0,64k).
+//! The reference result is `shared/seed/000_efdcf0568860807a.txt` beside the
+//! repository (GLM-5.3-Flash on 4 GPUs, C 1,2,4 × ctx 0,64k). It is read
+//! from there, not copied: its prose is the reference tool's, not ours.
 
 mod engine;
 
@@ -17,11 +18,17 @@ use ldb_report::load_result_file;
 use serde_json::Value;
 
 fn seed_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-seed.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seed/000_efdcf0568860807a.txt")
 }
 
 fn seed() -> Value {
-    let text = std::fs::read_to_string(seed_path()).expect("seed file");
+    let p = seed_path();
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| {
+        panic!(
+            "the reference result {} is missing ({e}): shared/ must sit beside the repository",
+            p.display()
+        )
+    });
     serde_json::from_str(&text).expect("seed JSON")
 }
 
