@@ -16,6 +16,8 @@
 //! completion time when `[DONE]` was read), so neither the 250 ms monitor
 //! tick nor a `/metrics` scrape can stretch the denominator.
 
+mod assemble;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,21 +25,21 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
-use ldb_core::cellstats::{LatencyScope, SchedSample, latency_stats, scheduler_fields};
 use ldb_core::live::{CellStage, CurrentCell, StreamText};
 use ldb_core::prompt::Message;
-use ldb_core::result::{
-    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, UsageMode,
-};
-use ldb_core::stats::median;
+use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::tokens::format_context;
-use ldb_core::window::WindowBounds;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cell::{CellOutput, CellSpec, drain, scout};
+use crate::cell::{CellOutput, CellSpec};
+use crate::cell_io::{drain, scout};
+use crate::cell_view::RateTrace;
 use crate::ctx::RunCtx;
 use crate::prompts::{BodyOptions, chat_body};
+use assemble::assemble;
+#[cfg(test)]
+use assemble::max_overlap;
 
 /// `benchmark_mode` of primary request-count cells.
 pub const MODE_REQUEST_COUNT: DecodeMode = DecodeMode::RequestCount;
@@ -78,9 +80,10 @@ pub fn burst_counts(c: u32, count: u64, warmup: u64, per_c: u64) -> (u64, u64) {
 
 /// One request of a batch with the time its stream ended (`[DONE]` read, error
 /// or cut), on the run clock.
-struct Done {
-    outcome: StreamOutcome,
-    end: f64,
+pub(crate) struct Done {
+    pub outcome: StreamOutcome,
+    /// When the request completed (`[DONE]`), or ended.
+    pub end: f64,
 }
 
 const TICK: Duration = Duration::from_millis(250);
@@ -190,10 +193,10 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
 }
 
 /// What one batch produced.
-struct Batch {
-    done: Vec<Done>,
+pub(crate) struct Batch {
+    pub done: Vec<Done>,
     /// Scrapes that arrived while the batch ran.
-    sched: Vec<Scrape>,
+    pub sched: Vec<Scrape>,
 }
 
 /// Run `n` requests on min(C, n) closed-loop workers and wait for all of them.
@@ -239,7 +242,7 @@ async fn batch(
     let mut sched = Vec::new();
     let mut last_seq = rc.scraper.latest().map_or(0, |s| s.seq);
     let mut open = true;
-    let (mut trace, mut last_t, mut last_tok) = (Vec::<f64>::new(), t0, 0u64);
+    let mut trace = RateTrace::new(t0);
     while open {
         tokio::select! {
             biased;
@@ -259,66 +262,25 @@ async fn batch(
             last_seq = s.seq;
             sched.push((**s).clone());
         }
-        // Live rate (display only). Payloads carry no per-chunk usage, so the
-        // window counter holds content chunks; scale them by the tokens per
-        // chunk of the requests finished so far (several tokens per chunk
-        // with speculative decoding).
-        let (tok, chunks) = done.iter().fold((0u64, 0u64), |(a, b), d| {
-            (
-                a + d.outcome.track.output_tokens(),
-                b + d.outcome.track.chunks(),
-            )
-        });
-        let per_chunk = if chunks > 0 {
-            tok as f64 / chunks as f64
-        } else {
-            1.0
-        };
-        let tokens = (counters.window_tokens.load(Ordering::Relaxed) as f64 * per_chunk) as u64;
-        if now - last_t >= 1.0 {
-            trace.push(tokens.saturating_sub(last_tok) as f64 / (now - last_t));
-            if trace.len() > 120 {
-                trace.remove(0);
-            }
-            (last_t, last_tok) = (now, tokens);
-        }
-        // Expected batch time from the requests finished so far (0 = unknown yet).
-        let expected = if done.is_empty() {
-            0.0
-        } else {
-            (now - t0) * n as f64 / done.len() as f64
-        };
-        let stage_kind = if measured {
-            CellStage::Window
-        } else {
-            CellStage::RampUp
-        };
-        rc.live.update(|s| {
-            let cur = s.current.get_or_insert_with(CurrentCell::default);
-            cur.concurrency = spec.concurrency;
-            cur.context = spec.context;
-            cur.stage = stage_kind;
-            cur.stage_elapsed = now - t0;
-            cur.running = latest.as_ref().and_then(|l| l.snap.running);
-            cur.queued = latest.as_ref().and_then(|l| l.snap.waiting);
-            cur.producing = counters.producing.load(Ordering::Relaxed).max(0) as u32;
-            cur.window_tokens = tokens;
-            cur.window_elapsed = now - t0;
-            cur.window_total = if expected > 0.0 {
-                expected.max(now - t0)
-            } else {
-                0.0
-            };
-            cur.tps_trace = trace.clone();
-            s.outputs = sinks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| StreamText {
-                    slot: i as u32,
-                    text: t.lock().map(|x| x.clone()).unwrap_or_default(),
-                })
-                .collect();
-        });
+        trace.sample(now, batch_tokens(&done, &counters));
+        show_batch(
+            rc,
+            spec,
+            &BatchView {
+                measured,
+                elapsed: now - t0,
+                expected: if done.is_empty() {
+                    0.0
+                } else {
+                    (now - t0) * n as f64 / done.len() as f64
+                },
+                latest: latest.as_deref(),
+                counters: &counters,
+                tokens: batch_tokens(&done, &counters),
+                trace: &trace.values,
+                sinks: &sinks,
+            },
+        );
     }
     for h in handles {
         // Skipped: the streams see the cancelled token and end at once.
@@ -328,6 +290,74 @@ async fn batch(
         done.push(d);
     }
     Batch { done, sched }
+}
+
+/// Live rate (display only). Payloads carry no per-chunk usage, so the
+/// window counter holds content chunks; scale them by the tokens per chunk
+/// of the requests finished so far (several tokens per chunk with
+/// speculative decoding).
+fn batch_tokens(done: &[Done], counters: &CellCounters) -> u64 {
+    let (tok, chunks) = done.iter().fold((0u64, 0u64), |(a, b), d| {
+        (
+            a + d.outcome.track.output_tokens(),
+            b + d.outcome.track.chunks(),
+        )
+    });
+    let per_chunk = if chunks > 0 {
+        tok as f64 / chunks as f64
+    } else {
+        1.0
+    };
+    (counters.window_tokens.load(Ordering::Relaxed) as f64 * per_chunk) as u64
+}
+
+/// Where a running batch stands, for one refresh of the view.
+struct BatchView<'a> {
+    measured: bool,
+    elapsed: f64,
+    /// Expected batch time from the requests finished so far (0 = unknown yet).
+    expected: f64,
+    latest: Option<&'a Scrape>,
+    counters: &'a CellCounters,
+    tokens: u64,
+    trace: &'a [f64],
+    sinks: &'a [Arc<Mutex<String>>],
+}
+
+fn show_batch(rc: &RunCtx, spec: &BurstSpec, v: &BatchView<'_>) {
+    let stage_kind = if v.measured {
+        CellStage::Window
+    } else {
+        CellStage::RampUp
+    };
+    let outputs: Vec<StreamText> = v
+        .sinks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| StreamText {
+            slot: i as u32,
+            text: t.lock().map(|x| x.clone()).unwrap_or_default(),
+        })
+        .collect();
+    rc.live.update(|s| {
+        let cur = s.current.get_or_insert_with(CurrentCell::default);
+        cur.concurrency = spec.concurrency;
+        cur.context = spec.context;
+        cur.stage = stage_kind;
+        cur.stage_elapsed = v.elapsed;
+        cur.running = v.latest.and_then(|l| l.snap.running);
+        cur.queued = v.latest.and_then(|l| l.snap.waiting);
+        cur.producing = v.counters.producing.load(Ordering::Relaxed).max(0) as u32;
+        cur.window_tokens = v.tokens;
+        cur.window_elapsed = v.elapsed;
+        cur.window_total = if v.expected > 0.0 {
+            v.expected.max(v.elapsed)
+        } else {
+            0.0
+        };
+        cur.tps_trace = v.trace.to_vec();
+        s.outputs = outputs;
+    });
 }
 
 async fn worker(
@@ -347,206 +377,6 @@ async fn worker(
             break;
         }
     }
-}
-
-fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(b? - a?)
-}
-
-/// The cell from a measured batch.
-fn assemble(
-    spec: &BurstSpec,
-    m: &Batch,
-    start: Option<&Scrape>,
-    end: Option<&Scrape>,
-    hw: Option<&ldb_core::hardware::HardwareSummary>,
-) -> CellResult {
-    let c = spec.concurrency;
-    let first_send = m
-        .done
-        .iter()
-        .map(|d| d.outcome.track.start())
-        .fold(f64::INFINITY, f64::min);
-    let completed: Vec<&Done> = m
-        .done
-        .iter()
-        .filter(|d| {
-            d.outcome.track.error().is_none() && !d.outcome.cancelled && {
-                let s = d.outcome.track.to_sample(0.0, WindowBounds::default());
-                s.completed
-            }
-        })
-        .collect();
-    let last_done = completed
-        .iter()
-        .map(|d| d.end)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let secs = if last_done.is_finite() && first_send.is_finite() {
-        (last_done - first_send).max(1e-9)
-    } else {
-        0.0
-    };
-    let tokens: u64 = completed
-        .iter()
-        .map(|d| d.outcome.track.output_tokens())
-        .sum();
-    let usage_everywhere = completed.iter().all(|d| d.outcome.track.has_usage());
-    let window = WindowBounds {
-        start: Some(first_send),
-        end: Some(last_done),
-    };
-    let samples: Vec<_> = m
-        .done
-        .iter()
-        .map(|d| d.outcome.track.to_sample(first_send, window))
-        .collect();
-    let latency = latency_stats(samples.iter(), LatencyScope::All);
-    let errors: Vec<&str> = m
-        .done
-        .iter()
-        .filter_map(|d| d.outcome.track.error().map(|e| e.message.as_str()))
-        .collect();
-
-    let (mut server_tokens, mut server_rate) = (0.0, 0.0);
-    if let (Some(a), Some(b)) = (start, end)
-        && let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens)
-    {
-        server_tokens = dg.max(0.0);
-        if secs > 0.0 {
-            server_rate = server_tokens / secs;
-        }
-    }
-    if server_rate == 0.0 {
-        server_rate = median(m.sched.iter().filter_map(|s| s.snap.gen_throughput_gauge));
-    }
-    let samples_sched: Vec<SchedSample> = m
-        .sched
-        .iter()
-        .filter_map(|s| {
-            Some(SchedSample {
-                running: s.snap.running?,
-                waiting: s.snap.waiting.unwrap_or(0.0),
-            })
-        })
-        .collect();
-    // A finite batch is never steady: requests arrive between engine steps and
-    // wait for the next one (a queue of a few requests at every wave edge), and
-    // the batch drains at its end. Neither is a capacity limit, so the sustained
-    // rules on mean running and queue length do not apply. The batch is
-    // capacity-limited when the server never decoded all requested streams at
-    // once (a max_num_seqs or KV cap below C). That is read from the requests'
-    // own first/last token times, not from ~1 s scrapes, which a batch of a
-    // second or two can fall between.
-    let workers = u64::from(c).min(spec.requests) as u32;
-    let overlap = max_overlap(&samples);
-    let mut sched = scheduler_fields(workers, &samples_sched, false, f64::from(overlap));
-    sched.underfilled = false;
-    sched.capacity_limited = overlap < workers;
-    let kv: Vec<f64> = m.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
-    let kv_mean = if kv.is_empty() {
-        0.0
-    } else {
-        kv.iter().sum::<f64>() / kv.len() as f64
-    };
-
-    let status = if !errors.is_empty() {
-        CellStatus::Error
-    } else if tokens == 0 {
-        CellStatus::NoTokens
-    } else if sched.capacity_limited {
-        CellStatus::CapacityLimited
-    } else {
-        CellStatus::Ok
-    };
-    let valid = matches!(status, CellStatus::Ok | CellStatus::CapacityLimited);
-    let aggregate = (valid && secs > 0.0).then(|| tokens as f64 / secs);
-    let status_reason = match status {
-        CellStatus::Error => format!(
-            "{} of {} requests failed: {}",
-            errors.len(),
-            m.done.len(),
-            errors[0]
-        ),
-        CellStatus::NoTokens => "no request completed with output tokens".into(),
-        CellStatus::CapacityLimited => {
-            format!("at most {overlap} of {workers} requests were generating at the same time")
-        }
-        _ => String::new(),
-    };
-    let tpj = hw
-        .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
-        .unwrap_or(0.0);
-    CellResult {
-        concurrency: c,
-        context_tokens: spec.context,
-        benchmark_mode: spec.mode,
-        request_count_target: spec.requests,
-        warmup_request_count: spec.warmup,
-        measurement_seconds: secs,
-        measurement_wall_seconds: secs,
-        client_output_tokens: tokens,
-        server_output_tokens: server_tokens.round() as u64,
-        aggregate_source: if tokens == 0 {
-            AggregateSource::None
-        } else if usage_everywhere {
-            AggregateSource::OpenaiCompletedUsage
-        } else {
-            AggregateSource::OpenaiStreamChunksFallback
-        },
-        aggregate_tps: aggregate,
-        per_request_avg_tps: aggregate.map(|a| a / f64::from(workers.max(1))),
-        latency,
-        request_samples: samples,
-        total_tokens: tokens,
-        num_completed: completed.len() as u64,
-        num_errors: errors.len() as u64,
-        server_gen_throughput: server_rate,
-        server_utilization: kv_mean,
-        sched,
-        ready_reason: format!(
-            "request_count={}, warmup_request_count={}",
-            spec.requests, spec.warmup
-        ),
-        ext: CellExtras {
-            status,
-            status_reason,
-            active_decode_tps: aggregate.unwrap_or(0.0),
-            measurement_active_seconds: secs,
-            usage_mode: if usage_everywhere && tokens > 0 {
-                UsageMode::FinalOnly
-            } else {
-                UsageMode::None
-            },
-            requests_started: m.done.len() as u64,
-            requests_cancelled: m.done.iter().filter(|d| d.outcome.cancelled).count() as u64,
-            server_utilization_max: kv.iter().copied().fold(0.0, f64::max),
-            tokens_per_joule: tpj,
-            ..CellExtras::default()
-        },
-        ..CellResult::default()
-    }
-}
-
-/// Most requests generating at the same moment: overlap of the intervals from
-/// first to last token (an interval ending exactly when another starts does
-/// not overlap it). A one-token request is generating at its single instant
-/// (a zero-length interval still counts).
-fn max_overlap(samples: &[ldb_core::result::RequestSample]) -> u32 {
-    // At one instant: ends of intervals with a length first, then starts,
-    // then ends of zero-length intervals, so touching intervals do not
-    // overlap and an instant is counted with whatever runs at it.
-    let mut edges: Vec<(f64, u8, i32)> = samples
-        .iter()
-        .filter_map(|s| Some((s.first_token_s?, s.end_s?)))
-        .flat_map(|(a, b)| [(a, 1, 1), (b, if b > a { 0 } else { 2 }, -1)])
-        .collect();
-    edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-    let (mut cur, mut best) = (0i32, 0i32);
-    for (_, _, d) in edges {
-        cur += d;
-        best = best.max(cur);
-    }
-    best.max(0) as u32
 }
 
 fn skipped(

@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome};
-use ldb_core::engine::Engine;
 use ldb_core::live::CellStage;
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
@@ -17,10 +15,10 @@ use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
-use crate::cell_view::{CellProgress, set_stage, update_live};
+use crate::cell_io::{abort_sglang, drain, scout};
+use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
-use crate::prefill::{entry, probe, validated_probe};
 use crate::prompts::{BodyOptions, chat_body};
 use crate::stall::StallWatch;
 
@@ -357,36 +355,6 @@ async fn measure_window(
     }
 }
 
-/// Window tokens per second, one value per second, the last 120 kept.
-struct RateTrace {
-    values: Vec<f64>,
-    last_t: f64,
-    last_tokens: u64,
-}
-
-impl RateTrace {
-    fn new(start: f64) -> RateTrace {
-        RateTrace {
-            values: Vec::new(),
-            last_t: start,
-            last_tokens: 0,
-        }
-    }
-
-    fn sample(&mut self, now: f64, tokens: u64) {
-        if now - self.last_t < 1.0 {
-            return;
-        }
-        self.values
-            .push(tokens.saturating_sub(self.last_tokens) as f64 / (now - self.last_t));
-        self.last_tokens = tokens;
-        self.last_t = now;
-        if self.values.len() > 120 {
-            self.values.remove(0);
-        }
-    }
-}
-
 /// The cell result from the streams' outcomes and the window's record.
 fn finish(
     rc: &RunCtx,
@@ -508,97 +476,4 @@ fn fresh_scrape(rc: &RunCtx, since: f64) -> Option<Arc<Scrape>> {
         return None;
     }
     rc.scraper.latest().filter(|s| s.sent >= since)
-}
-
-pub(crate) async fn scout(
-    rc: &RunCtx,
-    spec: &CellSpec,
-    skip: &CancellationToken,
-) -> Option<PrefillEntry> {
-    let env = StreamEnv {
-        http: rc.http.clone(),
-        clock: rc.clock,
-        window: Arc::new(SharedWindow::default()),
-        counters: Arc::new(CellCounters::default()),
-        cancel: skip.clone(),
-        text_sink: None,
-        path: "/v1/chat/completions",
-    };
-    let ctx = spec.context;
-    if !spec.record_prefill {
-        probe(&env, &rc.model, &spec.messages, skip).await;
-        return None;
-    }
-    rc.live.event(format!(
-        "integrated prefill start ctx={}",
-        format_context(ctx)
-    ));
-    let (p, validation) = validated_probe(rc, &env, &spec.messages, skip, true).await;
-    if let Some(e) = &p.error {
-        rc.live.event(format!(
-            "integrated prefill failed ctx={}: {e}",
-            format_context(ctx)
-        ));
-        return None;
-    }
-    let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
-    let row = entry(
-        ldb_core::result::PrefillMethod::IntegratedScout,
-        ctx,
-        &p,
-        validation,
-        use_server,
-    );
-    if row.tok_per_sec > 0.0
-        && let Ok(mut g) = rc.prefill_rate.lock()
-    {
-        *g = Some(row.tok_per_sec);
-    }
-    rc.live.event(format!(
-        "integrated prefill done ctx={} {} tok/s",
-        format_context(ctx),
-        ldb_core::tokens::thousands(row.tok_per_sec as u64)
-    ));
-    Some(row)
-}
-
-async fn abort_sglang(rc: &RunCtx, outcomes: &[StreamOutcome]) {
-    if rc.engine != Engine::Sglang {
-        return;
-    }
-    for o in outcomes.iter().filter(|o| o.cancelled) {
-        if let Some(rid) = &o.request_id {
-            let body = serde_json::json!({"rid": rid});
-            let _ = rc
-                .http
-                .post_json("/abort_request", &body, Duration::from_secs(5))
-                .await;
-        }
-    }
-}
-
-/// Wait until the server runs and queues nothing (bounded), so cells do not overlap.
-pub async fn drain(rc: &RunCtx) {
-    if !rc.metrics {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        return;
-    }
-    let t0 = rc.clock.now();
-    while rc.clock.now() - t0 < 60.0 {
-        match rc
-            .scraper
-            .fresh_after(rc.clock.now(), Duration::from_secs(6))
-            .await
-        {
-            Some(s)
-                if s.snap.running.unwrap_or(0.0) <= 0.0 && s.snap.waiting.unwrap_or(0.0) <= 0.0 =>
-            {
-                return;
-            }
-            Some(_) => {}
-            None => return,
-        }
-    }
-    rc.live
-        .event("server did not drain within 60 s; continuing");
 }

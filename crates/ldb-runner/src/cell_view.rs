@@ -77,3 +77,33 @@ pub(crate) fn update_live(rc: &RunCtx, spec: &CellSpec, pool: &StreamPool, p: &C
         s.outputs = outputs;
     });
 }
+
+/// Window tokens per second, one value per second, the last 120 kept.
+pub(crate) struct RateTrace {
+    pub values: Vec<f64>,
+    last_t: f64,
+    last_tokens: u64,
+}
+
+impl RateTrace {
+    pub(crate) fn new(start: f64) -> RateTrace {
+        RateTrace {
+            values: Vec::new(),
+            last_t: start,
+            last_tokens: 0,
+        }
+    }
+
+    pub(crate) fn sample(&mut self, now: f64, tokens: u64) {
+        if now - self.last_t < 1.0 {
+            return;
+        }
+        self.values
+            .push(tokens.saturating_sub(self.last_tokens) as f64 / (now - self.last_t));
+        self.last_tokens = tokens;
+        self.last_t = now;
+        if self.values.len() > 120 {
+            self.values.remove(0);
+        }
+    }
+}

@@ -8,6 +8,7 @@
 mod assemble;
 pub mod burst;
 pub mod cell;
+mod cell_io;
 mod cell_view;
 pub mod config;
 pub mod ctx;

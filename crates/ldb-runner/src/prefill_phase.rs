@@ -9,7 +9,7 @@ use ldb_core::live::{Phase, PrefillRow};
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::{format_context, thousands};
 
-use crate::cell::drain;
+use crate::cell_io::drain;
 use crate::ctx::RunCtx;
 use crate::plan::{RunPlan, SkippedPrefill};
 use crate::prefill::{entry, probe, validated_probe};

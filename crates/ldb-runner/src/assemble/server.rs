@@ -1,0 +1,182 @@
+//! The server side of a window: counter deltas between the scrapes that
+//! bracket it, the scheduler and KV gauges sampled inside it, prefix-cache
+//! hits, and speculative-decoding fields.
+
+use ldb_core::cellstats::{SchedSample, scheduler_fields};
+use ldb_core::engine::Engine;
+use ldb_core::result::{SchedulerFields, SpecFields};
+use ldb_core::spec::{SpecWindow, normalize};
+use ldb_core::stats::median;
+
+use super::CellInputs;
+
+fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(b? - a?)
+}
+
+/// The server's own count of the window.
+pub(super) struct ServerCount {
+    /// Generated tokens between the bracketing scrapes (0 without a counter).
+    pub tokens: f64,
+    /// Tokens per second: the counter delta over the scrape interval, else
+    /// the median of the engine's throughput gauge.
+    pub rate: f64,
+    /// Seconds between the bracketing scrapes' arrivals.
+    pub scrape_secs: f64,
+    /// The rate from the counter, when there was one.
+    pub counter_rate: Option<f64>,
+    /// The counter's name, empty without one.
+    pub source: String,
+}
+
+/// Counter deltas between the start and end scrapes.
+pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
+    let mut out = ServerCount {
+        tokens: 0.0,
+        rate: 0.0,
+        scrape_secs: 0.0,
+        counter_rate: None,
+        source: String::new(),
+    };
+    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
+        out.scrape_secs = b.t - a.t;
+        if let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens) {
+            out.tokens = dg.max(0.0);
+            if out.scrape_secs > 0.0 {
+                out.rate = out.tokens / out.scrape_secs;
+                out.counter_rate = Some(out.rate);
+                out.source = b.snap.gen_tokens_source.unwrap_or_default().to_string();
+            }
+        }
+    }
+    if out.rate == 0.0 {
+        out.rate = median(i.sched.iter().filter_map(|s| s.snap.gen_throughput_gauge));
+    }
+    out
+}
+
+/// Running and queued requests over the window's scrapes (and the start
+/// scrape), with the producing-stream samples as a fallback.
+pub(super) fn scheduler(i: &CellInputs<'_>) -> SchedulerFields {
+    let samples: Vec<SchedSample> = i
+        .sched
+        .iter()
+        .chain(i.start_scrape)
+        .filter_map(|s| {
+            Some(SchedSample {
+                running: s.snap.running?,
+                waiting: s.snap.waiting.unwrap_or(0.0),
+            })
+        })
+        .collect();
+    let producing_mean = if i.producing_samples.is_empty() {
+        0.0
+    } else {
+        i.producing_samples.iter().sum::<f64>() / i.producing_samples.len() as f64
+    };
+    scheduler_fields(i.concurrency, &samples, i.readiness_failed, producing_mean)
+}
+
+/// Mean and max KV-cache usage over the window's scrapes.
+pub(super) fn kv_usage(i: &CellInputs<'_>) -> (f64, f64) {
+    let kv: Vec<f64> = i.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
+    let mean = if kv.is_empty() {
+        0.0
+    } else {
+        kv.iter().sum::<f64>() / kv.len() as f64
+    };
+    (mean, kv.iter().copied().fold(0.0, f64::max))
+}
+
+/// Δhits / Δlookups of the prefix cache between the bracketing scrapes.
+pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<f64> {
+    let (a, b) = (i.start_scrape?, i.end_scrape?);
+    let q = delta(a.snap.prefix_queries, b.snap.prefix_queries)?;
+    let h = delta(a.snap.prefix_hits, b.snap.prefix_hits)?;
+    (q > 0.0).then(|| (h / q).clamp(0.0, 1.0))
+}
+
+/// Which capacity condition fired, in words.
+pub(super) fn capacity_reason(i: &CellInputs<'_>, sched: &SchedulerFields) -> String {
+    let ran = format!(
+        "server ran {:.1} of {} requested streams",
+        sched.effective_concurrency, i.concurrency
+    );
+    if i.readiness_failed {
+        format!("{ran}; readiness ended on a plateau or the timeout")
+    } else if sched.avg_queue_reqs >= 0.5 || sched.queue_fraction > 0.5 {
+        format!(
+            "{ran}; requests queued (mean {:.1}, {:.0}% of scrapes)",
+            sched.avg_queue_reqs,
+            sched.queue_fraction * 100.0
+        )
+    } else {
+        format!("{ran}; at most {} running", sched.max_running_reqs)
+    }
+}
+
+/// Speculative-decoding fields from the step counters between the
+/// bracketing scrapes, or on SGLang from its acceptance gauge.
+pub(super) fn spec_fields(
+    i: &CellInputs<'_>,
+    server: &ServerCount,
+    client_tokens: u64,
+    wall: f64,
+) -> (SpecFields, String) {
+    let (server_tokens, scrape_secs, server_rate) =
+        (server.tokens, server.scrape_secs, server.rate);
+    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
+        let out = if server_tokens > 0.0 {
+            server_tokens
+        } else {
+            client_tokens as f64
+        };
+        let w = SpecWindow {
+            start: &a.snap,
+            end: &b.snap,
+            scrape_seconds: scrape_secs,
+            output_tokens: out,
+        };
+        if let Some(f) = normalize(w, i.accept_len_ref) {
+            // llama.cpp adds a request's draft and accepted tokens to its
+            // counters only when the request is released, so they cover the
+            // requests that ended inside the window, not the window itself.
+            let source = if i.engine == Engine::LlamaCpp {
+                "counters_request_granular"
+            } else {
+                "counters"
+            };
+            return (f, source.into());
+        }
+    }
+    if i.engine == Engine::Sglang {
+        let gauge = median(
+            i.sched
+                .iter()
+                .filter_map(|s| s.snap.spec_accept_length_gauge)
+                .filter(|v| *v > 1.0),
+        );
+        if gauge > 1.0 && server_rate > 0.0 {
+            let steps_per_s = server_rate / gauge;
+            let rate = median(i.sched.iter().filter_map(|s| s.snap.spec_accept_rate_gauge));
+            return (
+                SpecFields {
+                    accept_rate: rate,
+                    accept_length: gauge,
+                    engine_steps: steps_per_s * wall,
+                    steps_per_s,
+                    accept_len_effective: gauge,
+                    accept_norm_tps: if i.accept_len_ref > 0.0 {
+                        steps_per_s * i.accept_len_ref
+                    } else {
+                        0.0
+                    },
+                    accept_norm_ref_len: i.accept_len_ref,
+                    ..SpecFields::default()
+                },
+                "sglang:spec_accept_length gauge (window median)".into(),
+            );
+        }
+    }
+    (SpecFields::default(), String::new())
+}

@@ -1,0 +1,114 @@
+//! Requests a cell sends besides its streams: the scout that warms the
+//! prefix cache (and may record the context's prefill row), SGLang's aborts
+//! of the streams cut at the window's end, and the wait until the server has
+//! drained before the next cell.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome};
+use ldb_core::engine::Engine;
+use ldb_core::result::PrefillEntry;
+use ldb_core::tokens::format_context;
+use tokio_util::sync::CancellationToken;
+
+use crate::cell::CellSpec;
+use crate::ctx::RunCtx;
+use crate::prefill::{entry, probe, validated_probe};
+
+/// The scout: one `max_tokens=1` request with the cell's prompt, so the
+/// streams find its prefix cached; for the first cell of a context it is
+/// measured and becomes the integrated prefill row.
+pub(crate) async fn scout(
+    rc: &RunCtx,
+    spec: &CellSpec,
+    skip: &CancellationToken,
+) -> Option<PrefillEntry> {
+    let env = StreamEnv {
+        http: rc.http.clone(),
+        clock: rc.clock,
+        window: Arc::new(SharedWindow::default()),
+        counters: Arc::new(CellCounters::default()),
+        cancel: skip.clone(),
+        text_sink: None,
+        path: "/v1/chat/completions",
+    };
+    let ctx = spec.context;
+    if !spec.record_prefill {
+        probe(&env, &rc.model, &spec.messages, skip).await;
+        return None;
+    }
+    rc.live.event(format!(
+        "integrated prefill start ctx={}",
+        format_context(ctx)
+    ));
+    let (p, validation) = validated_probe(rc, &env, &spec.messages, skip, true).await;
+    if let Some(e) = &p.error {
+        rc.live.event(format!(
+            "integrated prefill failed ctx={}: {e}",
+            format_context(ctx)
+        ));
+        return None;
+    }
+    let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
+    let row = entry(
+        ldb_core::result::PrefillMethod::IntegratedScout,
+        ctx,
+        &p,
+        validation,
+        use_server,
+    );
+    if row.tok_per_sec > 0.0
+        && let Ok(mut g) = rc.prefill_rate.lock()
+    {
+        *g = Some(row.tok_per_sec);
+    }
+    rc.live.event(format!(
+        "integrated prefill done ctx={} {} tok/s",
+        format_context(ctx),
+        ldb_core::tokens::thousands(row.tok_per_sec as u64)
+    ));
+    Some(row)
+}
+
+/// SGLang keeps generating for a dropped connection: abort the cut streams by id.
+pub(crate) async fn abort_sglang(rc: &RunCtx, outcomes: &[StreamOutcome]) {
+    if rc.engine != Engine::Sglang {
+        return;
+    }
+    for o in outcomes.iter().filter(|o| o.cancelled) {
+        if let Some(rid) = &o.request_id {
+            let body = serde_json::json!({"rid": rid});
+            let _ = rc
+                .http
+                .post_json("/abort_request", &body, Duration::from_secs(5))
+                .await;
+        }
+    }
+}
+
+/// Wait until the server runs and queues nothing (bounded), so cells do not overlap.
+pub async fn drain(rc: &RunCtx) {
+    if !rc.metrics {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        return;
+    }
+    let t0 = rc.clock.now();
+    while rc.clock.now() - t0 < 60.0 {
+        match rc
+            .scraper
+            .fresh_after(rc.clock.now(), Duration::from_secs(6))
+            .await
+        {
+            Some(s)
+                if s.snap.running.unwrap_or(0.0) <= 0.0 && s.snap.waiting.unwrap_or(0.0) <= 0.0 =>
+            {
+                return;
+            }
+            Some(_) => {}
+            None => return,
+        }
+    }
+    rc.live
+        .event("server did not drain within 60 s; continuing");
+}
