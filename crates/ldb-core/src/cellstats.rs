@@ -78,11 +78,15 @@ pub struct SchedSample {
     pub waiting: f64,
 }
 
+/// Share of scrapes with a queue above which a mean below 0.95·C counts as a
+/// capacity limit.
+const REPEATED_QUEUE_SHARE: f64 = 0.2;
+
 /// Scheduler fields from the window's scrapes.
 ///
 /// `capacity_limited` when readiness timed out or plateaued, or (C > 1 with
-/// samples) max running < C, or mean running < 0.95·C while requests were
-/// queued at some point, or a queue persisted
+/// samples) max running < C, or mean running < 0.95·C while requests queued
+/// in at least a fifth of the scrapes, or a queue persisted
 /// (mean ≥ 0.5 requests or non-empty in more than half of the scrapes). A
 /// request that restarts sits in the queue for a moment; that alone is not a
 /// capacity limit (the reference flagged any queue sample).
@@ -114,12 +118,14 @@ pub fn scheduler_fields(
         streams_in_window.min(c)
     };
     let underfilled = concurrency > 1 && (has || streams_in_window > 0.0) && effective < 0.98 * c;
-    // A mean below C with nothing ever queued is the client's own gap between
-    // a finished request and its replacement, not a server limit (`underfilled`
-    // still reports it).
-    let queued_at_all = samples.iter().any(|s| s.waiting > 0.0);
+    // A mean below C is the client's own gap between a finished request and
+    // its replacement unless requests also queued repeatedly: a replacement
+    // waits for the next engine step, so short requests put one in the queue
+    // of an occasional scrape on a server with room to spare (`underfilled`
+    // still reports the gap).
+    let queued_repeatedly = qfrac >= REPEATED_QUEUE_SHARE;
     let capacity_limited = readiness_failed
-        || (concurrency > 1 && has && (max_run < c || (avg_run < 0.95 * c && queued_at_all)))
+        || (concurrency > 1 && has && (max_run < c || (avg_run < 0.95 * c && queued_repeatedly)))
         || avg_q >= 0.5
         || qfrac > 0.5;
     SchedulerFields {
@@ -143,6 +149,21 @@ mod tests {
             running: r,
             waiting: w,
         }
+    }
+
+    #[test]
+    fn restart_gaps_with_an_occasional_queued_replacement_are_not_a_limit() {
+        // Short requests: the mean dips to 3.7 of 4 and one scrape in ten
+        // catches a replacement waiting for the next engine step.
+        let mut v = vec![s(4.0, 0.0); 7];
+        v.extend([s(3.0, 1.0), s(3.0, 0.0), s(3.0, 0.0)]);
+        let f = scheduler_fields(4, &v, false, 4.0);
+        assert!((f.avg_running_reqs - 3.7).abs() < 1e-9, "{f:?}");
+        assert!(!f.capacity_limited, "{f:?}");
+        assert!(f.underfilled);
+        // The same dip with requests waiting in a third of the scrapes is a limit.
+        let w = vec![s(4.0, 0.0), s(3.0, 1.0), s(3.5, 1.0)];
+        assert!(scheduler_fields(4, &w, false, 4.0).capacity_limited);
     }
 
     #[test]
