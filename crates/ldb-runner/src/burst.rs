@@ -25,7 +25,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
-use ldb_core::live::{CellStage, CurrentCell, StreamText};
+use ldb_core::live::{CellStage, CurrentCell};
 use ldb_core::prompt::Message;
 use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::tokens::format_context;
@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cell::{CellOutput, CellSpec};
 use crate::cell_io::{drain, scout};
-use crate::cell_view::RateTrace;
+use crate::cell_view::{RateTrace, enter_stage, stream_texts};
 use crate::ctx::RunCtx;
 use crate::prompts::{BodyOptions, chat_body};
 use assemble::assemble;
@@ -330,15 +330,7 @@ fn show_batch(rc: &RunCtx, spec: &BurstSpec, v: &BatchView<'_>) {
     } else {
         CellStage::RampUp
     };
-    let outputs: Vec<StreamText> = v
-        .sinks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| StreamText {
-            slot: i as u32,
-            text: t.lock().map(|x| x.clone()).unwrap_or_default(),
-        })
-        .collect();
+    let outputs = stream_texts(v.sinks);
     rc.live.update(|s| {
         let cur = s.current.get_or_insert_with(CurrentCell::default);
         cur.concurrency = spec.concurrency;
@@ -418,17 +410,7 @@ fn failed(
 }
 
 fn stage(rc: &RunCtx, spec: &BurstSpec, stage: CellStage) {
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        if cur.concurrency != spec.concurrency || cur.context != spec.context {
-            *cur = CurrentCell::default();
-        }
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
-        cur.stage = stage;
-        cur.stage_elapsed = 0.0;
-        cur.window_total = 0.0;
-    });
+    enter_stage(rc, (spec.concurrency, spec.context), stage, 0.0, 0.0);
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! streamed text.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use ldb_core::live::{CellStage, CurrentCell, StreamText};
 use ldb_core::readiness::Observation;
@@ -13,17 +14,47 @@ use crate::pool::StreamPool;
 
 /// Enter `stage` (resetting the view when a new cell starts).
 pub(crate) fn set_stage(rc: &RunCtx, spec: &CellSpec, stage: CellStage, elapsed: f64) {
+    enter_stage(
+        rc,
+        (spec.concurrency, spec.context),
+        stage,
+        elapsed,
+        spec.duration,
+    );
+}
+
+/// Enter `stage` of the cell `(C, context)`, whose window lasts
+/// `window_total` seconds (0 = not known in advance).
+pub(crate) fn enter_stage(
+    rc: &RunCtx,
+    (concurrency, context): (u32, u64),
+    stage: CellStage,
+    elapsed: f64,
+    window_total: f64,
+) {
     rc.live.update(|s| {
         let cur = s.current.get_or_insert_with(CurrentCell::default);
-        if cur.concurrency != spec.concurrency || cur.context != spec.context {
+        if cur.concurrency != concurrency || cur.context != context {
             *cur = CurrentCell::default();
         }
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
+        cur.concurrency = concurrency;
+        cur.context = context;
         cur.stage = stage;
         cur.stage_elapsed = elapsed;
-        cur.window_total = spec.duration;
+        cur.window_total = window_total;
     });
+}
+
+/// The latest text of the streams that copy theirs, for the output view.
+pub(crate) fn stream_texts(sinks: &[Arc<Mutex<String>>]) -> Vec<StreamText> {
+    sinks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StreamText {
+            slot: i as u32,
+            text: s.lock().map(|t| t.clone()).unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Where the cell stands, for one refresh of the view.
@@ -42,15 +73,7 @@ pub(crate) struct CellProgress<'a> {
 
 /// Publish the cell's progress and its streams' text.
 pub(crate) fn update_live(rc: &RunCtx, spec: &CellSpec, pool: &StreamPool, p: &CellProgress<'_>) {
-    let outputs: Vec<StreamText> = pool
-        .sinks
-        .iter()
-        .enumerate()
-        .map(|(i, s)| StreamText {
-            slot: i as u32,
-            text: s.lock().map(|t| t.clone()).unwrap_or_default(),
-        })
-        .collect();
+    let outputs = stream_texts(&pool.sinks);
     let accept = rc
         .scraper
         .latest()

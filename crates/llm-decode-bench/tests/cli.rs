@@ -33,6 +33,30 @@ fn assert_valid(doc: &serde_json::Value) {
     assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
 }
 
+/// A loopback port nothing listens on (yet).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// `llm-decode-bench sim` (quickstart) as its own process on `port`.
+fn spawn_sim(port: u16) -> std::process::Child {
+    bin()
+        .args([
+            "sim",
+            "--scenario",
+            "quickstart",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("simulator starts")
+}
+
 fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join(name);
@@ -238,10 +262,7 @@ fn a_wrong_api_key_is_a_one_line_error_pointing_at_the_flag() {
 
 #[test]
 fn wait_for_server_rides_out_a_server_that_is_still_starting() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let port = free_port();
     let (_d, out) = tmp("r.json");
     let host = format!("http://127.0.0.1:{port}");
     let common = [
@@ -280,18 +301,7 @@ fn wait_for_server_rides_out_a_server_that_is_still_starting() {
         .spawn()
         .expect("benchmark starts");
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let mut sim = bin()
-        .args([
-            "sim",
-            "--scenario",
-            "quickstart",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("simulator starts");
+    let mut sim = spawn_sim(port);
     let o = bench.wait_with_output().expect("benchmark ends");
     let _ = sim.kill();
     let _ = sim.wait();
@@ -305,22 +315,8 @@ fn wait_for_server_rides_out_a_server_that_is_still_starting() {
 /// the cell again; the kept window is clean.
 #[test]
 fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let mut sim = bin()
-        .args([
-            "sim",
-            "--scenario",
-            "quickstart",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("simulator starts");
+    let port = free_port();
+    let mut sim = spawn_sim(port);
     let (d, out) = tmp("r.json");
     let log = d.path().join("run.log");
     let host = format!("http://127.0.0.1:{port}");
@@ -400,22 +396,8 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
 /// counters stay at zero).
 #[test]
 fn dry_run_prints_the_plan_and_generates_nothing() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let mut sim = bin()
-        .args([
-            "sim",
-            "--scenario",
-            "quickstart",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("simulator starts");
+    let port = free_port();
+    let mut sim = spawn_sim(port);
     let host = format!("http://127.0.0.1:{port}");
     let o = bin()
         .args(["--host", &host, "--wait-for-server", "30", "--dry-run"])
