@@ -26,7 +26,9 @@ SECS=20
 ROUNDS=2
 OUT=""
 PORT="${LDB_PERTURB_PORT:-8123}"
-MAX_TOKENS=4096
+# C = 8 streams of prompt + 2,048 tokens fit the 1 GiB KV cache (23k tokens at
+# --max-model-len 8192); 4,096 would not.
+MAX_TOKENS=2048
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --concurrency) CONCS="$2"; shift 2 ;;
@@ -121,8 +123,15 @@ run_bench() {
     --duration "$SECS" --max-tokens "$MAX_TOKENS" --skip-prefill --decode-warmup-seconds 0 \
     --no-hw-monitor --output "$out" >"$WORK/bench-$c.log" 2>&1 &
   pid=$!
-  local cpu=0
-  while kill -0 "$pid" 2>/dev/null; do cpu=$(cpu_of "$pid"); sleep 0.5; done
+  local cpu=0 now
+  # the last reading before the process ends (a read racing its exit gives 0)
+  while kill -0 "$pid" 2>/dev/null; do
+    now=$(cpu_of "$pid")
+    if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$now" "$cpu"; then
+      cpu=$now
+    fi
+    sleep 0.5
+  done
   wait "$pid" || true
   t1=$(date +%s.%N)
   sleep 3
@@ -130,6 +139,8 @@ run_bench() {
 import json, sys
 doc = json.load(open(sys.argv[1]))
 cell = doc["results"][0]
+if cell["aggregate_tps"] is None:
+    sys.exit(f"the cell was not measured: {cell['status']}: {cell['status_reason']}")
 cpu, t0, t1 = map(float, sys.argv[2:])
 print(f"{cell['server_gen_throughput']:.3f} {cpu / (t1 - t0):.4f} {cell['aggregate_tps']:.3f}")
 PY
