@@ -25,7 +25,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use engine::{assert_valid, cell, f, free_port, root, run_bench, s, text, within};
+use engine::{assert_valid, cell, f, free_port, last_lines, root, run_bench, s, text, within};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
 
@@ -272,11 +272,6 @@ fn assert_decode_matches_server(at: &str, r: &Value, output: &str) -> bool {
         last_lines(output, 80)
     );
     true
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {

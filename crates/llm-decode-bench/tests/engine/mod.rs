@@ -84,9 +84,13 @@ pub fn run_bench(
 }
 
 pub fn tail(p: &Path) -> String {
-    let t = std::fs::read_to_string(p).unwrap_or_default();
-    let lines: Vec<&str> = t.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
+    last_lines(&std::fs::read_to_string(p).unwrap_or_default(), 60)
+}
+
+/// The last `n` lines of `text`.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 pub fn schema() -> Value {
