@@ -11,6 +11,7 @@
 
 pub mod cellstats;
 pub mod chunk;
+pub mod client_load;
 pub mod document;
 pub mod engine;
 pub mod failure;

@@ -288,6 +288,17 @@ pub struct CellExtras {
     /// How many times the cell was measured: 2 when the first window caught
     /// a client stall and the cell was measured again.
     pub measure_attempts: u32,
+    /// Time the benchmark's threads spent runnable but waiting for a CPU
+    /// inside the window, summed over its threads, seconds (Linux only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_runqueue_wait_s: Option<f64>,
+    /// Major page faults of the benchmark's process inside the window (Linux only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_major_faults: Option<u64>,
+    /// CPU time the hypervisor took from this machine inside the window, all
+    /// CPUs together, seconds (Linux only; 0 on bare metal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_steal_s: Option<f64>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window
@@ -299,6 +310,15 @@ impl CellExtras {
     /// The benchmark itself stalled inside the window.
     pub fn client_stalled(&self) -> bool {
         self.client_stall_max_s > CLIENT_STALL_LIMIT_S
+    }
+
+    /// The benchmark's own load over the window, as recorded.
+    pub fn client_load(&self) -> crate::client_load::ClientLoad {
+        crate::client_load::ClientLoad::from_parts(
+            self.client_runqueue_wait_s,
+            self.client_major_faults,
+            self.machine_steal_s,
+        )
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
+use ldb_core::client_load::ClientLoad;
 use ldb_core::live::CellStage;
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
@@ -17,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::assemble::{CellInputs, assemble};
 use crate::cell_io::{abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
+use crate::client_load::read_client_load;
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
 use crate::prompts::{BodyOptions, chat_body};
@@ -65,9 +67,10 @@ pub async fn measure_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
         format_context(spec.context)
     );
     rc.live.event(format!(
-        "{at}: the benchmark was not running for {:.1} s inside the window (client stall); \
+        "{at}: the benchmark was not running for {:.1} s inside the window (client stall{}); \
          measuring the cell again",
-        ext.client_stall_max_s
+        ext.client_stall_max_s,
+        stall_detail(ext)
     ));
     let record_prefill = spec.record_prefill && first.prefill.is_none();
     let mut again = run_cell(
@@ -87,11 +90,33 @@ pub async fn measure_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
     }
     if again.cell.ext.client_stalled() {
         rc.live.event(format!(
-            "{at}: the benchmark stalled again ({:.1} s); its client numbers are kept with a warning",
-            again.cell.ext.client_stall_max_s
+            "{at}: the benchmark stalled again ({:.1} s{}); its client numbers are kept with a warning",
+            again.cell.ext.client_stall_max_s,
+            stall_detail(&again.cell.ext)
         ));
     }
     again
+}
+
+/// "; window 21:03:25–21:04:52 UTC; its threads waited …": when the stalled
+/// window ran (to line it up with the machine's and the server's logs) and
+/// what the process's counters say about why.
+fn stall_detail(ext: &ldb_core::result::CellExtras) -> String {
+    let mut s = String::new();
+    if let (Some(a), Some(b)) = (ext.window_start_unix, ext.window_end_unix) {
+        s.push_str(&format!("; window {}–{} UTC", utc_hms(a), utc_hms(b)));
+    }
+    if let Some(d) = ext.client_load().describe() {
+        s.push_str("; ");
+        s.push_str(&d);
+    }
+    s
+}
+
+/// Time of day (UTC) of a Unix time, `HH:MM:SS`.
+fn utc_hms(unix: f64) -> String {
+    let secs = unix.max(0.0) as u64 % 86_400;
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// Run one cell: scout, streams up to readiness, the window, then every
@@ -262,6 +287,8 @@ struct WindowRecord {
     producing: Vec<f64>,
     /// Longest lateness of the driver (see `stall.rs`).
     stall: f64,
+    /// The benchmark's own load over the window (see `client_load.rs`).
+    load: ClientLoad,
     hw_start: Option<usize>,
     hw_end: Option<usize>,
 }
@@ -278,6 +305,7 @@ async fn measure_window(
     let ws = rc.clock.now();
     pool.window.open(ws);
     let hw_start = rc.hw_mark();
+    let load_start = read_client_load();
     let start_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
     } else {
@@ -333,6 +361,7 @@ async fn measure_window(
     }
     let we = rc.clock.now();
     pool.window.close(we);
+    let load = read_client_load().since(&load_start);
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
@@ -350,6 +379,7 @@ async fn measure_window(
         sched,
         producing,
         stall: stall.worst(),
+        load,
         hw_start,
         hw_end,
     }
@@ -385,6 +415,9 @@ fn finish(
         max_error_rate: rc.cfg.max_error_rate,
     });
     cell.ext.client_stall_max_s = round(win.stall, 3);
+    cell.ext.client_runqueue_wait_s = win.load.runqueue_wait_s.map(|s| round(s, 3));
+    cell.ext.client_major_faults = win.load.major_faults;
+    cell.ext.machine_steal_s = win.load.steal_s.map(|s| round(s, 2));
     cell.ext.measure_attempts = 1;
     cell.ext.window_start_unix = Some(rc.clock.unix(win.start));
     cell.ext.window_end_unix = Some(rc.clock.unix(win.end));

@@ -10,6 +10,7 @@ pub mod burst;
 pub mod cell;
 mod cell_io;
 mod cell_view;
+mod client_load;
 pub mod config;
 pub mod ctx;
 pub mod kvbudget;

@@ -377,6 +377,11 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
         shown.contains("client stall") && shown.contains("measuring the cell again"),
         "{shown}"
     );
+    // The event says when the stalled window ran, to line it up with other logs.
+    assert!(
+        shown.contains(" UTC") && shown.contains("; window "),
+        "no window time in the stall event:\n{shown}"
+    );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
     assert_valid(&doc);
@@ -385,6 +390,11 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
     assert_eq!(cell["status"], "ok", "{cell}");
     let stall = cell["client_stall_max_s"].as_f64().expect("stall");
     assert!(stall < 2.0, "the kept window stalled too: {cell}");
+    // The process's own load over the window, from /proc on Linux.
+    if cfg!(target_os = "linux") {
+        assert!(cell["client_runqueue_wait_s"].as_f64().is_some(), "{cell}");
+        assert!(cell["client_major_faults"].as_u64().is_some(), "{cell}");
+    }
     assert!(
         cell["aggregate_tps"].as_f64().unwrap_or(0.0) > 0.0,
         "{cell}"

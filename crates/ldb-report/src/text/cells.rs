@@ -203,13 +203,18 @@ pub(crate) fn warnings(cell: &CellResult) -> Vec<String> {
         out.push(format!(
             "{at}: the benchmark itself was not running for {:.1} s inside the window (its \
              process was starved of CPU or frozen), so tokens waited unread and the client's \
-             numbers for this cell are not trustworthy{}.",
+             numbers for this cell are not trustworthy{}{}.",
             cell.ext.client_stall_max_s,
             if cell.ext.measure_attempts > 1 {
                 "; it stalled in both windows it was measured in"
             } else {
                 ""
-            }
+            },
+            cell.ext
+                .client_load()
+                .describe()
+                .map(|d| format!(" (over the window: {d})"))
+                .unwrap_or_default()
         ));
     }
     if cell.ext.early_stop_requests > 0 {
