@@ -5,6 +5,7 @@
 
 mod app;
 mod cli;
+mod compat;
 mod config;
 mod error;
 
@@ -12,6 +13,10 @@ use clap::Parser;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
+    if let Some(message) = compat::reference_only_flag(&argv) {
+        eprintln!("error: {message}");
+        std::process::exit(app::exit::CONFIG);
+    }
     let cli = match cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {
