@@ -120,16 +120,41 @@ impl Http {
 }
 
 /// Send a request and read its whole body; only transport failures are `Err`.
+/// The largest non-streamed answer read (`/metrics`, `/v1/models`, server
+/// info, `/tokenize`): far above a real engine's (a busy vLLM `/metrics` is
+/// a few hundred KB), and a broken or hostile server cannot make the client
+/// hold more.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 async fn status_and_text(url: &str, rb: reqwest::RequestBuilder) -> Result<(u16, String)> {
-    let resp = rb
+    let mut resp = rb
         .send()
         .await
         .map_err(|e| ClientError::from_reqwest(url, &e))?;
     let status = resp.status().as_u16();
-    let text = resp
-        .text()
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
         .await
-        .map_err(|e| ClientError::from_reqwest(url, &e))?;
+        .map_err(|e| ClientError::from_reqwest(url, &e))?
+    {
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(ClientError::Decode {
+                url: url.to_string(),
+                detail: format!(
+                    "the answer is larger than {} MiB; not read",
+                    MAX_BODY_BYTES / (1024 * 1024)
+                ),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    // Every route read here answers UTF-8 JSON or text; a stray byte must
+    // not lose the whole answer.
+    let text = match String::from_utf8(body) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
     Ok((status, text))
 }
 

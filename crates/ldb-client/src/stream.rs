@@ -129,6 +129,9 @@ pub struct StreamEnv {
     pub text_sink: Option<Arc<Mutex<String>>>,
     /// Path of the completion route.
     pub path: &'static str,
+    /// Fail a request whose tokens stop for this long after its first one
+    /// (`--stream-idle-timeout`); `None`: wait as long as the cell does.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// How one request ended.
@@ -204,10 +207,27 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     let mut dec = SseDecoder::new();
     let mut producing = false;
     let mut done = false;
+    // Armed at the first token, moved on by every later one: comments,
+    // empty events and keep-alives do not count as life.
+    let mut idle_deadline: Option<tokio::time::Instant> = None;
     loop {
+        let idle = async {
+            match idle_deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
         let next = tokio::select! {
             biased;
             _ = &mut cancelled => { out.cancelled = true; break; }
+            _ = idle => {
+                let secs = env.idle_timeout.unwrap_or_default().as_secs_f64();
+                out.track.mark_error(RequestError::new(
+                    FailureKind::Stalled,
+                    format!("no token for {secs:.0} s after the last one (--stream-idle-timeout)"),
+                ));
+                break;
+            }
             c = resp.chunk() => c,
         };
         let bytes = match next {
@@ -223,9 +243,25 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         };
         let t = env.clock.now();
         let window = env.window.get();
+        let before = (out.track.output_tokens(), out.track.chunks());
         dec.feed(&bytes, |payload| {
             on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
         });
+        if dec.overflowed() {
+            out.track.mark_error(RequestError::new(
+                FailureKind::BadResponse,
+                format!(
+                    "an SSE line longer than {} MiB: not an event stream this client reads",
+                    ldb_core::sse::MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            ));
+            break;
+        }
+        if let Some(limit) = env.idle_timeout
+            && (out.track.output_tokens(), out.track.chunks()) != before
+        {
+            idle_deadline = Some(tokio::time::Instant::now() + limit);
+        }
         if done {
             if out.track.error().is_none() {
                 // The end of the body (the chunked terminator) normally

@@ -25,6 +25,9 @@ pub enum FailureKind {
     MidStream,
     /// The body ended without `[DONE]` or a finish reason.
     Truncated,
+    /// Tokens stopped for longer than the idle limit while the connection
+    /// stayed open.
+    Stalled,
     /// The stream finished without a single token.
     NoFirstToken,
     /// The user skipped the measurement; not a server failure.

@@ -16,7 +16,16 @@
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
+    /// A line grew past [`MAX_LINE_BYTES`]: the body is not an event stream
+    /// this client can read, and nothing more is taken from it.
+    overflowed: bool,
 }
+
+/// The longest line taken (1 MiB). A token chunk is a few hundred bytes and
+/// a final chunk with timings a few KB; a line without an end that grows past
+/// this is a broken or hostile server, and the stream fails instead of the
+/// client holding it all.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 /// A buffer that grew past this (one very long line) is released once that
 /// line is done, so one huge event does not pin memory for the whole stream.
@@ -30,13 +39,20 @@ impl SseDecoder {
 
     /// Append body bytes and call `on_data` with each complete `data:` payload.
     pub fn feed(&mut self, bytes: &[u8], mut on_data: impl FnMut(&[u8])) {
+        if self.overflowed {
+            return;
+        }
         let mut rest = bytes;
         if !self.buf.is_empty() {
             // Finish the line begun in an earlier read.
             let Some(nl) = memchr::memchr(b'\n', rest) else {
-                self.buf.extend_from_slice(rest);
+                self.keep(rest);
                 return;
             };
+            if self.buf.len() + nl > MAX_LINE_BYTES {
+                self.overflow();
+                return;
+            }
             self.buf.extend_from_slice(&rest[..nl]);
             rest = &rest[nl + 1..];
             deliver(&self.buf, &mut on_data);
@@ -46,14 +62,41 @@ impl SseDecoder {
             }
         }
         while let Some(nl) = memchr::memchr(b'\n', rest) {
+            if nl > MAX_LINE_BYTES {
+                self.overflow();
+                return;
+            }
             deliver(&rest[..nl], &mut on_data);
             rest = &rest[nl + 1..];
         }
-        self.buf.extend_from_slice(rest);
+        self.keep(rest);
+    }
+
+    /// Hold the start of an unfinished line, unless that makes it too long.
+    fn keep(&mut self, part: &[u8]) {
+        if self.buf.len() + part.len() > MAX_LINE_BYTES {
+            self.overflow();
+        } else {
+            self.buf.extend_from_slice(part);
+        }
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.buf = Vec::new();
+    }
+
+    /// A line longer than [`MAX_LINE_BYTES`] arrived; the decoder has
+    /// stopped and the stream should be failed.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
     }
 
     /// Deliver a final unterminated line, if the body ended without a newline.
     pub fn finish(&mut self, mut on_data: impl FnMut(&[u8])) {
+        if self.overflowed {
+            return;
+        }
         deliver(&self.buf, &mut on_data);
         self.buf = Vec::new();
     }
@@ -103,6 +146,42 @@ mod tests {
     }
 
     #[test]
+    fn an_endless_line_stops_the_decoder_at_the_cap() {
+        // 50 MB without a newline, in 64 KB reads: the decoder gives up at
+        // 1 MiB instead of holding it all, and delivers nothing more.
+        let mut d = SseDecoder::new();
+        let piece = vec![b'x'; 64 * 1024];
+        let mut n = 0;
+        d.feed(b"data: {\"ok\":1}\n", |_| n += 1);
+        for _ in 0..(50 * 1024 / 64) {
+            d.feed(&piece, |_| n += 1);
+            assert!(d.buffered() <= MAX_LINE_BYTES);
+        }
+        d.feed(b"\ndata: {\"late\":1}\n", |_| n += 1);
+        d.finish(|_| n += 1);
+        assert!(d.overflowed());
+        assert_eq!(n, 1, "only the event before the endless line");
+        // One long line inside a single read is caught too.
+        let mut d = SseDecoder::new();
+        let mut long = b"data: ".to_vec();
+        long.extend(std::iter::repeat_n(b'y', MAX_LINE_BYTES + 1));
+        long.push(b'\n');
+        d.feed(&long, |_| n += 1);
+        assert!(d.overflowed());
+    }
+
+    #[test]
+    fn a_long_line_under_the_cap_is_delivered() {
+        let mut line = b"data: ".to_vec();
+        line.extend(std::iter::repeat_n(b'z', MAX_LINE_BYTES - 10));
+        line.push(b'\n');
+        let (a, b) = line.split_at(line.len() / 2);
+        let out = collect(&[a, b]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), MAX_LINE_BYTES - 10);
+    }
+
+    #[test]
     fn unterminated_last_line_is_delivered_on_finish() {
         assert_eq!(collect(&[b"data: [DONE]"]), vec!["[DONE]"]);
     }
@@ -133,12 +212,12 @@ mod tests {
         assert_eq!(d.buffered(), 0);
         assert!(d.buf.capacity() <= 64, "{}", d.buf.capacity());
         // One huge line is released once it is complete.
-        let big = vec![b'x'; 1 << 20];
+        let big = vec![b'x'; 1 << 19];
         d.feed(b"data: ", |_| {});
         d.feed(&big, |_| {});
         let mut n = 0;
         d.feed(b"\n", |p| n = p.len());
-        assert_eq!(n, 1 << 20);
+        assert_eq!(n, 1 << 19);
         assert!(d.buf.capacity() <= KEEP_CAPACITY);
     }
 }

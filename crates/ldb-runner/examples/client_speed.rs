@@ -229,6 +229,7 @@ async fn run(a: Args) -> Res<()> {
             cancel: cancel.clone(),
             text_sink: None,
             path: "/v1/chat/completions",
+            idle_timeout: None,
         };
         let (body, tx) = (body.clone(), tx.clone());
         workers.push(tokio::spawn(async move {

@@ -228,6 +228,7 @@ async fn batch(
             cancel: skip.child_token(),
             text_sink: sinks.get(slot as usize).cloned(),
             path: "/v1/chat/completions",
+            idle_timeout: rc.cfg.idle_timeout(),
         };
         handles.push(tokio::spawn(worker(
             env,

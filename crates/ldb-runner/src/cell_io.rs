@@ -32,6 +32,7 @@ pub(crate) async fn scout(
         cancel: skip.clone(),
         text_sink: None,
         path: "/v1/chat/completions",
+        idle_timeout: None,
     };
     let ctx = spec.context;
     if !spec.record_prefill {

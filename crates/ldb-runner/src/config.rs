@@ -71,6 +71,9 @@ pub struct RunConfig {
     /// fit alone, without counting each prompt (faster start, sizes off by a
     /// few tokens); otherwise contexts are counted exactly where the server can.
     pub estimate_only: bool,
+    /// `--stream-idle-timeout`: a request whose tokens stop this long after
+    /// its first one fails as stalled (seconds; 0 = off).
+    pub stream_idle_timeout: f64,
     /// Readiness must hold this long.
     pub ready_stable_seconds: f64,
     /// A capacity plateau must hold this long.
@@ -104,6 +107,14 @@ pub struct RunConfig {
     pub argv: Vec<String>,
 }
 
+impl RunConfig {
+    /// The idle limit of a decode stream, when on.
+    pub fn idle_timeout(&self) -> Option<std::time::Duration> {
+        (self.stream_idle_timeout.is_finite() && self.stream_idle_timeout > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.stream_idle_timeout))
+    }
+}
+
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
@@ -133,6 +144,7 @@ impl Default for RunConfig {
             calibration_context: 8192,
             calibration_cache: None,
             estimate_only: false,
+            stream_idle_timeout: 60.0,
             ready_stable_seconds: 3.0,
             plateau_seconds: 5.0,
             cell_pause_seconds: 1.0,

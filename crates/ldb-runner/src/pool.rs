@@ -67,6 +67,7 @@ impl StreamPool {
                     cancel: cancel.clone(),
                     text_sink: sinks.get(slot as usize).cloned(),
                     path: "/v1/chat/completions",
+                    idle_timeout: rc.cfg.idle_timeout(),
                 };
                 tokio::spawn(worker(env, body.clone(), tx.clone()))
             })

@@ -80,6 +80,7 @@ fn probe_env(rc: &RunCtx) -> StreamEnv {
         cancel: rc.controls.stop.child_token(),
         text_sink: None,
         path: "/v1/chat/completions",
+        idle_timeout: None,
     }
 }
 

@@ -109,6 +109,10 @@ pub struct BenchArgs {
     /// before giving up with exit code 3 (0 = fail at once).
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     pub wait_for_server: f64,
+    /// Fail a request whose tokens stop for this many seconds after its first one while the
+    /// connection stays open (0 = never; the cell's own limits still apply).
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub stream_idle_timeout: f64,
     /// KV budget in tokens (legacy name of --kv-budget).
     #[arg(long, default_value_t = 0)]
     pub max_total_tokens: u64,

@@ -174,6 +174,12 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if a.hw_gpu_limit == 0 {
         return Err(bad("--hw-gpu-limit", "must be at least 1"));
     }
+    if !(a.stream_idle_timeout.is_finite() && a.stream_idle_timeout >= 0.0) {
+        return Err(bad(
+            "--stream-idle-timeout",
+            "must be ≥ 0 seconds (0 = off)",
+        ));
+    }
     if let Some(r) = a.refresh_rate
         && !(r.is_finite() && r > 0.0)
     {
@@ -225,6 +231,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         accept_len_ref: a.accept_len_ref,
         calibration_context,
         estimate_only: a.token_targeting.as_deref() == Some("estimate"),
+        stream_idle_timeout: a.stream_idle_timeout,
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
@@ -377,6 +384,10 @@ mod tests {
             (&["--prefill-duration=-1"], "invalid --prefill-duration"),
             (&["--prefill-duration", "nan"], "invalid --prefill-duration"),
             (&["--prefill-duration", "inf"], "invalid --prefill-duration"),
+            (
+                &["--stream-idle-timeout=-1"],
+                "invalid --stream-idle-timeout",
+            ),
             (&["--refresh-rate", "0"], "invalid --refresh-rate"),
             (&["--refresh-rate=-2"], "invalid --refresh-rate"),
             (&["--refresh-rate", "nan"], "invalid --refresh-rate"),
