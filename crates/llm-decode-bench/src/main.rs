@@ -5,8 +5,10 @@
 
 mod app;
 mod cli;
+mod compare;
 mod config;
 mod error;
+mod report;
 
 use clap::Parser;
 
@@ -39,6 +41,8 @@ fn main() {
     let code = runtime.block_on(async move {
         match cli.command {
             Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
+            Some(cli::Command::Compare(a)) => compare::run(&a),
+            Some(cli::Command::Report(a)) => report::run(&a),
             None => app::bench(cli.bench, argv).await,
         }
     });
