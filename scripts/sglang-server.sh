@@ -44,6 +44,13 @@
 set -euo pipefail
 set -E
 
+SCRIPT_NAME="sglang-server.sh"
+SERVER_KIND="sglang-server"
+SERVER_LABEL="SGLang server"
+USAGE_LINES="2,12"
+# shellcheck source=lib/server-common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/server-common.sh"
+
 SGLANG_VERSION="0.5.23"
 SGLANG_WHEEL="sglang-$SGLANG_VERSION-cp311-cp311-manylinux_2_34_x86_64.whl"
 SGLANG_WHEEL_SHA256="00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"
@@ -73,19 +80,6 @@ RUN_DIR="$CACHE_DIR/run"
 NICE="${LDB_BUILD_NICE:-10}"
 PYTHON="${PYTHON:-python3}"
 SERVED_NAME="${LDB_SGLANG_NAME:-SmolLM2-135M-Instruct}"
-
-STEP="setup"
-log() { printf 'sglang-server.sh: %s\n' "$*" >&2; }
-die() { log "step '$STEP' failed: $*"; exit 1; }
-on_err() {
-  local rc=$?
-  log "step '$STEP' failed (exit $rc, line ${BASH_LINENO[0]})"
-  exit "$rc"
-}
-trap on_err ERR
-
-have() { command -v "$1" >/dev/null 2>&1; }
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # Neither the server nor the conversion needs the network: keep Hugging Face libraries off it.
 offline_env() {
@@ -257,8 +251,6 @@ cmd_model() {
 # start / stop
 
 PORT="${LDB_SGLANG_PORT:-30000}"
-pidfile() { echo "$RUN_DIR/sglang-server-$PORT.pid"; }
-logfile() { echo "$RUN_DIR/sglang-server-$PORT.log"; }
 
 # is $1 a live SGLang launch_server process?
 is_our_server() {
@@ -266,8 +258,6 @@ is_our_server() {
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
     && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'sglang.launch_server'
 }
-
-http_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true; }
 
 cmd_start() {
   local extra=()
@@ -347,69 +337,6 @@ cmd_start() {
   echo "$base"
 }
 
-# TERM the server's process group (the HTTP server and the processes it started), then KILL it
-# if it is still there after 30 s.
-stop_pid() {
-  local pid="$1" i
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
-    kill -0 -- "-$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  log "process group $pid ignored SIGTERM for 30 s; sending SIGKILL"
-  kill -KILL -- "-$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 -- "-$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  return 1
-}
-
-parse_port_only() {
-  while (($#)); do
-    case "$1" in
-      --port) PORT="$2"; shift 2 ;;
-      *) die "unknown option $1" ;;
-    esac
-  done
-}
-
-cmd_stop() {
-  STEP="stop"
-  parse_port_only "$@"
-  local pf pid
-  pf="$(pidfile)"
-  if [[ ! -f "$pf" ]]; then
-    log "no pidfile for port $PORT ($pf); nothing to stop"
-    return 0
-  fi
-  pid="$(cat "$pf")"
-  if ! is_our_server "$pid"; then
-    log "pid $pid from $pf is not a running SGLang server; removing the pidfile"
-    # its scheduler and detokenizer may outlive it in the same process group
-    kill -0 -- "-$pid" 2>/dev/null && { stop_pid "$pid" || true; }
-    rm -f "$pf"
-    return 0
-  fi
-  stop_pid "$pid" || die "process group $pid is still alive"
-  rm -f "$pf"
-  log "stopped pid $pid"
-}
-
-cmd_status() {
-  STEP="status"
-  parse_port_only "$@"
-  local pf
-  pf="$(pidfile)"
-  if [[ -f "$pf" ]] && is_our_server "$(cat "$pf")"; then
-    echo "running pid $(cat "$pf") http://127.0.0.1:$PORT health=$(http_code "http://127.0.0.1:$PORT/health")"
-  else
-    echo "not running"
-    trap - ERR
-    exit 1
-  fi
-}
-
 cmd_path() {
   echo "$VPY"
   if ! installed; then
@@ -424,22 +351,5 @@ cmd_path() {
   fi
 }
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; }
-
-main() {
-  local cmd="${1:-}"
-  (($#)) && shift
-  case "$cmd" in
-    build) cmd_build "$@" ;;
-    model) cmd_model "$@" ;;
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    status) cmd_status "$@" ;;
-    path) cmd_path "$@" ;;
-    -h | --help | help) usage ;;
-    *) usage; exit 2 ;;
-  esac
-}
-
 # one line, so that editing this file while it runs cannot feed bash a half-read tail
-main "$@"; exit $?
+dispatch "$@"; exit $?

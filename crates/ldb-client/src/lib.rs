@@ -3,6 +3,7 @@
 //! `ldb-core`; this crate only moves bytes and stamps times.
 
 pub mod discovery;
+pub mod engine_info;
 pub mod error;
 pub mod http;
 pub mod scrape;

@@ -67,6 +67,10 @@ pub struct RunConfig {
     pub calibration_context: u64,
     /// Calibration cache file (None = no cache).
     pub calibration_cache: Option<PathBuf>,
+    /// `--token-targeting estimate`: size every context from the calibration
+    /// fit alone, without counting each prompt (faster start, sizes off by a
+    /// few tokens); otherwise contexts are counted exactly where the server can.
+    pub estimate_only: bool,
     /// Readiness must hold this long.
     pub ready_stable_seconds: f64,
     /// A capacity plateau must hold this long.
@@ -128,6 +132,7 @@ impl Default for RunConfig {
             accept_len_ref: 0.0,
             calibration_context: 8192,
             calibration_cache: None,
+            estimate_only: false,
             ready_stable_seconds: 3.0,
             plateau_seconds: 5.0,
             cell_pause_seconds: 1.0,

@@ -203,13 +203,16 @@ pub async fn real_prompt_tokens(http: &Http, model: &str, msgs: &[Message]) -> O
     v.pointer("/usage/prompt_tokens").and_then(Value::as_u64)
 }
 
-/// Size every context in `contexts` (0 needs no padding).
+/// Size every context in `contexts` (0 needs no padding); `count_each`
+/// counts each context's prompt where the server can (exact targeting),
+/// else the calibration fit alone sizes them (estimate).
 pub async fn size_prompts(
     http: &Http,
     disc: &Discovery,
     contexts: &[u64],
     calibration_context: u64,
     cache: Option<&Path>,
+    count_each: bool,
 ) -> PromptPlan {
     let run_id = run_id();
     let mut notes = Vec::new();
@@ -233,7 +236,7 @@ pub async fn size_prompts(
         }
     }
     let model = calibrate(&counter, disc, &run_id, cal_ctx, cache, &mut notes).await;
-    let exact = model.is_some() && counter.kind != TokenizeKind::None;
+    let exact = count_each && model.is_some() && counter.kind != TokenizeKind::None;
     let model = model.unwrap_or(SizeModel {
         chars_per_token: 4.0,
         overhead_tokens: 0.0,

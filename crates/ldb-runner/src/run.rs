@@ -234,6 +234,7 @@ async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan) -> PromptP
         needed,
         rc.cfg.calibration_context,
         rc.cfg.calibration_cache.as_deref(),
+        !rc.cfg.estimate_only,
     )
     .await;
     for n in &prompts.notes {

@@ -143,7 +143,7 @@ pub(crate) async fn run_screen(
     let reader = keys.then(|| KeyReader::spawn(key_tx).ok()).flatten();
     let mut keys_open = reader.is_some();
     let mut snaps_open = true;
-    let period = Duration::from_millis(1000 / u64::from(opts.max_fps.clamp(1, 10)));
+    let period = opts.frame_period();
     let mut pacer = Pacer { period, last: None };
     let mut tick = interval(period);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);

@@ -5,7 +5,7 @@
 //! and never waits on the UI. [`spawn`] starts the UI on its own thread:
 //!
 //! - [`DisplayMode::Screen`]: a ratatui dashboard on the alternate screen,
-//!   redrawn at most `max_fps` times a second when something changed. Keys
+//!   redrawn at most `refresh_hz` times a second when something changed. Keys
 //!   are turned into [`Control`] messages (`q`/Ctrl-C → `Stop`, `s` → `Skip`).
 //! - [`DisplayMode::Plain`]: one line per new event plus periodic progress
 //!   lines, for logs and CI.
@@ -102,11 +102,29 @@ pub fn choose_mode(requested: Option<DisplayMode>) -> DisplayMode {
     }
 }
 
+/// The slowest dashboard refresh accepted (one frame every 5 s, as the reference floors it).
+pub const MIN_REFRESH_HZ: f64 = 0.2;
+/// The fastest: more frames than this only cost CPU next to the streams.
+pub const MAX_REFRESH_HZ: f64 = 10.0;
+
+impl UiOptions {
+    /// Time between frames.
+    pub fn frame_period(&self) -> Duration {
+        let hz = if self.refresh_hz.is_finite() {
+            self.refresh_hz.clamp(MIN_REFRESH_HZ, MAX_REFRESH_HZ)
+        } else {
+            MAX_REFRESH_HZ
+        };
+        Duration::from_secs_f64(1.0 / hz)
+    }
+}
+
 /// Tuning knobs.
 #[derive(Debug, Clone)]
 pub struct UiOptions {
-    /// Frame-rate ceiling of the dashboard, clamped to 1..=10.
-    pub max_fps: u32,
+    /// Redraws per second at most (`--refresh-rate`), clamped to
+    /// [`MIN_REFRESH_HZ`]..=[`MAX_REFRESH_HZ`]; also the rate of the clocks' tick.
+    pub refresh_hz: f64,
     /// Plain mode: the shortest gap between two progress lines of one cell.
     pub progress_every: Duration,
     /// Read keys in screen mode. Ignored (keys off, no raw mode) when stdin
@@ -117,7 +135,7 @@ pub struct UiOptions {
 impl Default for UiOptions {
     fn default() -> Self {
         UiOptions {
-            max_fps: 10,
+            refresh_hz: MAX_REFRESH_HZ,
             progress_every: Duration::from_secs(5),
             keys: true,
         }
@@ -227,6 +245,26 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refresh_rate_sets_the_frame_period_within_bounds() {
+        let period = |hz: f64| {
+            UiOptions {
+                refresh_hz: hz,
+                ..UiOptions::default()
+            }
+            .frame_period()
+        };
+        assert_eq!(period(1.0), Duration::from_secs(1));
+        assert_eq!(period(4.0), Duration::from_millis(250));
+        assert_eq!(period(0.05), Duration::from_secs(5), "floored at 0.2 Hz");
+        assert_eq!(period(60.0), Duration::from_millis(100), "capped at 10 Hz");
+        assert_eq!(period(f64::NAN), Duration::from_millis(100));
+        assert_eq!(
+            UiOptions::default().frame_period(),
+            Duration::from_millis(100)
+        );
+    }
 
     #[test]
     fn display_modes_parse() {

@@ -246,7 +246,11 @@ fn spawn_ui(
     let (ctl_tx, mut ctl_rx) = mpsc::channel::<Control>(8);
     let mode = ldb_tui::choose_mode(a.display_mode.as_deref().and_then(parse_mode));
     // stdin/stdout that are not terminals get plain mode and no key handling.
-    let ui = ldb_tui::spawn(mode, rx, ctl_tx.clone(), ldb_tui::UiOptions::default());
+    let opts = ldb_tui::UiOptions {
+        refresh_hz: a.refresh_rate.unwrap_or(ldb_tui::MAX_REFRESH_HZ),
+        ..ldb_tui::UiOptions::default()
+    };
+    let ui = ldb_tui::spawn(mode, rx, ctl_tx.clone(), opts);
     let controls = controls.clone();
     tokio::spawn(async move {
         while let Some(c) = ctl_rx.recv().await {

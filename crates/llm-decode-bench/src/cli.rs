@@ -18,7 +18,16 @@ Exit codes:
 
 /// Sustained-decode and prefill benchmark for LLM inference servers.
 #[derive(Debug, Parser)]
-#[command(name = "llm-decode-bench", version, after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+// As the reference's parser: unambiguous prefixes of long flags (`--conc`),
+// and a repeated flag takes its last value.
+#[command(
+    name = "llm-decode-bench",
+    version,
+    after_help = EXIT_CODES,
+    args_conflicts_with_subcommands = true,
+    infer_long_args = true,
+    args_override_self = true
+)]
 pub struct Cli {
     /// Subcommand (omit to run the benchmark).
     #[command(subcommand)]
@@ -171,9 +180,9 @@ pub struct BenchArgs {
     /// Print values of capacity-limited cells instead of ∅ in the report.
     #[arg(long)]
     pub show_capacity_limited_values: bool,
-    /// Accepted for compatibility: prompts are sized exactly via /tokenize when the server has it,
-    /// else by a two-point calibration.
-    #[arg(long, hide = true)]
+    /// Prompt sizing: exact (count each context's prompt where the server can, else estimate) or
+    /// estimate (from a two-point calibration alone) [default: exact].
+    #[arg(long, value_name = "exact|estimate")]
     pub token_targeting: Option<String>,
     /// Calibration context for servers without /tokenize.
     #[arg(long, default_value = "8k")]
@@ -241,6 +250,9 @@ pub struct BenchArgs {
     /// screen (live dashboard) or plain (log lines); plain is chosen when stdout is not a terminal.
     #[arg(long)]
     pub display_mode: Option<String>,
+    /// Dashboard redraws per second at most (0.2–10) [default: 10].
+    #[arg(long, value_name = "HZ")]
+    pub refresh_rate: Option<f64>,
     /// Discover the server, print the run plan (cells in order, skips with
     /// their reasons, estimated time) and exit 0 without generating anything.
     #[arg(long)]

@@ -174,6 +174,14 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if a.hw_gpu_limit == 0 {
         return Err(bad("--hw-gpu-limit", "must be at least 1"));
     }
+    if let Some(r) = a.refresh_rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(bad(
+            "--refresh-rate",
+            "must be a positive number of redraws per second (0.2–10)",
+        ));
+    }
     if let Some(t) = &a.token_targeting
         && !matches!(t.as_str(), "estimate" | "exact" | "auto")
     {
@@ -216,6 +224,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         show_capacity_limited_values: a.show_capacity_limited_values,
         accept_len_ref: a.accept_len_ref,
         calibration_context,
+        estimate_only: a.token_targeting.as_deref() == Some("estimate"),
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
@@ -368,12 +377,31 @@ mod tests {
             (&["--prefill-duration=-1"], "invalid --prefill-duration"),
             (&["--prefill-duration", "nan"], "invalid --prefill-duration"),
             (&["--prefill-duration", "inf"], "invalid --prefill-duration"),
+            (&["--refresh-rate", "0"], "invalid --refresh-rate"),
+            (&["--refresh-rate=-2"], "invalid --refresh-rate"),
+            (&["--refresh-rate", "nan"], "invalid --refresh-rate"),
         ];
         for (args, want) in cases {
             let e = build_err(args);
             assert!(e.starts_with(want), "{args:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn the_reference_parser_conveniences_work() {
+        // An unambiguous prefix of a long flag, `--flag=value`, and a
+        // repeated flag where the last one wins, as the reference's parser did.
+        let a = parse(&["--conc", "1,2", "--dur=7", "--duration", "9"]).expect("parses");
+        assert_eq!(a.concurrency.as_deref(), Some("1,2"));
+        assert_eq!(a.duration, Some(9.0));
+        let a = parse(&["--output", "a.json", "--output", "b.json"]).expect("parses");
+        assert_eq!(a.output, std::path::PathBuf::from("b.json"));
+        // An ambiguous prefix is refused (--prefill-contexts, --prefill-metric, …).
+        let e = parse(&["--prefill", "1k"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let a = parse(&["--refresh-rate", "0.5"]).expect("parses");
+        assert_eq!(a.refresh_rate, Some(0.5));
     }
 
     #[test]

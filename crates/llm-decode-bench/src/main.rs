@@ -6,6 +6,7 @@
 mod app;
 mod cli;
 mod compare;
+mod compat;
 mod config;
 mod error;
 mod report;
@@ -14,6 +15,10 @@ use clap::Parser;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
+    if let Some(message) = compat::reference_only_flag(&argv) {
+        eprintln!("error: {message}");
+        std::process::exit(app::exit::CONFIG);
+    }
     let cli = match cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {

@@ -117,6 +117,66 @@ fn sim_run_writes_a_result_that_matches_the_schema() {
     assert!(doc["summary_table"]["2048"]["2"].as_f64().unwrap_or(0.0) > 0.0);
 }
 
+/// `--token-targeting estimate` sizes prompts from the calibration fit
+/// alone; by default each context is counted exactly where the server can
+/// (the simulator has /tokenize, so the 2k prompt is exactly 2,048 tokens).
+#[test]
+fn token_targeting_estimate_skips_the_exact_count() {
+    let sized = |extra: &[&str]| {
+        let (_d, out) = tmp("r.json");
+        let mut args = vec![
+            "--sim",
+            "--concurrency",
+            "1",
+            "--contexts",
+            "2k",
+            "--duration",
+            "1",
+            "--decode-warmup-seconds",
+            "0",
+            "--skip-prefill",
+            "--display-mode",
+            "plain",
+            "--output",
+            out.to_str().expect("path"),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+        (
+            doc["metadata"]["token_targeting"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            doc["metadata"]["prompt_tokens_by_context"]["2048"].clone(),
+        )
+    };
+    let (mode, tokens) = sized(&[]);
+    assert_eq!(mode, "exact");
+    assert_eq!(tokens, 2048);
+    let (mode, _) = sized(&["--token-targeting", "estimate"]);
+    assert_eq!(mode, "estimate");
+}
+
+/// Flags of the reference tool that are not ours get one line saying what
+/// became of them (exit 2), not a bare "unexpected argument".
+#[test]
+fn reference_only_flags_are_explained_in_one_line() {
+    for args in [
+        &["--p2pmark-only"][..],
+        &["--completion-stats", "--prompt", "hi"],
+        &["--coding-peak-runs=3"],
+    ] {
+        let o = run(args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("docs/compat.md"), "{err}");
+    }
+}
+
 #[test]
 fn malformed_lists_are_one_line_errors_with_exit_code_2() {
     for (flag, value) in [
