@@ -20,9 +20,12 @@
 //! See also: `docs/report.md` (every table, column and marker),
 //! `ldb-core` (the result model), `ldb-tui` (the live dashboard).
 
+pub mod compare;
+pub mod csv;
 mod error;
 pub mod json;
 mod load;
+pub mod markdown;
 pub mod text;
 
 pub use error::{ReportError, Result};

@@ -314,7 +314,7 @@ fn parse_mode(s: &str) -> Option<ldb_tui::DisplayMode> {
 }
 
 /// Report width: `COLUMNS` when set, else the terminal's width, else 120.
-fn terminal_width() -> u16 {
+pub(crate) fn terminal_width() -> u16 {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())

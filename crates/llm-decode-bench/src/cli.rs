@@ -8,11 +8,12 @@ use clap::{Args, Parser, Subcommand};
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0    every measured cell is valid (ok or capacity-limited)
+  1    compare only: a cell or prefill row regressed beyond --threshold
   2    bad command line or configuration (nothing was sent)
   3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
        with --prefill-only: no prefill row was measured)
-  5    the result file could not be written
+  5    the result file (or a report file of `report`) could not be written
   130  interrupted (q / Ctrl-C): the partial result was saved and reported";
 
 /// Sustained-decode and prefill benchmark for LLM inference servers.
@@ -41,6 +42,64 @@ pub struct Cli {
 pub enum Command {
     /// Serve a simulated inference engine (vLLM, SGLang, llama.cpp or a plain OpenAI proxy).
     Sim(SimArgs),
+    /// Compare result files: each NEW run against BASE, cell by cell (exit 1 on a regression).
+    Compare(CompareArgs),
+    /// Print the final report of a saved result file; write it as CSV or Markdown.
+    Report(ReportArgs),
+}
+
+/// Exit codes of `compare`, printed in its `--help`.
+pub const COMPARE_EXIT_CODES: &str = "\
+Exit codes (like diff):
+  0    no cell or prefill row regressed beyond --threshold
+  1    some cell or prefill row regressed beyond --threshold (or stopped being valid)
+  2    bad input: a file that is not a readable result, a bad flag, or runs that are
+       not comparable without --force";
+
+/// `compare` flags.
+#[derive(Debug, Args)]
+#[command(after_help = COMPARE_EXIT_CODES)]
+pub struct CompareArgs {
+    /// Result files: the base run first, then one or more new runs (each compared with the base).
+    #[arg(required = true, num_args = 2.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Percent change (of the base value) beyond which a metric counts as a regression or an improvement.
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub threshold: f64,
+    /// Output: text (aligned table), markdown (for pull requests) or json (for scripts).
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Compare runs whose settings differ (engine, model, engine version, matrix, window, prompts).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `compare --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    /// Aligned tables for a terminal.
+    Text,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// One JSON object with stable keys (docs/compare.md).
+    Json,
+}
+
+/// `report` flags.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result file written by a run.
+    #[arg(value_name = "RESULT")]
+    pub result: PathBuf,
+    /// Write one CSV row per cell (decode and burst) to FILE (`-`: stdout, instead of the report).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the main tables as Markdown to FILE (`-`: stdout, instead of the report).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Print the tok/s of capacity-limited cells instead of ∅ (also on when the run had it).
+    #[arg(long)]
+    pub show_capacity_limited_values: bool,
 }
 
 /// `sim` flags.
@@ -208,4 +267,35 @@ pub struct BenchArgs {
     /// Engine personality of the simulator for --sim (default: the scenario's).
     #[arg(long)]
     pub sim_engine: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_flag_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn compare_takes_a_base_and_one_or_more_new_runs() {
+        let cli = Cli::try_parse_from([
+            "x", "compare", "a.json", "b.json", "c.json", "--format", "json",
+        ])
+        .expect("parses");
+        let Some(Command::Compare(a)) = cli.command else {
+            panic!("not compare");
+        };
+        assert_eq!(a.files.len(), 3);
+        assert_eq!(
+            (a.format, a.threshold, a.force),
+            (CompareFormat::Json, 5.0, false)
+        );
+        assert!(Cli::try_parse_from(["x", "compare", "a.json"]).is_err());
+        assert!(
+            Cli::try_parse_from(["x", "compare", "a.json", "b.json", "--format", "html"]).is_err()
+        );
+    }
 }

@@ -7,6 +7,8 @@ use std::fmt;
 pub mod exit {
     /// All cells valid.
     pub const OK: i32 = 0;
+    /// `compare` only: a regression beyond the threshold.
+    pub const REGRESSION: i32 = 1;
     /// Bad flags or configuration.
     pub const CONFIG: i32 = 2;
     /// Server unreachable or rejecting.

@@ -5,9 +5,11 @@
 
 mod app;
 mod cli;
+mod compare;
 mod compat;
 mod config;
 mod error;
+mod report;
 
 use clap::Parser;
 
@@ -44,6 +46,8 @@ fn main() {
     let code = runtime.block_on(async move {
         match cli.command {
             Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
+            Some(cli::Command::Compare(a)) => compare::run(&a),
+            Some(cli::Command::Report(a)) => report::run(&a),
             None => app::bench(cli.bench, argv).await,
         }
     });

@@ -1,0 +1,153 @@
+//! Comparing result files: `llm-decode-bench compare BASE.json NEW.json …`.
+//!
+//! Pure over loaded [`ResultDocument`]s: the caller reads the files
+//! ([`crate::load_result_file`]) and prints what the renderers return.
+//! Each new run is compared with the base run on its own:
+//!
+//! 1. settings ([`settings`]): what must match for the numbers to mean the
+//!    same thing (engine, model, engine version, matrix, window, prompts);
+//!    a blocking difference makes the caller refuse unless forced;
+//! 2. cells ([`cells`]): matched by layer (decode or burst), context and
+//!    concurrency; per metric the change in percent of the base, judged
+//!    against the threshold in the metric's direction ([`metric`]); cells
+//!    present or valid in one run only are kept and listed;
+//! 3. prefill rows: matched by context, the headline rate.
+//!
+//! Runs are single measurements per cell, so no change is tested for
+//! significance; [`metric::Estimate`] has room for repeats when runs carry them.
+//!
+//! `docs/compare.md` defines every rule, metric, format and exit code.
+
+pub mod cells;
+mod json;
+pub mod metric;
+pub mod settings;
+mod table;
+
+use ldb_core::document::ResultDocument;
+
+pub use cells::{CellComparison, CellKey, Layer, Outcome, PrefillComparison};
+pub use json::to_json;
+pub use metric::{CellMetric, Change, Direction, Estimate, Significance, Verdict};
+pub use settings::SettingDiff;
+pub use table::{render_markdown, render_text};
+
+/// Default `--threshold`: changes within 5 % either way are not marked.
+pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
+
+/// The sentence every output format carries about significance.
+pub const SIGNIFICANCE_NOTE: &str = "Each cell is a single measurement per run: \
+     differences carry no significance test, and a change near the threshold may be run-to-run noise.";
+
+/// A run as named in the output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLabel {
+    /// The file as given on the command line.
+    pub file: String,
+    /// Engine (`vllm`, `sglang`, …).
+    pub engine: String,
+    /// Model name.
+    pub model: String,
+    /// Engine version reported by the server.
+    pub engine_version: String,
+    /// When the run started.
+    pub started_at: String,
+}
+
+impl RunLabel {
+    /// The label of `doc`, read from `file`.
+    pub fn of(file: &str, doc: &ResultDocument) -> RunLabel {
+        let m = &doc.metadata;
+        RunLabel {
+            file: file.to_string(),
+            engine: m.engine.clone(),
+            model: m.model.clone(),
+            engine_version: m.engine_version.clone(),
+            started_at: m.started_at.clone(),
+        }
+    }
+}
+
+/// One new run against the base run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The base run.
+    pub base: RunLabel,
+    /// The new run.
+    pub new: RunLabel,
+    /// Settings that differ (blocking ones first).
+    pub settings: Vec<SettingDiff>,
+    /// Every cell of either run.
+    pub cells: Vec<CellComparison>,
+    /// Every prefill context of either run.
+    pub prefill: Vec<PrefillComparison>,
+}
+
+impl Comparison {
+    /// Compares `new` with `base`; `threshold_pct` is `--threshold`.
+    pub fn new(
+        base: (&str, &ResultDocument),
+        new: (&str, &ResultDocument),
+        threshold_pct: f64,
+    ) -> Comparison {
+        Comparison {
+            base: RunLabel::of(base.0, base.1),
+            new: RunLabel::of(new.0, new.1),
+            settings: settings::differences(&base.1.metadata, &new.1.metadata),
+            cells: cells::compare_cells(base.1, new.1, threshold_pct),
+            prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
+        }
+    }
+
+    /// The differences that make the runs not comparable.
+    pub fn blocking(&self) -> Vec<&SettingDiff> {
+        self.settings.iter().filter(|d| d.blocking).collect()
+    }
+
+    /// Cells and prefill rows whose overall verdict is `v`.
+    pub fn count(&self, v: Verdict) -> usize {
+        self.cells.iter().filter(|c| c.verdict == v).count()
+            + self.prefill.iter().filter(|p| p.verdict == v).count()
+    }
+
+    /// Some cell or prefill row regressed beyond the threshold.
+    pub fn has_regression(&self) -> bool {
+        self.count(Verdict::Regression) > 0
+    }
+
+    /// The one-line refusal when blocking differences exist (`None` otherwise).
+    pub fn refusal(&self) -> Option<String> {
+        let b = self.blocking();
+        if b.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = b.iter().map(|d| d.short()).collect();
+        Some(format!(
+            "{} and {} are not comparable: {} (use --force to compare anyway)",
+            self.base.file,
+            self.new.file,
+            list.join("; ")
+        ))
+    }
+}
+
+/// Everything one `compare` prints: each new run against the base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareReport {
+    /// `--threshold`, percent.
+    pub threshold_pct: f64,
+    /// `--force` was given (blocking differences were overridden).
+    pub forced: bool,
+    /// One comparison per new run, in command-line order.
+    pub comparisons: Vec<Comparison>,
+}
+
+impl CompareReport {
+    /// Some new run regressed against the base.
+    pub fn has_regression(&self) -> bool {
+        self.comparisons.iter().any(Comparison::has_regression)
+    }
+}
+
+#[cfg(test)]
+mod tests;

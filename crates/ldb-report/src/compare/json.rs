@@ -1,0 +1,98 @@
+//! `compare --format json`: the comparison as one JSON object with stable
+//! keys (documented in `docs/compare.md`, version in `compare_format`).
+
+use serde_json::{Map, Value, json};
+
+use super::cells::{CellComparison, PrefillComparison};
+use super::metric::{Change, Estimate};
+use super::{CompareReport, Comparison, RunLabel, SIGNIFICANCE_NOTE};
+
+/// Layout version of the JSON; raised when a key changes meaning or goes away.
+pub const COMPARE_FORMAT: u32 = 1;
+
+/// The whole report as a JSON value.
+pub fn to_json(r: &CompareReport) -> Value {
+    json!({
+        "compare_format": COMPARE_FORMAT,
+        "threshold_pct": r.threshold_pct,
+        "forced": r.forced,
+        "significance": "not_tested_single_run",
+        "significance_note": SIGNIFICANCE_NOTE,
+        "regression": r.has_regression(),
+        "comparisons": r.comparisons.iter().map(comparison).collect::<Vec<_>>(),
+    })
+}
+
+fn comparison(c: &Comparison) -> Value {
+    use super::metric::Verdict as V;
+    json!({
+        "base": run(&c.base),
+        "new": run(&c.new),
+        "comparable": c.blocking().is_empty(),
+        "settings_differences": c.settings.iter().map(|d| json!({
+            "key": d.key,
+            "base": d.base,
+            "new": d.new,
+            "blocking": d.blocking,
+        })).collect::<Vec<_>>(),
+        "regression": c.has_regression(),
+        "counts": {
+            "regression": c.count(V::Regression),
+            "improvement": c.count(V::Improvement),
+            "unchanged": c.count(V::Unchanged),
+            "not_comparable": c.count(V::NotComparable),
+        },
+        "cells": c.cells.iter().map(cell).collect::<Vec<_>>(),
+        "prefill": c.prefill.iter().map(prefill).collect::<Vec<_>>(),
+    })
+}
+
+fn run(l: &RunLabel) -> Value {
+    json!({
+        "file": l.file,
+        "engine": l.engine,
+        "engine_version": l.engine_version,
+        "model": l.model,
+        "started_at": l.started_at,
+    })
+}
+
+fn cell(c: &CellComparison) -> Value {
+    let mut metrics = Map::new();
+    for (m, ch) in &c.changes {
+        metrics.insert(m.key().into(), change(ch));
+    }
+    json!({
+        "layer": c.key.layer.as_str(),
+        "context_tokens": c.key.context_tokens,
+        "concurrency": c.key.concurrency,
+        "base_status": c.base_status.map(|s| s.as_str()),
+        "new_status": c.new_status.map(|s| s.as_str()),
+        "outcome": c.outcome.as_str(),
+        "verdict": c.verdict.as_str(),
+        "metrics": metrics,
+    })
+}
+
+fn prefill(p: &PrefillComparison) -> Value {
+    json!({
+        "context_tokens": p.context_tokens,
+        "base_measured": p.base_measured,
+        "new_measured": p.new_measured,
+        "outcome": p.outcome.as_str(),
+        "verdict": p.verdict.as_str(),
+        "metrics": { "tok_per_sec": change(&p.tok_per_sec) },
+    })
+}
+
+fn change(ch: &Change) -> Value {
+    let v = |e: Option<Estimate>| e.map(|e| e.value);
+    json!({
+        "base": v(ch.base),
+        "new": v(ch.new),
+        "change_pct": ch.change_pct,
+        "better": ch.direction.as_str(),
+        "verdict": ch.verdict.as_str(),
+        "significance": ch.significance.as_str(),
+    })
+}

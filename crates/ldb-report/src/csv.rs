@@ -1,0 +1,147 @@
+//! `report --csv`: one row per cell (decode and burst), for spreadsheets
+//! and scripts.
+//!
+//! Column names are stable: snake_case, the result file's key where the
+//! value is a key of the cell (`kind` is the only added one). Empty fields
+//! are JSON `null` (not measured or not reported). `docs/report.md` lists
+//! every column with its unit.
+
+use std::io::Write;
+
+use ldb_core::document::ResultDocument;
+use ldb_core::result::{CellResult, Dist};
+
+/// One column: its name and how a cell fills it.
+struct Column {
+    name: &'static str,
+    value: fn(&CellResult) -> String,
+}
+
+fn f(v: f64) -> String {
+    if v.is_finite() {
+        v.to_string()
+    } else {
+        String::new()
+    }
+}
+
+fn of(v: Option<f64>) -> String {
+    v.map_or_else(String::new, f)
+}
+
+fn dist(d: Option<Dist>, pick: fn(&Dist) -> f64) -> String {
+    d.as_ref().map_or_else(String::new, |d| f(pick(d)))
+}
+
+macro_rules! col {
+    ($name:literal, $body:expr) => {
+        Column {
+            name: $name,
+            value: $body,
+        }
+    };
+}
+
+/// The columns in file order. The first two (`kind`, then the cell key) are
+/// filled by the writer; these follow them.
+const COLUMNS: &[Column] = &[
+    col!("concurrency", |c| c.concurrency.to_string()),
+    col!("context_tokens", |c| c.context_tokens.to_string()),
+    col!("benchmark_mode", |c| c.benchmark_mode.as_str().to_string()),
+    col!("status", |c| c.ext.status.as_str().to_string()),
+    col!("aggregate_tps", |c| of(c.aggregate_tps)),
+    col!("per_request_avg_tps", |c| of(c.per_request_avg_tps)),
+    col!("effective_concurrency", |c| f(c
+        .sched
+        .effective_concurrency)),
+    col!("ttft_p50", |c| dist(c.latency.ttft, |d| d.p50)),
+    col!("ttft_p90", |c| dist(c.latency.ttft, |d| d.p90)),
+    col!("ttft_p99", |c| dist(c.latency.ttft, |d| d.p99)),
+    col!("ttfo_p50", |c| dist(c.latency.ttfo, |d| d.p50)),
+    col!("ttfo_p99", |c| dist(c.latency.ttfo, |d| d.p99)),
+    col!("inter_token_latency_p50", |c| f(c
+        .latency
+        .inter_token_latency
+        .p50)),
+    col!("inter_token_latency_p99", |c| f(c
+        .latency
+        .inter_token_latency
+        .p99)),
+    col!("output_tps_per_user_p50", |c| f(c
+        .latency
+        .output_tps_per_user
+        .p50)),
+    col!("request_latency_p50", |c| f(c.latency.request_latency.p50)),
+    col!("request_latency_p99", |c| f(c.latency.request_latency.p99)),
+    col!("token_gap_p50", |c| of(c.ext.token_gap_p50)),
+    col!("token_gap_p99", |c| of(c.ext.token_gap_p99)),
+    col!("token_gap_max", |c| of(c.ext.token_gap_max)),
+    col!("total_tokens", |c| c.total_tokens.to_string()),
+    col!("measurement_seconds", |c| f(c.measurement_seconds)),
+    col!("request_count", |c| c.latency.request_count.to_string()),
+    col!("num_completed", |c| c.num_completed.to_string()),
+    col!("num_errors", |c| c.num_errors.to_string()),
+    col!("error_rate", |c| f(c.ext.error_rate)),
+    col!("avg_running_reqs", |c| f(c.sched.avg_running_reqs)),
+    col!("avg_queue_reqs", |c| f(c.sched.avg_queue_reqs)),
+    col!("server_utilization", |c| f(c.server_utilization)),
+    col!("server_spec_accept_length", |c| f(c.spec.accept_length)),
+    col!("tokens_per_joule", |c| f(c.ext.tokens_per_joule)),
+    col!("status_reason", |c| c.ext.status_reason.clone()),
+];
+
+/// The header row, in file order.
+pub fn header() -> Vec<&'static str> {
+    std::iter::once("kind")
+        .chain(COLUMNS.iter().map(|c| c.name))
+        .collect()
+}
+
+/// Writes the CSV of `doc` (header, then the decode cells in run order,
+/// then the burst cells) to `w`.
+pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
+    let mut out = ::csv::Writer::from_writer(w);
+    out.write_record(header())?;
+    for (kind, cells) in [("decode", &doc.results), ("burst", &doc.burst_results)] {
+        for c in cells {
+            let row =
+                std::iter::once(kind.to_string()).chain(COLUMNS.iter().map(|col| (col.value)(c)));
+            out.write_record(row)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_names_are_unique_snake_case() {
+        let h = header();
+        let mut seen = std::collections::HashSet::new();
+        for name in &h {
+            assert!(seen.insert(*name), "duplicate {name}");
+            assert!(
+                name.chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
+            );
+        }
+    }
+
+    #[test]
+    fn a_reason_with_commas_and_quotes_stays_one_field() {
+        let mut doc = ResultDocument::default();
+        let mut c = CellResult::default();
+        c.ext.status_reason = "HTTP 500: \"boom\", then more\nlines".into();
+        doc.results.push(c);
+        let mut buf = Vec::new();
+        write(&doc, &mut buf).expect("written");
+        let mut r = ::csv::Reader::from_reader(buf.as_slice());
+        let row = r.records().next().expect("a row").expect("parses");
+        assert_eq!(row.len(), header().len());
+        assert_eq!(&row[row.len() - 1], "HTTP 500: \"boom\", then more\nlines");
+        assert_eq!(&row[0], "decode");
+    }
+}
