@@ -302,7 +302,8 @@ fn spawn_ui(
         }
     });
     tokio::spawn(async move {
-        while stop_signal().await {
+        let mut signals = StopSignals::new();
+        while signals.next().await {
             if ctl_tx.send(Control::Stop).await.is_err() {
                 break;
             }
@@ -311,28 +312,56 @@ fn spawn_ui(
     ui
 }
 
-/// The next Ctrl-C (SIGINT), SIGTERM or SIGHUP; false when signals cannot
-/// be received.
-#[cfg(unix)]
-async fn stop_signal() -> bool {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return tokio::signal::ctrl_c().await.is_ok();
-    };
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.is_ok(),
-        _ = term.recv() => true,
-        _ = hup.recv() => true,
-    }
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP. The streams are made once: a signal
+/// arriving between two waits is then still seen.
+struct StopSignals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
-/// The next Ctrl-C; false when it cannot be received.
-#[cfg(not(unix))]
-async fn stop_signal() -> bool {
-    tokio::signal::ctrl_c().await.is_ok()
+impl StopSignals {
+    fn new() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+                hup: signal(SignalKind::hangup()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// The next stop signal; false when none can be received.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+                match s {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            }
+            if self.int.is_none() && self.term.is_none() && self.hup.is_none() {
+                return false;
+            }
+            tokio::select! {
+                r = recv(&mut self.int) => r.is_some(),
+                r = recv(&mut self.term) => r.is_some(),
+                r = recv(&mut self.hup) => r.is_some(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
+    }
 }
 
 /// The second stop: wait for a save in progress to finish (holding the save
