@@ -157,7 +157,8 @@ fn uninterrupted() -> (BTreeSet<(u64, u64)>, BTreeSet<String>) {
 /// SIGKILL after the first saved cell, then `--resume`: the same cells and
 /// prefill rows as an uninterrupted run, the carried cell byte for byte,
 /// and the resume recorded in the metadata. A mismatching rerun of the
-/// finished file is refused with the difference and leaves it untouched.
+/// finished file is refused with the difference and leaves it untouched; a
+/// cell marked `error` is measured again on the next resume, nothing else.
 #[test]
 fn a_killed_run_resumed_ends_with_the_cells_of_an_uninterrupted_one() {
     let (want_cells, want_prefill) = uninterrupted();
@@ -235,6 +236,64 @@ fn a_killed_run_resumed_ends_with_the_cells_of_an_uninterrupted_one() {
         "{shown}"
     );
     assert_eq!(std::fs::read(&out).expect("file"), before);
+
+    // A failed cell is measured again; the prefill row its scout recorded is
+    // kept as it was (the scout runs, the row is not recorded again), and so
+    // is every other cell.
+    let mut edited = read(&out);
+    let cells_now = edited["results"].as_array().expect("results").clone();
+    let at = cells_now
+        .iter()
+        .position(|c| c["concurrency"] == 1 && c["context_tokens"] == 1024)
+        .expect("C=1 ctx=1k");
+    edited["results"][at]["status"] = "error".into();
+    let row = serde_json::to_string(&edited["prefill"]["1024"]).expect("row");
+    std::fs::write(&out, serde_json::to_string_pretty(&edited).expect("JSON")).expect("write");
+    let o = run_to_end(&again);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = read(&out);
+    assert_valid(&doc);
+    assert_eq!(cells(&doc), want_cells);
+    assert_eq!(
+        serde_json::to_string(&doc["prefill"]["1024"]).expect("row"),
+        row,
+        "the prefill row was measured again"
+    );
+    let redone = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|c| c["concurrency"] == 1 && c["context_tokens"] == 1024)
+        .expect("cell");
+    assert_eq!(redone["status"], "ok", "{redone}");
+    assert_ne!(
+        redone["window_start_unix"], cells_now[at]["window_start_unix"],
+        "not measured again"
+    );
+    for (i, c) in cells_now.iter().enumerate().filter(|(i, _)| *i != at) {
+        let kept = doc["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|k| {
+                k["concurrency"] == c["concurrency"] && k["context_tokens"] == c["context_tokens"]
+            })
+            .expect("cell");
+        assert_eq!(kept, c, "cell {i} changed");
+    }
+    let resumed = &doc["metadata"]["resumed"];
+    assert_eq!(resumed["count"], 2, "{resumed}");
+    assert_eq!(
+        resumed["history"][1]["carried_cells"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "{resumed}"
+    );
+    assert_eq!(
+        resumed["history"][1]["carried_prefill_contexts"],
+        serde_json::json!([1024])
+    );
 }
 
 /// Files that cannot be continued: each a one-line error, exit code 2, the
