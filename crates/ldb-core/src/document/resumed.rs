@@ -46,3 +46,33 @@ impl Resumed {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::CellStatus;
+
+    #[test]
+    fn each_resume_is_appended_and_counted() {
+        let first = Resumed::push(None, ResumeEntry::default());
+        assert_eq!(first.count, 1);
+        let entry = ResumeEntry {
+            at_unix: 2.0,
+            ..ResumeEntry::default()
+        };
+        let second = Resumed::push(Some(first), entry);
+        assert_eq!(second.count, 2);
+        assert_eq!(second.history[1].at_unix, 2.0);
+    }
+
+    #[test]
+    fn only_error_and_no_tokens_cells_are_unfinished() {
+        use CellStatus::*;
+        for s in [Ok, CapacityLimited, SkippedKv, SkippedContext, SkippedUser] {
+            assert!(s.is_finished(), "{s:?}");
+        }
+        for s in [Error, NoTokens] {
+            assert!(!s.is_finished(), "{s:?}");
+        }
+    }
+}
