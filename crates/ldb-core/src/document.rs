@@ -12,8 +12,10 @@ use crate::result::{
 };
 
 mod load;
+mod resumed;
 
 pub use load::LoadError;
+pub use resumed::{CellKey, ResumeEntry, Resumed};
 
 /// Run configuration and outcome, first block of the result file.
 ///
@@ -147,6 +149,17 @@ pub struct Metadata {
     pub usage_mode: Option<UsageMode>,
     /// The built-in simulator scenario when `--sim` was used.
     pub sim_scenario: String,
+    /// `--prefill-contexts` as run (omitted when empty, as in files written
+    /// before the key existed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prefill_contexts: Vec<u64>,
+    /// `--prefill-metric`, normalized: `client`, `auto` or `prometheus`
+    /// (omitted when not known).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub prefill_metric: String,
+    /// The `--resume` history of this file (absent for a run never resumed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<Resumed>,
 }
 
 /// The complete result file.

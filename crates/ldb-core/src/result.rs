@@ -57,6 +57,13 @@ impl CellStatus {
         )
     }
 
+    /// True for statuses a resumed run keeps as they are: a measured value
+    /// (`ok`, `capacity_limited`) or a deliberate skip. `error` and
+    /// `no_tokens` are not finished: a resumed run measures them again.
+    pub fn is_finished(self) -> bool {
+        !matches!(self, CellStatus::Error | CellStatus::NoTokens)
+    }
+
     /// The snake_case word used in JSON.
     pub fn as_str(self) -> &'static str {
         match self {

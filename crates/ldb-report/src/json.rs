@@ -4,7 +4,8 @@
 //! the whole document to a temporary file next to the target, flushes it to
 //! disk and renames it over the target, so a reader (or a run killed at any
 //! moment) only ever sees the previous complete file or the new complete file,
-//! never a truncated one.
+//! never a truncated one. [`prepare_output`] tells before a run whether
+//! writes can succeed at all.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -67,6 +68,37 @@ pub(crate) fn write_bytes_atomic(
     Ok(())
 }
 
+/// Prepares, before a run sends anything, the writing of the result file
+/// at `path`: the path must name a file (not a directory); its directory is
+/// created when missing (the run's output goes there); and this process must
+/// be able to create files in it. The check creates a temporary file and
+/// removes it again, so it leaves no file behind.
+pub fn prepare_output(path: &Path) -> Result<()> {
+    let err = |action, cause| ReportError::Io {
+        action,
+        path: path.to_path_buf(),
+        cause,
+    };
+    let name = match path.file_name() {
+        Some(n) if !path.is_dir() => n.to_string_lossy().into_owned(),
+        _ => {
+            return Err(ReportError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        fs::create_dir_all(&dir).map_err(|e| err("create the directory of", e))?;
+    }
+    let (tmp, file) = create_temp(&dir, &name).map_err(|e| err("create", e))?;
+    drop(file);
+    fs::remove_file(&tmp).map_err(|e| err("create", e))
+}
+
 /// A new, exclusively created `.<name>.<pid>.<n>.tmp` in `dir`.
 fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     loop {
@@ -120,6 +152,72 @@ mod tests {
         );
         assert!(!msg.contains('\n'));
         assert_eq!(fs::read_to_string(&path)?, "{\"old\": true}\n");
+        assert!(leftovers(dir.path()).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn missing_directories_are_created_and_no_file_is_left()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("a/b/out.json");
+        prepare_output(&path)?;
+        let b = dir.path().join("a/b");
+        assert!(b.is_dir());
+        assert_eq!(fs::read_dir(&b)?.count(), 0, "the probe file is gone");
+        write_atomic(&path, &ResultDocument::default())?;
+        assert!(path.is_file());
+        Ok(())
+    }
+
+    #[test]
+    fn unwritable_paths_fail_the_check_and_leave_nothing()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        // A parent that is a file can never be created, whoever runs this.
+        let file = dir.path().join("plain");
+        fs::write(&file, "x")?;
+        let msg = prepare_output(&file.join("sub/out.json"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.starts_with("cannot create the directory of result file")
+                && msg.contains("plain/sub/out.json"),
+            "{msg}"
+        );
+        // A directory is not a file.
+        let msg = prepare_output(dir.path()).err().map(|e| e.to_string());
+        assert!(
+            msg.is_some_and(|m| m.contains("does not name a file")),
+            "a directory passed"
+        );
+        prepare_output(&dir.path().join("out.json"))?;
+        let names: Vec<_> = fs::read_dir(dir.path())?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("plain")]);
+        Ok(())
+    }
+
+    /// A save that fails after earlier ones leaves the last complete file.
+    #[test]
+    fn a_later_failed_save_keeps_the_previous_file()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("out.json");
+        let mut doc = ResultDocument::default();
+        doc.metadata.model = "first".into();
+        write_atomic(&path, &doc)?;
+        let before = fs::read_to_string(&path)?;
+        let res = write_bytes_atomic(&path, |f| {
+            f.write_all(b"{\"metadata\": ")?;
+            Err(io::Error::from_raw_os_error(28))
+        });
+        assert!(res.is_err());
+        assert_eq!(fs::read_to_string(&path)?, before);
+        assert!(ResultDocument::from_json_str(&before).is_ok());
         assert!(leftovers(dir.path()).is_empty());
         Ok(())
     }

@@ -14,6 +14,17 @@ pub enum PrefillMetric {
     Prometheus,
 }
 
+impl PrefillMetric {
+    /// The normalized word recorded in `metadata.prefill_metric`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrefillMetric::Client => "client",
+            PrefillMetric::Auto => "auto",
+            PrefillMetric::Prometheus => "prometheus",
+        }
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {

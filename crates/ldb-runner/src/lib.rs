@@ -23,6 +23,7 @@ pub mod prefill;
 mod prefill_phase;
 pub mod prompts;
 mod recorder;
+pub mod resume;
 pub mod run;
 mod stall;
 pub mod standalone;

@@ -44,7 +44,9 @@ pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptP
 }
 
 /// The primary matrix in plan order. The first measured cell of each
-/// integrated-prefill context records its scout as the prefill row.
+/// integrated-prefill context records its scout as the prefill row, unless
+/// the file being resumed holds that row already. Cells carried over from
+/// that file are passed by (the recorder holds them).
 pub(crate) async fn decode_matrix(
     rc: &RunCtx,
     plan: &RunPlan,
@@ -59,10 +61,11 @@ pub(crate) async fn decode_matrix(
             Phase::Decode
         }
     });
-    let mut recorded: Vec<u64> = Vec::new();
+    let mut recorded: Vec<u64> = plan.prefill_carried.clone();
     let t0 = rc.clock.now();
-    let total = plan.cells.len() as f64;
-    for (idx, planned) in plan.cells.iter().enumerate() {
+    let todo: Vec<&PlannedCell> = plan.cells.iter().filter(|p| p.carried.is_none()).collect();
+    let total = todo.len() as f64;
+    for (idx, planned) in todo.into_iter().enumerate() {
         if rc.controls.stop.is_cancelled() {
             break;
         }
@@ -143,7 +146,7 @@ pub(crate) async fn burst_matrix(
     let cfg = &rc.cfg;
     rc.live.update(|s| s.phase = Phase::Burst);
     rc.live.event("Phase 3: Burst / E2E decode request burst");
-    for planned in &plan.cells {
+    for planned in plan.cells.iter().filter(|p| p.burst_carried.is_none()) {
         if rc.controls.stop.is_cancelled() {
             break;
         }

@@ -5,9 +5,14 @@
 use std::fmt;
 
 use ldb_core::kv::{Infeasible, check};
+use ldb_core::result::CellStatus;
 use ldb_core::tokens::format_context;
 
 use crate::config::RunConfig;
+
+mod carry;
+
+pub use carry::mark_carried;
 
 /// Prompts are capped here even for models with longer contexts.
 const PREFILL_CAP: u64 = 131_072;
@@ -37,6 +42,11 @@ pub struct PlannedCell {
     pub context: u64,
     /// Why it is skipped without sending a request; `None` = measured.
     pub skip: Option<Infeasible>,
+    /// `--resume`: the status of this cell's finished result in the file,
+    /// kept as it is instead of measuring the cell again.
+    pub carried: Option<CellStatus>,
+    /// `--resume`: the same for the cell's Burst / E2E result.
+    pub burst_carried: Option<CellStatus>,
 }
 
 /// A prefill context beyond the prompt limit: recorded as skipped.
@@ -72,14 +82,22 @@ pub struct RunPlan {
     pub prompt_contexts: Vec<u64>,
     /// Decode cells in run order (none for `--prefill-only`).
     pub cells: Vec<PlannedCell>,
+    /// `--resume`: prefill rows kept from the file, not measured again.
+    pub prefill_carried: Vec<u64>,
     /// Rough lower estimate of the run's length, seconds.
     pub estimated_seconds: f64,
 }
 
 impl RunPlan {
-    /// Measured (not skipped) cells.
+    /// Measured (not skipped) cells, carried over or not.
     pub fn measured_cells(&self) -> impl Iterator<Item = &PlannedCell> {
         self.cells.iter().filter(|c| c.skip.is_none())
+    }
+
+    /// Cells of the primary matrix this run still measures: neither skipped
+    /// nor carried over from the file it resumes.
+    pub fn cells_to_measure(&self) -> impl Iterator<Item = &PlannedCell> {
+        self.measured_cells().filter(|c| c.carried.is_none())
     }
 }
 
@@ -183,6 +201,8 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
                 concurrency: c,
                 context: x,
                 skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
+                carried: None,
+                burst_carried: None,
             })
             .collect()
     };
@@ -215,6 +235,7 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
         decode_warmup,
         prompt_contexts,
         cells,
+        prefill_carried: vec![],
         estimated_seconds: 0.0,
     };
     p.estimated_seconds = estimate_seconds(cfg, &p);
@@ -237,13 +258,18 @@ pub fn beyond_prefill_limit(context: u64, max_prefill: u64, model_context: u64) 
 /// prefill row. Ramp-up on a slow server, long prefills and request-count
 /// cells (whose length depends on the server) come on top.
 fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
-    let measured = p.measured_cells().count() as f64;
+    let measured = p.cells_to_measure().count() as f64;
     let per_cell = if cfg.request_count > 0 {
         CELL_OVERHEAD_S
     } else {
         cfg.duration + CELL_OVERHEAD_S
     };
-    let rows = (p.scout_only.len() + p.standalone.len()) as f64
+    let rows = p
+        .scout_only
+        .iter()
+        .chain(&p.standalone)
+        .filter(|x| !p.prefill_carried.contains(x))
+        .count() as f64
         + f64::from(u8::from(p.prefill_warmup.is_some()));
     let warmup = if p.decode_warmup.is_some() {
         cfg.decode_warmup_seconds + CELL_OVERHEAD_S
@@ -274,6 +300,13 @@ impl fmt::Display for RunPlan {
             list(&self.scout_only),
             list(&self.standalone)
         )?;
+        if !self.prefill_carried.is_empty() {
+            writeln!(
+                f,
+                "  prefill carried over from the file: {}",
+                list(&self.prefill_carried)
+            )?;
+        }
         for s in &self.prefill_skipped {
             writeln!(
                 f,
@@ -287,21 +320,31 @@ impl fmt::Display for RunPlan {
             None => writeln!(f, "  decode warmup: off")?,
         }
         let measured = self.measured_cells().count();
-        writeln!(
+        let carried = self.cells.iter().filter(|c| c.carried.is_some()).count();
+        write!(
             f,
             "  cells: {} in order, {} measured, {} skipped",
             self.cells.len(),
             measured,
             self.cells.len() - measured
         )?;
+        if carried > 0 {
+            write!(f, ", {carried} carried over from the file")?;
+        }
+        writeln!(f)?;
         for (i, c) in self.cells.iter().enumerate() {
-            let what = match &c.skip {
-                None => "measure".to_string(),
-                Some(inf) => format!("skip: {}", inf.reason()),
+            let what = match (&c.carried, &c.skip) {
+                (Some(st), _) => format!("carried over ({})", st.as_str()),
+                (None, None) => "measure".to_string(),
+                (None, Some(inf)) => format!("skip: {}", inf.reason()),
             };
+            let burst = c
+                .burst_carried
+                .map(|st| format!("; burst carried over ({})", st.as_str()))
+                .unwrap_or_default();
             writeln!(
                 f,
-                "  {:>3}. C={} ctx={}  {what}",
+                "  {:>3}. C={} ctx={}  {what}{burst}",
                 i + 1,
                 c.concurrency,
                 format_context(c.context)

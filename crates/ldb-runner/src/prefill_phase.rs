@@ -39,7 +39,8 @@ pub(crate) async fn prefill_phase(
     if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
         return Err(RunError::Preflight(e.to_string()));
     }
-    for sk in &plan.prefill_skipped {
+    let carried = |x: &u64| plan.prefill_carried.contains(x);
+    for sk in plan.prefill_skipped.iter().filter(|s| !carried(&s.context)) {
         live.event(format!(
             "prefill skipped ctx={}: {}",
             format_context(sk.context),
@@ -53,14 +54,14 @@ pub(crate) async fn prefill_phase(
         let _ = probe(&env, &rc.model, &warm, &rc.controls.stop).await;
         live.event(format!("prefill warmup done ctx={}", format_context(w)));
     }
-    for &x in &plan.scout_only {
+    for &x in plan.scout_only.iter().filter(|x| !carried(x)) {
         if rc.controls.stop.is_cancelled() {
             break;
         }
         let row = scout_only(rc, &env, prompts, x).await;
         rec.prefill_row(x, row);
     }
-    for &x in &plan.standalone {
+    for &x in plan.standalone.iter().filter(|x| !carried(x)) {
         if rc.controls.stop.is_cancelled() {
             break;
         }

@@ -25,26 +25,48 @@ pub(crate) struct Recorder {
     save: SaveFn,
     hardware: Option<Arc<dyn Hardware>>,
     request_mode: bool,
+    /// The event log of the file being resumed; this run's lines follow it.
+    prior_events: Vec<String>,
 }
 
 impl Recorder {
-    /// Start recording `doc`; saves it once as `in_progress`.
+    /// Start recording `doc` (a fresh document, or the one a resumed run
+    /// starts from: its event log is kept ahead of this run's); saves it once
+    /// as `in_progress`.
     pub(crate) fn new(
-        doc: ResultDocument,
+        mut doc: ResultDocument,
         live: Live,
         save: SaveFn,
         hardware: Option<Arc<dyn Hardware>>,
         request_mode: bool,
     ) -> Recorder {
+        let prior_events = std::mem::take(&mut doc.event_log);
         let mut r = Recorder {
             doc,
             live,
             save,
             hardware,
             request_mode,
+            prior_events,
         };
         r.save(ldb_core::result::RunStatus::InProgress);
         r
+    }
+
+    /// Cells carried over from a resumed file show as done in the live matrix.
+    pub(crate) fn show_carried(&self, plan: &crate::plan::RunPlan) {
+        for p in plan.cells.iter().filter(|p| p.carried.is_some()) {
+            let (c, x) = (p.concurrency, p.context);
+            if let Some(cell) = self
+                .doc
+                .results
+                .iter()
+                .find(|r| r.concurrency == c && r.context_tokens == x)
+            {
+                let state = done_state(cell);
+                self.live.update(|s| set_cell(s, c, x, state));
+            }
+        }
     }
 
     /// A prefill row (measured or skipped).
@@ -133,7 +155,8 @@ impl Recorder {
             .format("%Y-%m-%dT%H:%M:%S%.6f")
             .to_string();
         doc.metadata.run_status = Some(status);
-        doc.event_log = self.live.events();
+        doc.event_log = self.prior_events.clone();
+        doc.event_log.extend(self.live.events());
         if let Some(h) = &self.hardware {
             doc.hardware_run_summary = h.summary_since(0);
         }
@@ -253,6 +276,33 @@ mod tests {
             doc.metadata.run_status,
             Some(ldb_core::result::RunStatus::Interrupted)
         );
+    }
+
+    #[test]
+    fn a_resumed_document_keeps_its_event_log_ahead_of_this_runs() {
+        let saved: Arc<Mutex<Vec<ResultDocument>>> = Arc::default();
+        let s2 = saved.clone();
+        let (live, _rx) = Live::new();
+        let prior = ResultDocument {
+            event_log: vec!["09:00:00 benchmark start".into()],
+            results: vec![cell(1, 0, 0.0)],
+            ..ResultDocument::default()
+        };
+        let mut r = Recorder::new(
+            prior,
+            live.clone(),
+            Box::new(move |d| s2.lock().expect("lock").push(d.clone())),
+            None,
+            false,
+        );
+        live.event("resuming");
+        r.decode_cell(cell(2, 0, 0.0), false);
+        let doc = r.close(false);
+        assert_eq!(doc.event_log.len(), 2);
+        assert_eq!(doc.event_log[0], "09:00:00 benchmark start");
+        assert!(doc.event_log[1].ends_with("resuming"));
+        assert_eq!(doc.results.len(), 2, "the carried cell stays first");
+        assert_eq!(saved.lock().expect("lock").len(), 3);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use ldb_client::discovery::{Discovery, discover};
 use ldb_client::scrape::Scraper;
 use ldb_client::stream::RunClock;
 use ldb_client::{ClientError, Http};
-use ldb_core::document::ResultDocument;
+use ldb_core::document::{Metadata, ResultDocument};
 use ldb_core::live::{MatrixCell, MatrixCellState, Phase};
 use ldb_core::tokens::format_context;
 use serde_json::Value;
@@ -18,12 +18,13 @@ use crate::ctx::{Controls, Hardware, RunCtx};
 use crate::kvbudget::{KvBudget, kv_budget};
 use crate::live::Live;
 use crate::matrix::{burst_matrix, decode_matrix, decode_warmup};
-use crate::plan::{RunPlan, plan};
+use crate::plan::{RunPlan, mark_carried, plan};
 use crate::prefill_phase::prefill_phase;
 use crate::prompts::{PromptPlan, size_prompts};
 use crate::recorder::{Recorder, SaveFn};
+use crate::resume::{resumed_document, setting_differences};
 pub use crate::startup::limits;
-use crate::startup::{metadata, startup_events};
+use crate::startup::{metadata, record_prompts, startup_events};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,10 @@ pub enum RunError {
     /// The first generation request failed in a way every request would.
     #[error("{0}")]
     Preflight(String),
+    /// `--resume`: the file was made against another server or with other
+    /// settings (one line listing the differences).
+    #[error("{0}")]
+    Resume(String),
 }
 
 /// How the run ended.
@@ -59,6 +64,8 @@ pub struct RunHooks {
     pub p2p: Value,
     /// Called with the document after every phase and cell (atomic save).
     pub save: SaveFn,
+    /// `--resume`: the result file being continued, as read.
+    pub resume: Option<ResultDocument>,
 }
 
 pub use crate::plan::test_order;
@@ -104,35 +111,70 @@ async fn discover_when_up(
 }
 
 /// `--dry-run`: discovery (no generation request, no prompt sizing) and the
-/// plan the run would follow. Returns the startup event lines and the plan.
-pub async fn dry_run(cfg: &RunConfig) -> Result<(Vec<String>, RunPlan), RunError> {
+/// plan the run would follow; with `resume`, the cells and rows the file
+/// already holds are marked as carried over. Returns the startup event lines
+/// and the plan.
+pub async fn dry_run(
+    cfg: &RunConfig,
+    resume: Option<&ResultDocument>,
+) -> Result<(Vec<String>, RunPlan), RunError> {
     let (live, _rx) = Live::new();
     let http = Http::new(&cfg.base_url, cfg.api_key.clone(), 2)?;
     live.event(format!("startup server={}", cfg.server_label));
     let disc = discover_when_up(&http, cfg, &live).await?;
     let kv = kv_budget(cfg, &disc, &http);
     startup_events(&live, &disc, &kv);
-    Ok((live.events(), plan(cfg, limits(&disc, &kv))))
+    let mut p = plan(cfg, limits(&disc, &kv));
+    if let Some(prior) = resume {
+        let md = metadata(cfg, &disc, &kv, p.decode_warmup.unwrap_or(0));
+        check_settings(cfg, &prior.metadata, &md)?;
+        mark_carried(&mut p, cfg, prior);
+    }
+    Ok((live.events(), p))
+}
+
+/// `--resume` refused: the file and this run differ in a compared setting.
+fn check_settings(cfg: &RunConfig, saved: &Metadata, now: &Metadata) -> Result<(), RunError> {
+    let diffs = setting_differences(saved, now);
+    if diffs.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Resume(format!(
+        "--resume: {} was made with other settings than this run ({}); rerun the command \
+         that wrote it, or drop --resume to start over",
+        cfg.output.display(),
+        diffs.join("; ")
+    )))
 }
 
 /// Run the benchmark: discovery and the plan, prompts, then the phases in
 /// order, every fact going through the recorder.
-pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError> {
+pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunError> {
     let (rc, disc, kv) = start(cfg, &hooks).await?;
-    let plan = plan(&rc.cfg, limits(&disc, &kv));
+    let mut plan = plan(&rc.cfg, limits(&disc, &kv));
+    let mut md = metadata(&rc.cfg, &disc, &kv, plan.decode_warmup.unwrap_or(0));
+    let prior = hooks.resume.take();
+    if let Some(prior) = &prior {
+        if let Err(e) = check_settings(&rc.cfg, &prior.metadata, &md) {
+            rc.scraper.stop();
+            return Err(e);
+        }
+        mark_carried(&mut plan, &rc.cfg, prior);
+    }
     let prompts = sized_prompts(&rc, &disc, &plan).await;
-    let mut doc = ResultDocument {
-        metadata: metadata(
-            &rc.cfg,
-            &disc,
-            &kv,
-            &prompts,
-            plan.decode_warmup.unwrap_or(0),
-        ),
-        startup_diagnostics: hooks.diagnostics.clone(),
-        nvidia_p2p_override: hooks.p2p.clone(),
-        ..ResultDocument::default()
+    record_prompts(&mut md, &prompts);
+    let mut doc = match prior {
+        Some(prior) => {
+            announce_resume(&rc, &plan);
+            resumed_document(prior, md, &plan, unix_now())
+        }
+        None => ResultDocument {
+            metadata: md,
+            ..ResultDocument::default()
+        },
     };
+    doc.startup_diagnostics = hooks.diagnostics.clone();
+    doc.nvidia_p2p_override = hooks.p2p.clone();
     doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_object();
     doc.metadata.nvidia_p2p_override_effective = hooks
         .p2p
@@ -147,6 +189,7 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         rc.hardware.clone(),
         request_mode,
     );
+    rec.show_carried(&plan);
     if let Err(e) = prefill_phase(&rc, &plan, &prompts, &mut rec).await {
         rc.scraper.stop();
         return Err(e);
@@ -160,6 +203,24 @@ pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError
         burst_matrix(&rc, &plan, &prompts, &mut rec).await;
     }
     Ok(end_run(&rc, rec, "run complete"))
+}
+
+/// The resume in the event log: what the file holds and what is left.
+fn announce_resume(rc: &RunCtx, plan: &RunPlan) {
+    let carried = plan.cells.iter().filter(|c| c.carried.is_some()).count();
+    let left = plan.cells_to_measure().count();
+    rc.live.event(format!(
+        "resuming {}: {carried} cells and {} prefill rows carried over, {left} cells to measure",
+        rc.cfg.output.display(),
+        plan.prefill_carried.len(),
+    ));
+}
+
+/// Seconds since the Unix epoch (0 when the clock is before it).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Discovery, the KV budget, the scraper and the live view's header: the

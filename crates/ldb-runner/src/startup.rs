@@ -47,20 +47,22 @@ pub(crate) fn startup_events(live: &Live, d: &Discovery, kv: &KvBudget) {
     }
 }
 
-/// The result's metadata as known before the first cell.
-pub(crate) fn metadata(
-    cfg: &RunConfig,
-    d: &Discovery,
-    kv: &KvBudget,
-    plan: &PromptPlan,
-    warm_ctx: u64,
-) -> Metadata {
-    let request_mode = cfg.request_count > 0;
-    let prompt_tokens: BTreeMap<String, u64> = plan
+/// How prompts were sized, into the metadata.
+pub(crate) fn record_prompts(md: &mut Metadata, plan: &PromptPlan) {
+    md.token_targeting = plan.targeting.into();
+    md.chars_per_token = plan.model.chars_per_token;
+    md.prompt_overhead_tokens = plan.model.overhead_tokens;
+    md.prompt_tokens_by_context = plan
         .by_ctx
         .iter()
         .filter_map(|(k, p)| Some((k.to_string(), p.tokens?)))
-        .collect();
+        .collect::<BTreeMap<String, u64>>();
+}
+
+/// The result's metadata as known after discovery, before prompts are sized
+/// (see [`record_prompts`]).
+pub(crate) fn metadata(cfg: &RunConfig, d: &Discovery, kv: &KvBudget, warm_ctx: u64) -> Metadata {
+    let request_mode = cfg.request_count > 0;
     Metadata {
         version: env!("CARGO_PKG_VERSION").into(),
         engine: d.engine.as_str().into(),
@@ -115,11 +117,9 @@ pub(crate) fn metadata(
         cp_size: kv.cp_size,
         cp_source: kv.cp_source.clone(),
         concurrency_levels_run: cfg.concurrency.clone(),
-        token_targeting: plan.targeting.into(),
-        chars_per_token: plan.model.chars_per_token,
-        prompt_overhead_tokens: plan.model.overhead_tokens,
-        prompt_tokens_by_context: prompt_tokens,
         sim_scenario: cfg.sim_scenario.clone(),
+        prefill_contexts: cfg.prefill_contexts.clone(),
+        prefill_metric: cfg.prefill_metric.as_str().into(),
         ..Metadata::default()
     }
 }

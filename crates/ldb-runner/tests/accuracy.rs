@@ -258,6 +258,7 @@ async fn stop_keeps_finished_cells_and_marks_the_run_interrupted() {
         diagnostics: serde_json::json!({}),
         p2p: serde_json::json!({}),
         save: Box::new(move |d| *saved2.lock().expect("lock") = Some(d.to_json_string())),
+        resume: None,
     };
     let out = run(cfg, hooks).await.expect("run");
     assert!(out.interrupted);

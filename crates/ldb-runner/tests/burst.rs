@@ -48,6 +48,7 @@ async fn bench(cfg: RunConfig) -> ResultDocument {
         diagnostics: serde_json::json!({}),
         p2p: serde_json::json!({}),
         save: Box::new(|_| {}),
+        resume: None,
     };
     run(cfg, hooks).await.expect("run").doc
 }

@@ -39,6 +39,7 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
         diagnostics: serde_json::json!({}),
         p2p: serde_json::json!({}),
         save: Box::new(|_| {}),
+        resume: None,
     };
     let doc = run(cfg, hooks).await.expect("run").doc;
     let m = &doc.metadata;

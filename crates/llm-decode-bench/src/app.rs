@@ -88,12 +88,22 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         )));
     }
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    let resume = if a.resume {
+        Some(load_for_resume(&cfg.output)?)
+    } else {
+        None
+    };
+    if !a.dry_run {
+        // Before anything is sent: a run whose result cannot be saved is wasted.
+        ldb_report::json::prepare_output(&cfg.output)
+            .map_err(|e| AppError::Output(e.to_string()))?;
+    }
     let sim = match a.sim.clone() {
         Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg).await?),
         None => None,
     };
     if a.dry_run {
-        let r = dry_run(&cfg).await;
+        let r = dry_run(&cfg, resume.as_ref()).await;
         if let Some(s) = sim {
             s.shutdown().await;
         }
@@ -103,7 +113,8 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     let (live, rx) = Live::new();
     startup.announce(&live);
     let controls = Arc::new(Controls::default());
-    let ui = spawn_ui(&a, rx, &controls);
+    let save_lock: Arc<Mutex<()>> = Arc::default();
+    let ui = spawn_ui(&a, rx, &controls, &save_lock, &cfg.output);
     publish_hardware(&live, &startup.monitor);
     let save_error: Arc<Mutex<Option<String>>> = Arc::default();
     let hooks = RunHooks {
@@ -112,7 +123,8 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
         diagnostics: startup.diagnostics,
         p2p: startup.p2p,
-        save: atomic_save(cfg.output.clone(), save_error.clone()),
+        save: atomic_save(cfg.output.clone(), save_error.clone(), save_lock),
+        resume,
     };
     let opts = ldb_report::text::TextOptions {
         width: terminal_width(),
@@ -126,7 +138,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     if let Some(s) = sim {
         s.shutdown().await;
     }
-    let outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
+    let outcome = result.map_err(run_error)?;
     let mut out = std::io::stdout().lock();
     if outcome.interrupted {
         let _ = writeln!(out, "Interrupted by user. Saving partial results...");
@@ -237,11 +249,42 @@ impl Startup {
     }
 }
 
-/// The dashboard (or plain progress) and the controls: keys, and Ctrl-C as Stop.
+/// A run that cannot start: a refused `--resume` is a configuration problem
+/// (exit 2), anything else the server's (exit 3).
+fn run_error(e: ldb_runner::RunError) -> AppError {
+    match e {
+        ldb_runner::RunError::Resume(m) => AppError::Config(m),
+        other => AppError::Server(other.to_string()),
+    }
+}
+
+/// `--resume`: the result file to continue, read and checked before anything
+/// is sent. Every failure is one line and exit code 2; the file is untouched.
+fn load_for_resume(
+    output: &std::path::Path,
+) -> Result<ldb_core::document::ResultDocument, AppError> {
+    if !output.exists() {
+        return Err(AppError::Config(format!(
+            "--resume: {} does not exist, so there is no run to continue (drop --resume to start one)",
+            output.display()
+        )));
+    }
+    let doc = ldb_report::load_result_file(output)
+        .map_err(|e| AppError::Config(format!("--resume: {e}")))?;
+    ldb_runner::resume::check_resumable(&doc)
+        .map_err(|e| AppError::Config(format!("--resume: {}: {e}", output.display())))?;
+    Ok(doc)
+}
+
+/// The dashboard (or plain progress) and the controls: keys, and Ctrl-C,
+/// SIGTERM and SIGHUP as Stop. A second Stop exits at once (exit code 130)
+/// once no save is in progress, so the file on disk is the last complete save.
 fn spawn_ui(
     a: &BenchArgs,
     rx: tokio::sync::watch::Receiver<ldb_core::live::LiveSnapshot>,
     controls: &Arc<Controls>,
+    save_lock: &Arc<Mutex<()>>,
+    output: &std::path::Path,
 ) -> ldb_tui::UiHandle {
     let (ctl_tx, mut ctl_rx) = mpsc::channel::<Control>(8);
     let mode = ldb_tui::choose_mode(a.display_mode.as_deref().and_then(parse_mode));
@@ -252,20 +295,89 @@ fn spawn_ui(
     };
     let ui = ldb_tui::spawn(mode, rx, ctl_tx.clone(), opts);
     let controls = controls.clone();
+    let (save_lock, output) = (save_lock.clone(), output.to_path_buf());
     tokio::spawn(async move {
         while let Some(c) = ctl_rx.recv().await {
             match c {
                 Control::Skip => controls.skip(),
+                Control::Stop if controls.stop.is_cancelled() => exit_now(&save_lock, &output),
                 Control::Stop => controls.stop.cancel(),
             }
         }
     });
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = ctl_tx.send(Control::Stop).await;
+        let mut signals = StopSignals::new();
+        while signals.next().await {
+            if ctl_tx.send(Control::Stop).await.is_err() {
+                break;
+            }
         }
     });
     ui
+}
+
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP. The streams are made once: a signal
+/// arriving between two waits is then still seen.
+struct StopSignals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn new() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+                hup: signal(SignalKind::hangup()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// The next stop signal; false when none can be received.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+                match s {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            }
+            if self.int.is_none() && self.term.is_none() && self.hup.is_none() {
+                return false;
+            }
+            tokio::select! {
+                r = recv(&mut self.int) => r.is_some(),
+                r = recv(&mut self.term) => r.is_some(),
+                r = recv(&mut self.hup) => r.is_some(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
+    }
+}
+
+/// The second stop: wait for a save in progress to finish (holding the save
+/// lock so no other begins), give the terminal back and exit 130.
+fn exit_now(save_lock: &Mutex<()>, output: &std::path::Path) -> ! {
+    let _held = save_lock.lock().unwrap_or_else(|p| p.into_inner());
+    ldb_tui::terminal::restore();
+    eprintln!(
+        "interrupted again: stopped at once; {} holds the last saved result (continue it with --resume)",
+        output.display()
+    );
+    std::process::exit(exit::INTERRUPTED);
 }
 
 /// Hardware readings into the live view once a second.
@@ -280,15 +392,21 @@ fn publish_hardware(live: &Live, monitor: &MonitorHandle) {
     });
 }
 
-/// The runner's save hook: an atomic write of the result file; the first
-/// failure is kept for the exit code.
+/// The runner's save hook: an atomic write of the result file under the
+/// save lock (see [`exit_now`]). A failed save leaves the previous file as
+/// it was; the first failure is kept for the exit code.
 fn atomic_save(
     output: std::path::PathBuf,
     error: Arc<Mutex<Option<String>>>,
+    lock: Arc<Mutex<()>>,
 ) -> Box<dyn Fn(&ldb_core::document::ResultDocument) + Send + Sync> {
     Box::new(move |doc| {
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
-            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e.to_string());
         }
     })
 }
@@ -368,11 +486,14 @@ fn args_for_diagnostics(a: &BenchArgs) -> Vec<(String, Value)> {
 }
 
 /// `--dry-run`: what the run would do, from discovery alone; no generation
-/// request is sent.
-async fn dry_run(cfg: &ldb_runner::config::RunConfig) -> Result<i32, AppError> {
-    let (events, plan) = ldb_runner::run::dry_run(cfg)
+/// request is sent. With `--resume`, what the file holds is marked as carried over.
+async fn dry_run(
+    cfg: &ldb_runner::config::RunConfig,
+    resume: Option<&ldb_core::document::ResultDocument>,
+) -> Result<i32, AppError> {
+    let (events, plan) = ldb_runner::run::dry_run(cfg, resume)
         .await
-        .map_err(|e| AppError::Server(e.to_string()))?;
+        .map_err(run_error)?;
     for e in events {
         println!("{e}");
     }

@@ -14,7 +14,8 @@ Exit codes:
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
        with --prefill-only: no prefill row was measured)
   5    the result file (or a report file of `report`) could not be written
-  130  interrupted (q / Ctrl-C): the partial result was saved and reported";
+  130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
+       a second Ctrl-C or signal exits at once, leaving the last saved result file";
 
 /// Sustained-decode and prefill benchmark for LLM inference servers.
 #[derive(Debug, Parser)]
@@ -257,6 +258,10 @@ pub struct BenchArgs {
     /// Dashboard redraws per second at most (0.2–10) [default: 10].
     #[arg(long, value_name = "HZ")]
     pub refresh_rate: Option<f64>,
+    /// Continue the run saved in --output: keep its finished cells and prefill rows, measure
+    /// the failed and missing ones (same server, model, engine version and settings required).
+    #[arg(long)]
+    pub resume: bool,
     /// Discover the server, print the run plan (cells in order, skips with
     /// their reasons, estimated time) and exit 0 without generating anything.
     #[arg(long)]

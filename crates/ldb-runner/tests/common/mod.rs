@@ -72,6 +72,7 @@ pub async fn bench(cfg: RunConfig, controls: Arc<Controls>) -> (ResultDocument, 
         diagnostics: serde_json::json!({}),
         p2p: serde_json::json!({}),
         save: Box::new(|_| {}),
+        resume: None,
     };
     let out = run(cfg, hooks).await.expect("run");
     (out.doc, out.interrupted)
