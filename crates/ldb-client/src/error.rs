@@ -74,18 +74,28 @@ impl ClientError {
         if e.is_timeout() {
             return ClientError::Timeout { url };
         }
-        let mut detail = e.to_string();
-        let mut src = std::error::Error::source(e);
-        while let Some(s) = src {
-            detail = s.to_string();
-            src = s.source();
-        }
+        let mut detail = transport_detail(e);
         if detail.to_ascii_lowercase().contains("certificate") || detail.contains("tls") {
             detail = format!("TLS failure: {detail}");
         }
         ClientError::Connect { url, detail }
     }
+}
 
+/// The innermost cause of a transport error, in the transport's words
+/// ("unexpected EOF during chunk size line"): for a body that broke after the
+/// answer began, where "cannot connect" would be wrong.
+pub fn transport_detail(e: &reqwest::Error) -> String {
+    let mut detail = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        detail = s.to_string();
+        src = s.source();
+    }
+    detail
+}
+
+impl ClientError {
     /// Map a non-success status with its body.
     pub fn from_status(url: &str, status: u16, body: &str) -> ClientError {
         let url = url.to_string();

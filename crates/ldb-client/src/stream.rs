@@ -234,9 +234,14 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(e) => {
+                let why = if e.is_timeout() {
+                    "timed out".to_string()
+                } else {
+                    crate::error::transport_detail(&e)
+                };
                 out.track.mark_error(RequestError::new(
                     FailureKind::StreamBroken,
-                    format!("stream broken: {}", ClientError::from_reqwest(&url, &e)),
+                    format!("stream broken after the answer began ({url}): {why}"),
                 ));
                 break;
             }

@@ -1,7 +1,9 @@
 //! Faults injected by the simulator end in labelled cells, and the run goes
-//! on: here, streams whose tokens stop while the connection stays open
-//! (`--stream-idle-timeout`). Other faults: `accuracy.rs` (HTTP errors),
-//! `fidelity.rs` (drops, malformed lines, slow front ends).
+//! on: streams whose tokens stop while the connection stays open
+//! (`--stream-idle-timeout`), streams cut mid-response, malformed chunks, and
+//! `/metrics` failing. Other faults: `accuracy.rs` (HTTP errors on every
+//! request), `fidelity.rs` (a few failures under `--max-error-rate`, slow
+//! front ends).
 
 mod common;
 
@@ -34,5 +36,68 @@ async fn streams_that_go_silent_fail_at_the_idle_limit_and_the_cell_says_why() {
     assert!(r.aggregate_tps.is_none());
     // Nothing waited out the 30 s stalls.
     assert!(t0.elapsed().as_secs_f64() < 25.0, "{:?}", t0.elapsed());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_cut_mid_response_fail_and_the_cell_says_why() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| {
+        // Every stream's connection is reset after 5 tokens, without [DONE].
+        s.faults.drop_after_tokens = 5;
+    })
+    .await;
+    let mut cfg = config(&sim, &[2], &[0], 2.0);
+    cfg.cell_warmup_timeout = 8.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Error, "{:?}", r.ext);
+    assert!(
+        r.ext
+            .status_reason
+            .contains("stream broken after the answer began")
+            && !r.ext.status_reason.contains("cannot connect"),
+        "{}",
+        r.ext.status_reason
+    );
+    assert!(r.aggregate_tps.is_none());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_chunks_fail_their_requests_and_the_cell_says_why() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| {
+        // One truncated-JSON data: line after 5 tokens in every stream.
+        s.faults.malformed_after_tokens = 5;
+    })
+    .await;
+    let mut cfg = config(&sim, &[2], &[0], 2.0);
+    cfg.cell_warmup_timeout = 8.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Error, "{:?}", r.ext);
+    assert!(
+        r.ext.status_reason.contains("malformed stream chunk"),
+        "{}",
+        r.ext.status_reason
+    );
+    assert!(r.aggregate_tps.is_none());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_metrics_scrapes_leave_the_client_measurement_standing() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| {
+        // Half of all /metrics requests answer HTTP 500, discovery's included.
+        s.faults.metrics_fail_share = 0.5;
+    })
+    .await;
+    let cfg = config(&sim, &[2], &[0], 2.0);
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Ok, "{:?}", r.ext);
+    assert!(r.aggregate_tps.unwrap_or(0.0) > 0.0, "{r:?}");
     sim.shutdown().await;
 }
