@@ -39,51 +39,43 @@ async fn streams_that_go_silent_fail_at_the_idle_limit_and_the_cell_says_why() {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn streams_cut_mid_response_fail_and_the_cell_says_why() {
+/// One C = 2 cell against the simulator with `fault` set; the cell must be
+/// `error` with a reason containing `reason` (and none of `not`).
+async fn error_cell_says(fault: impl FnOnce(&mut ldb_sim::Scenario), reason: &str, not: &str) {
     let _serial = SERIAL.lock().await;
-    let sim = start(FLAT, |s| {
-        // Every stream's connection is reset after 5 tokens, without [DONE].
-        s.faults.drop_after_tokens = 5;
-    })
-    .await;
+    let sim = start(FLAT, fault).await;
     let mut cfg = config(&sim, &[2], &[0], 2.0);
     cfg.cell_warmup_timeout = 8.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &doc.results[0];
     assert_eq!(r.ext.status, CellStatus::Error, "{:?}", r.ext);
-    assert!(
-        r.ext
-            .status_reason
-            .contains("stream broken after the answer began")
-            && !r.ext.status_reason.contains("cannot connect"),
-        "{}",
-        r.ext.status_reason
-    );
+    let why = &r.ext.status_reason;
+    assert!(why.contains(reason), "{why}");
+    assert!(not.is_empty() || !why.contains(not), "{why}");
     assert!(r.aggregate_tps.is_none());
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_chunks_fail_their_requests_and_the_cell_says_why() {
-    let _serial = SERIAL.lock().await;
-    let sim = start(FLAT, |s| {
-        // One truncated-JSON data: line after 5 tokens in every stream.
-        s.faults.malformed_after_tokens = 5;
-    })
+async fn streams_cut_mid_response_fail_and_the_cell_says_why() {
+    // Every stream's connection is reset after 5 tokens, without [DONE].
+    error_cell_says(
+        |s| s.faults.drop_after_tokens = 5,
+        "stream broken after the answer began",
+        "cannot connect",
+    )
     .await;
-    let mut cfg = config(&sim, &[2], &[0], 2.0);
-    cfg.cell_warmup_timeout = 8.0;
-    let (doc, _) = bench(cfg, Arc::default()).await;
-    let r = &doc.results[0];
-    assert_eq!(r.ext.status, CellStatus::Error, "{:?}", r.ext);
-    assert!(
-        r.ext.status_reason.contains("malformed stream chunk"),
-        "{}",
-        r.ext.status_reason
-    );
-    assert!(r.aggregate_tps.is_none());
-    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_chunks_fail_their_requests_and_the_cell_says_why() {
+    // One truncated-JSON data: line after 5 tokens in every stream.
+    error_cell_says(
+        |s| s.faults.malformed_after_tokens = 5,
+        "malformed stream chunk",
+        "",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

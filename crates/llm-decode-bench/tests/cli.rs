@@ -1,67 +1,11 @@
 //! The binary end to end: flags, exit codes, the result file and its schema.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
-}
+use std::path::Path;
+use std::process::Command;
 
-fn run(args: &[&str]) -> Output {
-    bin()
-        .args(args)
-        .env("COLUMNS", "140")
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn schema() -> serde_json::Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
-    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
-}
-
-fn assert_valid(doc: &serde_json::Value) {
-    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
-}
-
-/// A loopback port nothing listens on (yet).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// `llm-decode-bench sim` (quickstart) as its own process on `port`.
-fn spawn_sim(port: u16) -> std::process::Child {
-    bin()
-        .args([
-            "sim",
-            "--scenario",
-            "quickstart",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("simulator starts")
-}
-
-fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = dir.path().join(name);
-    (dir, p)
-}
+use common::{assert_valid, bin, free_port, run, spawn_sim, text, tmp};
 
 #[test]
 fn sim_run_writes_a_result_that_matches_the_schema() {

@@ -2,26 +2,13 @@
 //! differences (goldens and scaled copies of them), bad input, and two short
 //! simulator runs at known speeds.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::{run, text};
 use serde_json::Value;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin()
-        .args(args)
-        .env("COLUMNS", "140")
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn golden_text(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

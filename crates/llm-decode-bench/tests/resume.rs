@@ -5,34 +5,16 @@
 //! SIGHUP stop like Ctrl-C; an output path that cannot be written fails before
 //! any request.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
+
+use common::{assert_valid, bin, free_port, signal, spawn_sim, text, tmp};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"));
-    c.env("COLUMNS", "140");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn assert_valid(doc: &Value) {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema");
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
-}
 
 /// A small, fast matrix on the in-process simulator: four cells, one
 /// integrated prefill row (1k), one second of window each, no decode warmup.
@@ -128,20 +110,6 @@ fn spawn(args: &[String]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("benchmark starts")
-}
-
-fn signal(child: &Child, sig: &str) {
-    let st = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(st.success(), "kill {sig}");
-}
-
-fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = dir.path().join(name);
-    (dir, p)
 }
 
 /// What an uninterrupted run of `matrix_args` records on the simulator
@@ -406,14 +374,6 @@ fn a_second_signal_exits_at_once_leaving_a_valid_file() {
     assert!(temps.is_empty(), "{temps:?}");
 }
 
-/// A loopback port nothing listens on (yet).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
 /// The simulator's request counters, from its own `/metrics`.
 fn sim_requests(port: u16) -> f64 {
     use std::io::{Read, Write};
@@ -453,18 +413,7 @@ fn unwritable_dir(base: &Path) -> PathBuf {
 #[test]
 fn an_unwritable_output_fails_with_exit_5_before_any_request() {
     let port = free_port();
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
-        .args([
-            "sim",
-            "--scenario",
-            "quickstart",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("simulator starts");
+    let mut sim = spawn_sim(port);
     let base = tempfile::tempdir().expect("tempdir");
     let file = base.path().join("plain-file");
     std::fs::write(&file, "x").expect("write");

@@ -1,0 +1,84 @@
+//! What the binary's end-to-end tests against the simulator share: running
+//! the binary, reading its output, checking a result against the schema, a
+//! free loopback port and a temporary folder. (The tests against real
+//! engines share `engine/mod.rs`.)
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The binary, with a fixed terminal width so reports do not depend on the caller's.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"));
+    c.env("COLUMNS", "140");
+    c
+}
+
+/// Run the binary to its end.
+pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The result file's JSON schema (docs/result-schema.json).
+pub fn schema() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
+}
+
+/// Fail with every schema error of `doc`.
+pub fn assert_valid(doc: &Value) {
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
+}
+
+/// A loopback port nothing listens on (yet).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// `llm-decode-bench sim` (quickstart) as its own process on `port`.
+pub fn spawn_sim(port: u16) -> Child {
+    bin()
+        .args([
+            "sim",
+            "--scenario",
+            "quickstart",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("simulator starts")
+}
+
+/// `name` inside a new temporary folder (kept while the guard lives).
+pub fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join(name);
+    (dir, p)
+}
+
+/// Send `sig` (e.g. `-TERM`) to a child process.
+pub fn signal(child: &Child, sig: &str) {
+    let st = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(st.success(), "kill {sig} {}", child.id());
+}
