@@ -23,7 +23,10 @@ psi() { # "some avg10" of one pressure file, or -
   while :; do
     cpu="$(awk '$1 == "cpu" { print $2, $3, $4, $5, $6, $7, $8, $9; exit }' /proc/stat)"
     mem="$(first_value /proc/meminfo MemAvailable:)"
-    top="$(ps -eo pcpu=,ni=,stat=,comm= --sort=-pcpu 2>/dev/null | head -4 | awk '{ printf "%s%%/n%s/%s/%s ", $1, $2, $3, $4 }')"
+    # the busiest processes over the last half second (top's second frame;
+    # ps would give lifetime averages), as cpu%/nice/state/name
+    top="$(top -b -n 2 -d 0.5 -w 200 -o %CPU 2>/dev/null \
+      | awk '/^top -/ { n++ } n == 2 && $1 ~ /^[0-9]+$/ { printf "%s%%/n%s/%s/%s ", $9, $4, $8, $12; c++ } c == 4 { exit }')"
     printf '%s load %s | cpu %s | psi cpu %s mem %s io %s | avail %s kB | %s\n' \
       "$(date -u +%T)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$cpu" \
       "$(psi cpu)" "$(psi memory)" "$(psi io)" "$mem" "$top"
