@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ldb_core::live::Control;
 use ldb_core::result::CellStatus;
+use ldb_core::slo::SloSpec;
 use ldb_runner::{Controls, Hardware, Live, RunHooks};
 use ldb_telemetry::{HardwareMonitor, MonitorConfig, MonitorHandle};
 use serde_json::Value;
@@ -87,6 +88,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
             "invalid --display-mode: {m:?} (use screen or plain)"
         )));
     }
+    let slo = parse_slo(a.slo.as_deref())?;
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
     let sim = match a.sim.clone() {
         Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg).await?),
@@ -112,7 +114,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
         diagnostics: startup.diagnostics,
         p2p: startup.p2p,
-        save: atomic_save(cfg.output.clone(), save_error.clone()),
+        save: atomic_save(cfg.output.clone(), save_error.clone(), slo.clone()),
     };
     let opts = ldb_report::text::TextOptions {
         width: terminal_width(),
@@ -126,7 +128,11 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     if let Some(s) = sim {
         s.shutdown().await;
     }
-    let outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
+    let mut outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
+    // The same verdicts the saved file carries (the save hook judged its copy).
+    if let Some(spec) = &slo {
+        ldb_core::slo::evaluate(spec, &mut outcome.doc);
+    }
     let mut out = std::io::stdout().lock();
     if outcome.interrupted {
         let _ = writeln!(out, "Interrupted by user. Saving partial results...");
@@ -280,14 +286,28 @@ fn publish_hardware(live: &Live, monitor: &MonitorHandle) {
     });
 }
 
+/// `--slo`, checked before anything is sent.
+pub(crate) fn parse_slo(spec: Option<&str>) -> Result<Option<SloSpec>, AppError> {
+    spec.map(SloSpec::parse)
+        .transpose()
+        .map_err(|e| AppError::Config(e.to_string()))
+}
+
 /// The runner's save hook: an atomic write of the result file; the first
-/// failure is kept for the exit code.
+/// failure is kept for the exit code. With `--slo`, each save judges a copy
+/// of the document, so a file read mid-run carries the verdicts so far.
 fn atomic_save(
     output: std::path::PathBuf,
     error: Arc<Mutex<Option<String>>>,
+    slo: Option<SloSpec>,
 ) -> Box<dyn Fn(&ldb_core::document::ResultDocument) + Send + Sync> {
     Box::new(move |doc| {
-        if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
+        let judged = slo.as_ref().map(|spec| {
+            let mut d = doc.clone();
+            ldb_core::slo::evaluate(spec, &mut d);
+            d
+        });
+        if let Err(e) = ldb_report::json::write_atomic(&output, judged.as_ref().unwrap_or(doc)) {
             *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
         }
     })
