@@ -29,18 +29,21 @@ pub fn render(doc: &ResultDocument) -> String {
     out
 }
 
-/// A cell's `--slo` verdict: `meets` with its goodput, `FAIL` with the keys
-/// missed, `?` with the keys it has no value for.
+/// A cell's `--slo` verdict: `meets`, `FAIL` or `?`, its goodput, then the
+/// keys missed (`FAIL`) or without a value (`?`).
 fn slo_text(c: &CellResult) -> Option<String> {
     let keys = |k: &Option<Vec<String>>| k.as_deref().unwrap_or_default().join(" ");
-    match c.ext.slo_met? {
-        Some(true) => Some(match c.ext.goodput.flatten() {
-            Some(g) => format!("meets {g:.1}"),
-            None => "meets".into(),
-        }),
-        Some(false) => Some(format!("FAIL {}", keys(&c.ext.slo_failed))),
-        None => Some(format!("? {}", keys(&c.ext.slo_unknown))),
-    }
+    let goodput = c
+        .ext
+        .goodput
+        .flatten()
+        .map_or_else(|| "-".into(), |g| format!("{g:.1}"));
+    let text = match c.ext.slo_met? {
+        Some(true) => format!("meets {goodput}"),
+        Some(false) => format!("FAIL {goodput} {}", keys(&c.ext.slo_failed)),
+        None => format!("? {goodput} {}", keys(&c.ext.slo_unknown)),
+    };
+    Some(text.trim_end().to_string())
 }
 
 /// The targets and the frontier of each matrix (only with `--slo`).

@@ -166,7 +166,7 @@ fn loose_and_strict_slos_on_a_simulator_run() {
     assert_eq!(doc["slo"]["frontier"]["0"], Value::Null);
     let o = run(&["report", file.to_str().expect("path"), "--slo", STRICT]);
     let stdout = text(&o.stdout);
-    assert!(stdout.contains("FAIL ttft_p50"), "{stdout}");
+    assert!(stdout.contains("FAIL 0 ttft_p50 e2e_p50"), "{stdout}");
     assert!(stdout.contains("0: none"), "{stdout}");
 }
 

@@ -31,34 +31,34 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
         out.push(String::new());
     }
     out.extend(cx.note(
-        "meets = every target met (a value equal to its target meets it), with the cell's \
-         goodput in tok/s: the tok/s of requests that met every per-request target (TTFT, \
-         TTFO, e2e; token-gap targets are judged per cell only). FAIL names the targets \
-         missed; ? = a target the cell has no value for. Frontier = the highest concurrency \
-         of each context whose cell meets the SLO (status ok). Exit codes do not depend on \
-         the SLO.",
+        "Each cell: meets (every target met; a value equal to its target meets it), FAIL \
+         (then the targets missed) or ? (none missed, but the targets named have no value), \
+         with the cell's goodput in tok/s: the tok/s of requests that met every per-request \
+         target (TTFT, TTFO, e2e; token-gap targets are judged per cell only). Frontier = \
+         the highest concurrency of each context whose cell meets the SLO (status ok). Exit \
+         codes do not depend on the SLO.",
     ));
     out.push(String::new());
     out
 }
 
+/// `meets|FAIL|? <goodput> [keys]`: the verdict, the cell's goodput, then
+/// the targets missed (FAIL) or without a value (?).
 fn verdict(c: &CellResult) -> String {
-    let goodput = c.ext.goodput.flatten().map(rate).unwrap_or_default();
-    match c.ext.slo_met {
-        None => "-".into(),
-        Some(Some(true)) => format!("meets {goodput}").trim_end().to_string(),
-        Some(Some(false)) => {
-            format!(
-                "FAIL {}",
-                c.ext.slo_failed.as_deref().unwrap_or_default().join(" ")
-            )
-        }
-        Some(None) if cells::measured(c) => format!(
-            "? {}",
-            c.ext.slo_unknown.as_deref().unwrap_or_default().join(" ")
-        ),
-        Some(None) => cells::status_word(c.ext.status).unwrap_or("-").to_string(),
-    }
+    let goodput = match c.ext.goodput.flatten() {
+        Some(g) if g > 0.0 => rate(g),
+        Some(_) => "0".into(),
+        None => "—".into(),
+    };
+    let keys = |k: &Option<Vec<String>>| k.as_deref().unwrap_or_default().join(" ");
+    let text = match c.ext.slo_met {
+        None => return "-".into(),
+        Some(Some(true)) => format!("meets {goodput}"),
+        Some(Some(false)) => format!("FAIL {goodput} {}", keys(&c.ext.slo_failed)),
+        Some(None) if cells::measured(c) => format!("? {goodput} {}", keys(&c.ext.slo_unknown)),
+        Some(None) => return cells::status_word(c.ext.status).unwrap_or("-").to_string(),
+    };
+    text.trim_end().to_string()
 }
 
 fn grid(cx: &Ctx<'_>, title: &str, cells: &[CellResult]) -> Table {
@@ -132,7 +132,7 @@ mod tests {
         assert!(text.contains("Decode SLO frontier — "), "{text}");
         assert!(text.contains("Burst/E2E SLO frontier — "), "{text}");
         let text = render_to_string(&golden(Some("ttft_p99=0.0000001")), &opts);
-        assert!(text.contains("FAIL ttft_p99"), "{text}");
+        assert!(text.contains("FAIL — ttft_p99"), "{text}"); // no request samples: no goodput
         assert!(text.contains(": none"), "{text}");
         let md = crate::markdown::render(&golden(Some("ttft_p99=1000")));
         assert!(md.contains("## SLO frontier"), "{md}");
