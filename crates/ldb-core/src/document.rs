@@ -10,6 +10,7 @@ use crate::result::wire::{empty_as_none, zero_as_none};
 use crate::result::{
     CellResult, DecodeMode, PrefillEntry, PrefillMode, RunStatus, UsageMode, summary_tables,
 };
+use crate::slo::SloSummary;
 
 mod load;
 mod resumed;
@@ -190,6 +191,8 @@ pub struct ResultDocument {
     pub burst_results: Vec<CellResult>,
     /// Static methodology texts (`null` is written as `{}`).
     pub methodology: Value,
+    /// `--slo` targets and frontier (absent without `--slo`).
+    pub slo: Option<SloSummary>,
 }
 
 /// The file as written: the document's fields by reference, in file order,
@@ -212,6 +215,8 @@ struct DocumentOut<'a> {
     burst_results: &'a [CellResult],
     burst_summary_table: Value,
     burst_summary_table_status: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slo: Option<&'a SloSummary>,
     #[serde(serialize_with = "null_as_empty")]
     methodology: &'a Value,
 }
@@ -254,6 +259,7 @@ impl Serialize for ResultDocument {
             burst_results: &self.burst_results,
             burst_summary_table,
             burst_summary_table_status,
+            slo: self.slo.as_ref(),
             methodology: &self.methodology,
         }
         .serialize(s)

@@ -25,6 +25,7 @@ pub mod prompt;
 pub mod readiness;
 pub mod redact;
 pub mod result;
+pub mod slo;
 pub mod spec;
 pub mod sse;
 pub mod stats;

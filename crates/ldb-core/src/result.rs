@@ -306,6 +306,26 @@ pub struct CellExtras {
     /// CPUs together, seconds (Linux only; 0 on bare metal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine_steal_s: Option<f64>,
+    /// `--slo` verdict of the cell: met every target (`null`: some target
+    /// could not be judged, or the cell was not measured). Absent without `--slo`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "wire::present"
+    )]
+    pub slo_met: Option<Option<bool>>,
+    /// `--slo` keys whose percentile is above its target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_failed: Option<Vec<String>>,
+    /// `--slo` keys the cell has no value for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_unknown: Option<Vec<String>>,
+    /// `--slo` goodput, tok/s: `aggregate_tps` × the window-token share of
+    /// requests that met every per-request target (`null`: not judged).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "wire::present"
+    )]
+    pub goodput: Option<Option<f64>>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

@@ -88,6 +88,18 @@ const COLUMNS: &[Column] = &[
     col!("server_spec_accept_length", |c| f(c.spec.accept_length)),
     col!("tokens_per_joule", |c| f(c.ext.tokens_per_joule)),
     col!("status_reason", |c| c.ext.status_reason.clone()),
+    col!("slo_met", |c| c
+        .ext
+        .slo_met
+        .flatten()
+        .map_or_else(String::new, |b| b.to_string())),
+    col!("slo_failed", |c| c
+        .ext
+        .slo_failed
+        .as_deref()
+        .unwrap_or_default()
+        .join(" ")),
+    col!("goodput", |c| of(c.ext.goodput.flatten())),
 ];
 
 /// The header row, in file order.
@@ -141,7 +153,11 @@ mod tests {
         let mut r = ::csv::Reader::from_reader(buf.as_slice());
         let row = r.records().next().expect("a row").expect("parses");
         assert_eq!(row.len(), header().len());
-        assert_eq!(&row[row.len() - 1], "HTTP 500: \"boom\", then more\nlines");
+        let at = header()
+            .iter()
+            .position(|n| *n == "status_reason")
+            .expect("column");
+        assert_eq!(&row[at], "HTTP 500: \"boom\", then more\nlines");
         assert_eq!(&row[0], "decode");
     }
 }

@@ -25,7 +25,72 @@ pub fn render(doc: &ResultDocument) -> String {
             matrices(&mut out, doc, title, cells);
         }
     }
+    slo_frontier(&mut out, doc);
     out
+}
+
+/// A cell's `--slo` verdict: `meets`, `FAIL` or `?`, its goodput, then the
+/// keys missed (`FAIL`) or without a value (`?`).
+fn slo_text(c: &CellResult) -> Option<String> {
+    let keys = |k: &Option<Vec<String>>| k.as_deref().unwrap_or_default().join(" ");
+    let goodput = c
+        .ext
+        .goodput
+        .flatten()
+        .map_or_else(|| "-".into(), |g| format!("{g:.1}"));
+    let text = match c.ext.slo_met? {
+        Some(true) => format!("meets {goodput}"),
+        Some(false) => format!("FAIL {goodput} {}", keys(&c.ext.slo_failed)),
+        None => format!("? {goodput} {}", keys(&c.ext.slo_unknown)),
+    };
+    Some(text.trim_end().to_string())
+}
+
+/// The targets and the frontier of each matrix (only with `--slo`).
+fn slo_frontier(out: &mut String, doc: &ResultDocument) {
+    let Some(slo) = &doc.slo else { return };
+    let _ = writeln!(
+        out,
+        "## SLO frontier
+
+Targets (seconds): `{}`
+",
+        slo.spec
+    );
+    let mut rows = Vec::new();
+    for (matrix, f) in [("decode", &slo.frontier), ("burst", &slo.burst_frontier)] {
+        for (ctx, p) in f {
+            let n = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
+            rows.push(match p {
+                Some(p) => vec![
+                    matrix.to_string(),
+                    context(*ctx),
+                    p.concurrency.to_string(),
+                    n(p.aggregate_tps),
+                    n(p.goodput),
+                ],
+                None => vec![
+                    matrix.into(),
+                    context(*ctx),
+                    "none".into(),
+                    "-".into(),
+                    "-".into(),
+                ],
+            });
+        }
+    }
+    table(
+        out,
+        &[
+            "matrix",
+            "ctx",
+            "highest C meeting the SLO",
+            "aggregate tok/s",
+            "goodput tok/s",
+        ],
+        &rows,
+        &[0, 1],
+    );
 }
 
 fn header(out: &mut String, doc: &ResultDocument) {
@@ -114,7 +179,7 @@ fn axes(doc: &ResultDocument, cells: &[CellResult]) -> (Vec<u64>, Vec<u32>) {
 type CellText = fn(&CellResult) -> Option<String>;
 
 fn matrices(out: &mut String, doc: &ResultDocument, title: &str, cells: &[CellResult]) {
-    let views: [(&str, CellText); 4] = [
+    let mut views: Vec<(&str, CellText)> = vec![
         ("aggregate tok/s", |c| {
             c.aggregate_tps.map(|v| format!("{v:.1}"))
         }),
@@ -134,6 +199,9 @@ fn matrices(out: &mut String, doc: &ResultDocument, title: &str, cells: &[CellRe
                 .map(|x| format!("{:.1}", x * 1000.0))
         }),
     ];
+    if doc.slo.is_some() {
+        views.push(("SLO verdict (goodput tok/s)", slo_text));
+    }
     let (ctxs, concs) = axes(doc, cells);
     let mut head = vec!["ctx \\ C".to_string()];
     head.extend(concs.iter().map(ToString::to_string));

@@ -4,7 +4,8 @@
 //! **Prefill**, the **Phase 2** panel, **Aggregate tok/s + TTFT/ITL**,
 //! **Per-Request tok/s**, **Client request latency: p50 / p90 ms**,
 //! **Hardware Summary** and **Whole-run GPU Power**, **Phase 3** (burst grid
-//! and p50 table, or a "not run" note) and the **Primary Summary** (prefill and
+//! and p50 table, or a "not run" note), the **SLO** verdicts and frontier
+//! (only with `--slo`) and the **Primary Summary** (prefill and
 //! aggregate decode side by side when the terminal is wide enough).
 //!
 //! `docs/report.md` describes every table, column and marker.
@@ -15,6 +16,7 @@ mod decode;
 mod format;
 mod hardware;
 mod prefill;
+mod slo;
 mod style;
 mod summary;
 mod table;
@@ -142,6 +144,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     }
     out.extend(hardware::section(&cx));
     out.extend(burst::section(&cx));
+    out.extend(slo::section(&cx));
     out.extend(summary::section(&cx));
     out
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ldb_core::live::Control;
 use ldb_core::result::CellStatus;
+use ldb_core::slo::SloSpec;
 use ldb_runner::{Controls, Hardware, Live, RunHooks};
 use ldb_telemetry::{HardwareMonitor, MonitorConfig, MonitorHandle};
 use serde_json::Value;
@@ -87,6 +88,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
             "invalid --display-mode: {m:?} (use screen or plain)"
         )));
     }
+    let slo = parse_slo(a.slo.as_deref())?;
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
     let resume = if a.resume {
         Some(load_for_resume(&cfg.output)?)
@@ -123,7 +125,12 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
         diagnostics: startup.diagnostics,
         p2p: startup.p2p,
-        save: atomic_save(cfg.output.clone(), save_error.clone(), save_lock),
+        save: atomic_save(
+            cfg.output.clone(),
+            save_error.clone(),
+            save_lock,
+            slo.clone(),
+        ),
         resume,
     };
     let opts = ldb_report::text::TextOptions {
@@ -138,7 +145,11 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     if let Some(s) = sim {
         s.shutdown().await;
     }
-    let outcome = result.map_err(run_error)?;
+    let mut outcome = result.map_err(run_error)?;
+    // The same verdicts the saved file carries (the save hook judged its copy).
+    if let Some(spec) = &slo {
+        ldb_core::slo::evaluate(spec, &mut outcome.doc);
+    }
     let mut out = std::io::stdout().lock();
     if outcome.interrupted {
         let _ = writeln!(out, "Interrupted by user. Saving partial results...");
@@ -273,6 +284,10 @@ fn load_for_resume(
         .map_err(|e| AppError::Config(format!("--resume: {e}")))?;
     ldb_runner::resume::check_resumable(&doc)
         .map_err(|e| AppError::Config(format!("--resume: {}: {e}", output.display())))?;
+    // SLO verdicts come from this run's --slo alone (every save judges the
+    // whole document again); the stopped run's verdicts do not carry over.
+    let mut doc = doc;
+    ldb_core::slo::clear(&mut doc);
     Ok(doc)
 }
 
@@ -392,17 +407,32 @@ fn publish_hardware(live: &Live, monitor: &MonitorHandle) {
     });
 }
 
+/// `--slo`, checked before anything is sent.
+pub(crate) fn parse_slo(spec: Option<&str>) -> Result<Option<SloSpec>, AppError> {
+    spec.map(SloSpec::parse)
+        .transpose()
+        .map_err(|e| AppError::Config(e.to_string()))
+}
+
 /// The runner's save hook: an atomic write of the result file under the
 /// save lock (see [`exit_now`]). A failed save leaves the previous file as
-/// it was; the first failure is kept for the exit code.
+/// it was; the first failure is kept for the exit code. With `--slo`, each
+/// save judges a copy of the document, so a file read mid-run carries the
+/// verdicts so far.
 fn atomic_save(
     output: std::path::PathBuf,
     error: Arc<Mutex<Option<String>>>,
     lock: Arc<Mutex<()>>,
+    slo: Option<SloSpec>,
 ) -> Box<dyn Fn(&ldb_core::document::ResultDocument) + Send + Sync> {
     Box::new(move |doc| {
+        let judged = slo.as_ref().map(|spec| {
+            let mut d = doc.clone();
+            ldb_core::slo::evaluate(spec, &mut d);
+            d
+        });
         let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
+        if let Err(e) = ldb_report::json::write_atomic(&output, judged.as_ref().unwrap_or(doc)) {
             error
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

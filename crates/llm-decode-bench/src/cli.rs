@@ -101,6 +101,10 @@ pub struct ReportArgs {
     /// Print the tok/s of capacity-limited cells instead of ∅ (also on when the run had it).
     #[arg(long)]
     pub show_capacity_limited_values: bool,
+    /// Judge the saved cells against latency targets, `key=seconds,…` (replaces the run's own
+    /// --slo verdicts; see --help of the benchmark for the keys).
+    #[arg(long, value_name = "SPEC")]
+    pub slo: Option<String>,
 }
 
 /// `sim` flags.
@@ -266,6 +270,12 @@ pub struct BenchArgs {
     /// their reasons, estimated time) and exit 0 without generating anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Latency targets judged per cell, `key=seconds` comma separated: ttft, ttfo, token_gap or
+    /// e2e, each with _p50, _p90 or _p99 (e.g. ttft_p99=2,token_gap_p99=0.05); adds each cell's
+    /// verdict and goodput and the highest passing concurrency per context. The exit code does
+    /// not depend on it.
+    #[arg(long, value_name = "SPEC")]
+    pub slo: Option<String>,
     /// Benchmark the built-in simulator (scenario name or TOML file; default quickstart).
     #[arg(long, num_args = 0..=1, default_missing_value = "quickstart")]
     pub sim: Option<String>,

@@ -1,5 +1,6 @@
-//! `llm-decode-bench report RESULT.json [--csv FILE] [--markdown FILE]`:
-//! the final report of a saved run, and its CSV and Markdown forms.
+//! `llm-decode-bench report RESULT.json [--csv FILE] [--markdown FILE] [--slo SPEC]`:
+//! the final report of a saved run, and its CSV and Markdown forms, judged
+//! against `--slo` targets when given (the file itself is not changed).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -23,7 +24,11 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             "--csv - and --markdown - both ask for stdout; write one of them to a file",
         ));
     }
-    let doc = ldb_report::load_result_file(&a.result).map_err(AppError::config)?;
+    let slo = crate::app::parse_slo(a.slo.as_deref())?;
+    let mut doc = ldb_report::load_result_file(&a.result).map_err(AppError::config)?;
+    if let Some(spec) = &slo {
+        ldb_core::slo::evaluate(spec, &mut doc);
+    }
     if let Some(path) = &a.csv {
         let mut buf = Vec::new();
         ldb_report::csv::write(&doc, &mut buf)

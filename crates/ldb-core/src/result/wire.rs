@@ -73,3 +73,12 @@ pub mod zero_as_none {
         Ok(Option::<u64>::deserialize(d)?.filter(|n| *n > 0))
     }
 }
+
+/// Reads a key that may hold `null` into `Option<Option<T>>`: a present key
+/// (even `null`) is `Some`, an absent one keeps the field's default `None`.
+/// It tells "not evaluated" (absent) from "evaluated, no value" (`null`).
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
