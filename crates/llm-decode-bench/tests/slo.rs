@@ -2,34 +2,12 @@
 //! in the result file, the exit code (never changed by the SLO), and
 //! `report --slo` on the saved file giving the same verdicts.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::{assert_valid, run, text};
 use serde_json::Value;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
-        .args(args)
-        .env("COLUMNS", "140")
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn assert_valid(doc: &Value) {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(p).expect("schema")).expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
-}
 
 /// A small simulator run with `--slo spec`; the parsed result file.
 fn sim_run(dir: &Path, spec: &str) -> (PathBuf, Value) {
