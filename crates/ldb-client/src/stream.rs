@@ -248,7 +248,10 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         };
         let t = env.clock.now();
         let window = env.window.get();
-        let before = (out.track.output_tokens(), out.track.chunks());
+        // Only with an idle limit: the hot path stays as it was without one.
+        let before = env
+            .idle_timeout
+            .map(|_| (out.track.output_tokens(), out.track.chunks()));
         dec.feed(&bytes, |payload| {
             on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
         });
@@ -262,7 +265,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             ));
             break;
         }
-        if let Some(limit) = env.idle_timeout
+        if let (Some(limit), Some(before)) = (env.idle_timeout, before)
             && (out.track.output_tokens(), out.track.chunks()) != before
         {
             idle_deadline = Some(tokio::time::Instant::now() + limit);

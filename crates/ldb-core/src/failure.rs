@@ -97,6 +97,7 @@ mod tests {
             StreamBroken,
             MidStream,
             Truncated,
+            Stalled,
             NoFirstToken,
             Skipped,
         ] {

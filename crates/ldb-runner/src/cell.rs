@@ -115,8 +115,9 @@ fn stall_detail(ext: &ldb_core::result::CellExtras) -> String {
 
 /// Time of day (UTC) of a Unix time, `HH:MM:SS`.
 fn utc_hms(unix: f64) -> String {
-    let secs = unix.max(0.0) as u64 % 86_400;
-    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+    chrono::DateTime::from_timestamp(unix.max(0.0) as i64, 0)
+        .map(|t| t.format("%H:%M:%S").to_string())
+        .unwrap_or_default()
 }
 
 /// Run one cell: scout, streams up to readiness, the window, then every
