@@ -23,6 +23,12 @@
 //!   prefills: a server that prefills long uncached prompts one at a time
 //!   admits a stream every prefill, which is a slow ramp, not a plateau.
 //! - **Timeout**: neither within the limit; the window starts anyway.
+//!
+//! A gap between two observations longer than the freeze gap
+//! (`with_freeze_gap`) means the benchmark itself was not running: tokens
+//! piled up unread in its sockets and would be counted inside a window opened
+//! now. So the holds start again after such a gap, and no decision is taken on
+//! the observation right after it; the next passes read the backlog first.
 
 /// What the runner knows at one tick.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +76,13 @@ pub struct Readiness {
     best_producing: u32,
     progress_at: f64,
     prefill_estimate: f64,
+    /// Longest normal spacing of observations, s (0 = never a freeze).
+    freeze_gap: f64,
+    /// Elapsed time of the previous observation (the streams' launch, 0, at first).
+    last_elapsed: f64,
+    /// Observation gaps longer than `freeze_gap` so far, and the longest.
+    freezes: u32,
+    longest_freeze: f64,
 }
 
 impl Readiness {
@@ -85,7 +98,28 @@ impl Readiness {
             best_producing: 0,
             progress_at: 0.0,
             prefill_estimate: 0.0,
+            freeze_gap: 0.0,
+            last_elapsed: 0.0,
+            freezes: 0,
+            longest_freeze: 0.0,
         }
+    }
+
+    /// Treat a gap between observations longer than `seconds` as the
+    /// benchmark not running (see the module notes). 0 turns it off.
+    pub fn with_freeze_gap(mut self, seconds: f64) -> Self {
+        self.freeze_gap = if seconds.is_finite() {
+            seconds.max(0.0)
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// How many observation gaps were longer than the freeze gap, and the
+    /// longest of them, seconds.
+    pub fn freezes(&self) -> (u32, f64) {
+        (self.freezes, self.longest_freeze)
     }
 
     /// Seconds one stream's uncached prefill is expected to take (0 = unknown).
@@ -146,6 +180,19 @@ impl Readiness {
     /// Feed one observation.
     pub fn observe(&mut self, o: Observation) -> Decision {
         let c = f64::from(self.concurrency);
+        let gap = o.elapsed - self.last_elapsed;
+        self.last_elapsed = o.elapsed;
+        if self.freeze_gap > 0.0 && gap > self.freeze_gap {
+            // Nothing was observed across the gap: neither stability nor a
+            // plateau can be claimed over it, and the unread backlog must be
+            // drained before any window opens.
+            self.freezes += 1;
+            self.longest_freeze = self.longest_freeze.max(gap);
+            self.recent.clear();
+            self.recent.push_back(o);
+            self.progress_at = o.elapsed;
+            return Decision::Wait;
+        }
         self.recent.push_back(o);
         // Keep the newest observation that is at least `stable_seconds` old,
         // so the span covers the whole hold whatever the tick spacing.
@@ -282,6 +329,82 @@ mod tests {
             Decision::Ready(r) => assert!(r.starts_with("running_reqs=4/4, queue_reqs=0")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_freeze_restarts_the_stability_hold() {
+        // Stable before a 14 s freeze (the CI case): the observations on each
+        // side span more than the hold, but nothing was seen across the gap.
+        let mut d = Readiness::new(1, 60.0).with_freeze_gap(1.0);
+        for i in 0..=4 {
+            let t = 1.0 + f64::from(i) * 0.25;
+            assert_eq!(d.observe(obs(t, Some(1.0), Some(0.0), 1)), Decision::Wait);
+        }
+        assert_eq!(
+            d.observe(obs(16.0, Some(1.0), Some(0.0), 1)),
+            Decision::Wait
+        );
+        let mut t = 16.0;
+        while t < 18.7 {
+            t += 0.25;
+            assert_eq!(
+                d.observe(obs(t, Some(1.0), Some(0.0), 1)),
+                Decision::Wait,
+                "ready at {t} s, only {:.2} s after the freeze",
+                t - 16.0
+            );
+        }
+        assert!(matches!(
+            d.observe(obs(19.0, Some(1.0), Some(0.0), 1)),
+            Decision::Ready(_)
+        ));
+        assert_eq!(d.freezes(), (1, 14.0));
+    }
+
+    #[test]
+    fn without_a_freeze_gap_sparse_observations_still_hold() {
+        let mut d = Readiness::new(1, 60.0);
+        d.observe(obs(1.0, Some(1.0), Some(0.0), 1));
+        assert!(matches!(
+            d.observe(obs(16.0, Some(1.0), Some(0.0), 1)),
+            Decision::Ready(_)
+        ));
+        assert_eq!(d.freezes(), (0, 0.0));
+    }
+
+    #[test]
+    fn no_timeout_or_plateau_on_the_pass_right_after_a_freeze() {
+        let mut d = Readiness::new(4, 10.0).with_freeze_gap(1.0);
+        d.observe(obs(0.5, Some(2.0), Some(2.0), 2));
+        // past the limit, but right after a freeze: read the backlog first
+        assert_eq!(
+            d.observe(obs(12.0, Some(2.0), Some(2.0), 2)),
+            Decision::Wait
+        );
+        assert!(matches!(
+            d.observe(obs(12.25, Some(2.0), Some(2.0), 2)),
+            Decision::Timeout(_)
+        ));
+        // a plateau needs its whole hold after the freeze
+        let mut d = Readiness::new(4, 120.0).with_freeze_gap(1.0);
+        d.observe(obs(0.5, Some(2.0), Some(2.0), 2));
+        assert_eq!(
+            d.observe(obs(10.0, Some(2.0), Some(2.0), 2)),
+            Decision::Wait
+        );
+        let mut t = 10.0;
+        while t < 14.7 {
+            t += 0.25;
+            assert_eq!(
+                d.observe(obs(t, Some(2.0), Some(2.0), 2)),
+                Decision::Wait,
+                "{t}"
+            );
+        }
+        assert!(matches!(
+            d.observe(obs(15.0, Some(2.0), Some(2.0), 2)),
+            Decision::Plateau { .. }
+        ));
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct CellOutput {
 }
 
 const TICK: Duration = Duration::from_millis(250);
+/// Ramp-up passes further apart than this mean the benchmark was not running
+/// (four ticks): readiness starts its holds again (see `ldb_core::readiness`).
+const RAMP_FREEZE_GAP_S: f64 = 1.0;
 const OUTPUT_SLOTS: u32 = 8;
 
 /// Run one cell, and once more when the benchmark itself stalled inside the
@@ -244,7 +247,8 @@ async fn ramp_up(
     };
     let mut readiness = Readiness::new(c, limit)
         .with_holds(rc.cfg.ready_stable_seconds, rc.cfg.plateau_seconds)
-        .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r));
+        .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r))
+        .with_freeze_gap(RAMP_FREEZE_GAP_S);
     let mut decision = Decision::Wait;
     while decision == Decision::Wait {
         if tick(skip).await {
@@ -272,6 +276,15 @@ async fn ramp_up(
         };
         update_live(rc, spec, pool, &progress);
         decision = readiness.observe(obs);
+    }
+    let (freezes, longest) = readiness.freezes();
+    if freezes > 0 {
+        rc.live.event(format!(
+            "{}: the benchmark was not running for up to {longest:.1} s during ramp-up \
+             ({freezes}×); the readiness hold started again each time, so tokens that \
+             waited unread are not counted in the window",
+            where_(spec)
+        ));
     }
     RampEnd::from_decision(&decision)
 }

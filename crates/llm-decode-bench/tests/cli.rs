@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{assert_valid, bin, free_port, run, spawn_sim, text, tmp};
+use common::{assert_valid, bin, free_port, run, signal, spawn_sim, text, tmp};
 
 #[test]
 fn sim_run_writes_a_result_that_matches_the_schema() {
@@ -402,6 +402,69 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
     assert!(
         cell["aggregate_tps"].as_f64().unwrap_or(0.0) > 0.0,
         "{cell}"
+    );
+}
+
+/// The benchmark frozen (SIGSTOP) for 4 s during ramp-up, just before its
+/// window would open: tokens pile up unread in its sockets. Readiness must
+/// start its hold again after the gap, so the backlog is read before the
+/// window and the window's rate still matches the server's own counter (a
+/// window opened at once would count 4 s of backlog in 5 s: about +80 %).
+#[test]
+fn a_freeze_during_ramp_up_does_not_leak_into_the_window() {
+    let port = free_port();
+    let mut sim = spawn_sim(port);
+    let (d, out) = tmp("r.json");
+    let log = d.path().join("run.log");
+    let host = format!("http://127.0.0.1:{port}");
+    let mut bench = bin()
+        .args(["--host", &host, "--wait-for-server", "30"])
+        .args(["--display-mode", "plain", "--no-hw-monitor"])
+        .args(["--concurrency", "2", "--contexts", "0", "--duration", "5"])
+        .args(["--max-tokens", "4096", "--skip-prefill"])
+        .args(["--decode-warmup-seconds", "0", "--output"])
+        .arg(&out)
+        .env("COLUMNS", "140")
+        .stdout(std::fs::File::create(&log).expect("log"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("benchmark starts");
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cell start C=2")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the cell never started:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // inside the ramp (the simulator answers the scout at once)
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    signal(&bench, "-STOP");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    signal(&bench, "-CONT");
+    let st = bench.wait().expect("benchmark ends");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(st.code(), Some(0), "{shown}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    let cell = &doc["results"][0];
+    assert_eq!(cell["status"], "ok", "{cell}");
+    let client = cell["aggregate_tps"].as_f64().expect("aggregate");
+    let server = cell["server_gen_throughput"].as_f64().expect("server rate");
+    assert!(
+        (client - server).abs() <= 0.05 * server && cell["server_client_mismatch"].is_null(),
+        "client {client:.1} tok/s vs the simulator's counter {server:.1} tok/s:\n{shown}"
+    );
+    assert!(
+        shown.contains("not running for") && shown.contains("during ramp-up"),
+        "no ramp-up freeze event:\n{shown}"
     );
 }
 
