@@ -19,6 +19,9 @@ pub struct ClientLoadReading {
     pub major_faults: Option<u64>,
     /// Machine-wide steal time, clock ticks (`/proc/stat`, `cpu` line, 8th value).
     pub steal_ticks: Option<u64>,
+    /// Sum over the process's threads of their time on a CPU, nanoseconds
+    /// (`/proc/self/task/*/schedstat`, 1st field).
+    pub cpu_ns: Option<u64>,
 }
 
 /// What changed between two readings.
@@ -30,6 +33,8 @@ pub struct ClientLoad {
     pub major_faults: Option<u64>,
     /// Steal time of the whole machine (all CPUs together), seconds.
     pub steal_s: Option<f64>,
+    /// CPU time of the process's threads, seconds.
+    pub cpu_s: Option<f64>,
 }
 
 impl ClientLoadReading {
@@ -44,6 +49,7 @@ impl ClientLoadReading {
                 .map(|ns| ns as f64 / 1e9),
             major_faults: delta(self.major_faults, earlier.major_faults),
             steal_s: delta(self.steal_ticks, earlier.steal_ticks).map(|t| t as f64 / USER_HZ),
+            cpu_s: delta(self.cpu_ns, earlier.cpu_ns).map(|ns| ns as f64 / 1e9),
         }
     }
 }
@@ -59,6 +65,7 @@ impl ClientLoad {
             runqueue_wait_s,
             major_faults,
             steal_s,
+            cpu_s: None,
         }
     }
 
@@ -82,6 +89,11 @@ impl ClientLoad {
 /// Run-queue wait (ns) from one `schedstat` file: "on-CPU ns, waiting ns, slices".
 pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// On-CPU time (ns) from one `schedstat` file (its first field).
+pub fn parse_schedstat_cpu(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// Major faults from `/proc/<pid>/stat`. The command name (field 2) is in
@@ -110,6 +122,8 @@ mod tests {
         assert_eq!(parse_schedstat("4221540 1234567 37\n"), Some(1_234_567));
         assert_eq!(parse_schedstat("4221540\n"), None);
         assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat_cpu("4221540 1234567 37\n"), Some(4_221_540));
+        assert_eq!(parse_schedstat_cpu(""), None);
     }
 
     #[test]
@@ -152,16 +166,19 @@ mod tests {
             runqueue_wait_ns: Some(1_000_000_000),
             major_faults: Some(10),
             steal_ticks: Some(500),
+            cpu_ns: Some(1_000_000_000),
         };
         let b = ClientLoadReading {
             runqueue_wait_ns: Some(3_500_000_000),
             major_faults: Some(14),
             steal_ticks: Some(750),
+            cpu_ns: Some(1_250_000_000),
         };
         let d = b.since(&a);
         assert_eq!(d.runqueue_wait_s, Some(2.5));
         assert_eq!(d.major_faults, Some(4));
         assert_eq!(d.steal_s, Some(2.5));
+        assert_eq!(d.cpu_s, Some(0.25));
         let back = a.since(&b);
         assert_eq!(back, ClientLoad::default());
         let missing = b.since(&ClientLoadReading::default());

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod failure;
 pub mod gaps;
 pub mod hardware;
+pub mod headroom;
 pub mod kv;
 pub mod live;
 pub mod numfmt;

@@ -306,6 +306,21 @@ pub struct CellExtras {
     /// CPUs together, seconds (Linux only; 0 on bare metal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine_steal_s: Option<f64>,
+    /// CPU time of the benchmark's threads inside the window over the
+    /// window's length times the CPUs it may run on, 0–1 (Linux only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_share: Option<f64>,
+    /// 99th percentile of how late a 10 ms timer on the benchmark's runtime
+    /// fired inside the window, seconds: how long an arrived token waited
+    /// before the client read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_loop_lag_p99: Option<f64>,
+    /// The benchmark itself, not the server, limited this window (see
+    /// `ldb_core::headroom`): its numbers may be low and its latencies high.
+    /// Written only when true, so files from before this key read back and
+    /// write out byte for byte.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_limited: bool,
     /// `--slo` verdict of the cell: met every target (`null`: some target
     /// could not be judged, or the cell was not measured). Absent without `--slo`.
     #[serde(
@@ -337,6 +352,14 @@ impl CellExtras {
     /// The benchmark itself stalled inside the window.
     pub fn client_stalled(&self) -> bool {
         self.client_stall_max_s > CLIENT_STALL_LIMIT_S
+    }
+
+    /// The client's headroom over the window, as recorded.
+    pub fn headroom(&self) -> crate::headroom::Headroom {
+        crate::headroom::Headroom {
+            cpu_share: self.client_cpu_share,
+            loop_lag_p99_s: self.event_loop_lag_p99,
+        }
     }
 
     /// The benchmark's own load over the window, as recorded.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_core::client_load::ClientLoad;
+use ldb_core::headroom::Headroom;
 use ldb_core::live::CellStage;
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
@@ -18,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::assemble::{CellInputs, assemble};
 use crate::cell_io::{abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
-use crate::client_load::read_client_load;
+use crate::client_load::{read_client_load, usable_cpus};
 use crate::ctx::RunCtx;
+use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
 use crate::prompts::{BodyOptions, chat_body};
 use crate::stall::StallWatch;
@@ -303,6 +305,8 @@ struct WindowRecord {
     stall: f64,
     /// The benchmark's own load over the window (see `client_load.rs`).
     load: ClientLoad,
+    /// Whether the benchmark kept up (see `ldb_core::headroom`).
+    headroom: Headroom,
     hw_start: Option<usize>,
     hw_end: Option<usize>,
 }
@@ -320,6 +324,7 @@ async fn measure_window(
     pool.window.open(ws);
     let hw_start = rc.hw_mark();
     let load_start = read_client_load();
+    let lag_probe = LagProbe::start();
     let start_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
     } else {
@@ -376,6 +381,8 @@ async fn measure_window(
     let we = rc.clock.now();
     pool.window.close(we);
     let load = read_client_load().since(&load_start);
+    let lag = lag_probe.finish().await;
+    let headroom = Headroom::measure(load.cpu_s, we - ws, usable_cpus(), &lag);
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
@@ -394,6 +401,7 @@ async fn measure_window(
         producing,
         stall: stall.worst(),
         load,
+        headroom,
         hw_start,
         hw_end,
     }
@@ -432,6 +440,9 @@ fn finish(
     cell.ext.client_runqueue_wait_s = win.load.runqueue_wait_s.map(|s| round(s, 3));
     cell.ext.client_major_faults = win.load.major_faults;
     cell.ext.machine_steal_s = win.load.steal_s.map(|s| round(s, 2));
+    cell.ext.client_cpu_share = win.headroom.cpu_share.map(|s| round(s, 3));
+    cell.ext.event_loop_lag_p99 = win.headroom.loop_lag_p99_s.map(|s| round(s, 4));
+    cell.ext.client_limited = win.headroom.limited();
     cell.ext.measure_attempts = 1;
     cell.ext.window_start_unix = Some(rc.clock.unix(win.start));
     cell.ext.window_end_unix = Some(rc.clock.unix(win.end));

@@ -4,34 +4,43 @@
 
 use std::path::Path;
 
-use ldb_core::client_load::{ClientLoadReading, parse_major_faults, parse_schedstat, parse_steal};
+use ldb_core::client_load::{
+    ClientLoadReading, parse_major_faults, parse_schedstat, parse_schedstat_cpu, parse_steal,
+};
 
 /// The counters now, from the real `/proc`.
 pub(crate) fn read_client_load() -> ClientLoadReading {
     read_from(Path::new("/proc"))
 }
 
+/// CPUs this process may run on (its affinity mask on Linux), at least 1.
+pub(crate) fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// The counters from a `/proc`-shaped folder (`self/task/*/schedstat`,
 /// `self/stat`, `stat`); a file that cannot be read leaves its counter unknown.
 fn read_from(proc_root: &Path) -> ClientLoadReading {
     let text = |p: &Path| std::fs::read_to_string(p).ok();
+    let tasks = proc_root.join("self/task");
     ClientLoadReading {
-        runqueue_wait_ns: runqueue_wait(&proc_root.join("self/task")),
+        runqueue_wait_ns: sum_over_threads(&tasks, parse_schedstat),
+        cpu_ns: sum_over_threads(&tasks, parse_schedstat_cpu),
         major_faults: text(&proc_root.join("self/stat")).and_then(|s| parse_major_faults(&s)),
         steal_ticks: text(&proc_root.join("stat")).and_then(|s| parse_steal(&s)),
     }
 }
 
-/// Run-queue wait summed over the threads alive now. A thread that ended
-/// since the last reading takes its share with it, so the delta can only
-/// undercount (threads here live for the whole run).
-fn runqueue_wait(tasks: &Path) -> Option<u64> {
+/// One `schedstat` field summed over the threads alive now. A thread that
+/// ended since the last reading takes its share with it, so the delta can
+/// only undercount (threads here live for the whole run).
+fn sum_over_threads(tasks: &Path, field: fn(&str) -> Option<u64>) -> Option<u64> {
     let mut sum = 0u64;
     let mut any = false;
     for entry in std::fs::read_dir(tasks).ok()?.flatten() {
         if let Some(ns) = std::fs::read_to_string(entry.path().join("schedstat"))
             .ok()
-            .and_then(|s| parse_schedstat(&s))
+            .and_then(|s| field(&s))
         {
             sum = sum.saturating_add(ns);
             any = true;
@@ -61,6 +70,7 @@ mod tests {
         std::fs::write(p.join("stat"), "cpu  1 2 3 4 5 6 7 42 0 0\n").expect("write");
         let r = read_from(p);
         assert_eq!(r.runqueue_wait_ns, Some(1_750_000_000));
+        assert_eq!(r.cpu_ns, Some(1998));
         assert_eq!(r.major_faults, Some(3));
         assert_eq!(r.steal_ticks, Some(42));
     }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod ctx;
 pub mod kvbudget;
 pub mod live;
+mod loop_lag;
 mod matrix;
 pub mod methodology;
 pub mod plan;

@@ -462,9 +462,73 @@ fn a_freeze_during_ramp_up_does_not_leak_into_the_window() {
         (client - server).abs() <= 0.05 * server && cell["server_client_mismatch"].is_null(),
         "client {client:.1} tok/s vs the simulator's counter {server:.1} tok/s:\n{shown}"
     );
+    // the freeze was before the window: the window itself kept up
+    assert!(cell.get("client_limited").is_none(), "{cell}");
+    assert!(cell["event_loop_lag_p99"].as_f64().is_some(), "{cell}");
     assert!(
         shown.contains("not running for") && shown.contains("during ramp-up"),
         "no ramp-up freeze event:\n{shown}"
+    );
+}
+
+/// A client starved inside its window: stopped for 100 ms out of every
+/// 150 ms (SIGSTOP/SIGCONT), as a client sharing a saturated core would be.
+/// No single gap reaches the 2 s stall limit, but its event loop runs late
+/// all the time: the cell is marked `client_limited` and the report says so.
+#[test]
+fn a_starved_client_is_marked_client_limited() {
+    let port = free_port();
+    let mut sim = spawn_sim(port);
+    let (d, out) = tmp("r.json");
+    let log = d.path().join("run.log");
+    let host = format!("http://127.0.0.1:{port}");
+    let mut bench = bin()
+        .args(["--host", &host, "--wait-for-server", "30"])
+        .args(["--display-mode", "plain", "--no-hw-monitor"])
+        .args(["--concurrency", "2", "--contexts", "0", "--duration", "4"])
+        .args(["--max-tokens", "4096", "--skip-prefill"])
+        .args(["--decode-warmup-seconds", "0", "--output"])
+        .arg(&out)
+        .env("COLUMNS", "140")
+        .stdout(std::fs::File::create(&log).expect("log"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("benchmark starts");
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("ready C=2")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the cell never became ready:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // starve it for the whole window (and a little beyond)
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < until && bench.try_wait().ok().flatten().is_none() {
+        signal(&bench, "-STOP");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        signal(&bench, "-CONT");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let st = bench.wait().expect("benchmark ends");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(st.code(), Some(0), "{shown}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    let cell = &doc["results"][0];
+    assert_eq!(cell["client_limited"], true, "{cell}");
+    let lag = cell["event_loop_lag_p99"].as_f64().expect("lag");
+    assert!(lag > 0.05, "{cell}");
+    assert!(
+        shown.contains("the benchmark itself was the bottleneck") && shown.contains("selftest"),
+        "no client-limited warning in the report:\n{shown}"
     );
 }
 

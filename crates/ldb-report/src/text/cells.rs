@@ -150,7 +150,10 @@ pub(crate) fn value_text(
             _ => "-".to_string(),
         }
     };
-    if cell.ext.server_client_mismatch.is_some() || cell.ext.client_stalled() {
+    if cell.ext.server_client_mismatch.is_some()
+        || cell.ext.client_stalled()
+        || cell.ext.client_limited
+    {
         seen.mismatch = true;
         out.push('!');
     }
@@ -215,6 +218,18 @@ pub(crate) fn warnings(cell: &CellResult) -> Vec<String> {
                 .describe()
                 .map(|d| format!(" (over the window: {d})"))
                 .unwrap_or_default()
+        ));
+    }
+    if cell.ext.client_limited {
+        out.push(format!(
+            "{at}: the benchmark itself was the bottleneck in this window ({}), so the server \
+             may be faster than these numbers and its latencies lower. Give the client more \
+             CPU, another host or fewer streams; `llm-decode-bench selftest` shows this \
+             host's client ceiling.",
+            cell.ext
+                .headroom()
+                .describe()
+                .unwrap_or_else(|| "client_limited".into())
         ));
     }
     if cell.ext.early_stop_requests > 0 {

@@ -102,7 +102,8 @@ pub(crate) fn legend(seen: &Seen) -> Vec<String> {
     if seen.mismatch {
         out.push(
             "! = the client's and the server's token rates over the window differ by more than \
-             5 %, or the benchmark itself stalled inside the window; see the note on the cell."
+             5 %, or the benchmark itself stalled or could not keep up inside the window; see \
+             the note on the cell."
                 .to_string(),
         );
     }
