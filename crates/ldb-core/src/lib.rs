@@ -26,6 +26,7 @@ pub mod prompt;
 pub mod readiness;
 pub mod redact;
 pub mod result;
+pub mod selftest;
 pub mod slo;
 pub mod spec;
 pub mod sse;

@@ -26,6 +26,7 @@ pub mod prompts;
 mod recorder;
 pub mod resume;
 pub mod run;
+pub mod selftest;
 mod stall;
 pub mod standalone;
 mod startup;

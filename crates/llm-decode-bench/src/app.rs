@@ -90,6 +90,13 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     }
     let slo = parse_slo(a.slo.as_deref())?;
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    let most = cfg.concurrency.iter().copied().max().unwrap_or(1);
+    // a stream holds a socket, two when the simulator runs in this process
+    let ends = if a.sim.is_some() { 2 } else { 1 };
+    crate::fdlimit::ensure_open_files(
+        ends * u64::from(most) + crate::fdlimit::BASE_FILES,
+        &format!("C = {most}"),
+    )?;
     let resume = if a.resume {
         Some(load_for_resume(&cfg.output)?)
     } else {

@@ -47,6 +47,32 @@ pub enum Command {
     Compare(CompareArgs),
     /// Print the final report of a saved result file; write it as CSV or Markdown.
     Report(ReportArgs),
+    /// Measure this host's client ceiling: streams from an in-process simulator at rising load.
+    Selftest(SelftestArgs),
+}
+
+/// `selftest` flags.
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    /// The highest number of streams to try (levels 16, 64, 256, 1024, … up to this).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_streams: u32,
+    /// Window of each level, seconds (after a 1 s warmup).
+    #[arg(long, default_value_t = 3.0, value_parser = positive_seconds)]
+    pub window: f64,
+    /// Measure every level, also after the first one the client misses.
+    #[arg(long)]
+    pub all_levels: bool,
+    /// Print the levels and the verdict as one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.5..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds from 0.5 to 600")),
+    }
 }
 
 /// Exit codes of `compare`, printed in its `--help`.

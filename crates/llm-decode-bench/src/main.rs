@@ -9,7 +9,9 @@ mod compare;
 mod compat;
 mod config;
 mod error;
+mod fdlimit;
 mod report;
+mod selftest;
 
 use clap::Parser;
 
@@ -48,6 +50,7 @@ fn main() {
             Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
             Some(cli::Command::Compare(a)) => compare::run(&a),
             Some(cli::Command::Report(a)) => report::run(&a),
+            Some(cli::Command::Selftest(a)) => selftest::run(&a).await,
             None => app::bench(cli.bench, argv).await,
         }
     });

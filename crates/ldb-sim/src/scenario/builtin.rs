@@ -7,6 +7,7 @@ pub(crate) const NAMES: &[&str] = &[
     "sglang-dcp",
     "llamacpp-4slot",
     "firehose",
+    "firehose-paced",
     "tiny-test",
 ];
 
@@ -18,6 +19,7 @@ pub(crate) fn text(name: &str) -> Option<&'static str> {
         "sglang-dcp" => include_str!("../../../../scenarios/sglang-dcp.toml"),
         "llamacpp-4slot" => include_str!("../../../../scenarios/llamacpp-4slot.toml"),
         "firehose" => include_str!("../../../../scenarios/firehose.toml"),
+        "firehose-paced" => include_str!("../../../../scenarios/firehose-paced.toml"),
         "tiny-test" => include_str!("../../../../scenarios/tiny-test.toml"),
         _ => return None,
     })

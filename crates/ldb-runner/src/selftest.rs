@@ -1,0 +1,218 @@
+//! `llm-decode-bench selftest`: this host's client ceiling (methodology
+//! §9.3). At each level N streams run against a simulator whose generation
+//! counter is the truth, with the same stream code as a decode cell; the
+//! window's client count, CPU and event-loop lag are compared with it. The
+//! caller starts the simulator (in this process, on a thread of its own whose
+//! name starts with `sim_thread_prefix`, so its CPU is not billed to the
+//! client) and prints the table (`ldb_core::selftest`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ldb_client::Http;
+use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv, run_stream};
+use ldb_core::client_load::parse_schedstat_cpu;
+use ldb_core::headroom::Headroom;
+use ldb_core::prometheus::MetricSet;
+use ldb_core::selftest::{LevelResult, ceiling};
+use tokio_util::sync::CancellationToken;
+
+use crate::loop_lag::LagProbe;
+use crate::prompts::{BodyOptions, chat_body};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct SelftestOptions {
+    /// Stream counts, rising.
+    pub levels: Vec<u32>,
+    /// Seconds between all streams producing and the window.
+    pub warmup_s: f64,
+    /// Window length, seconds.
+    pub window_s: f64,
+    /// `max_tokens` of each request (a finished request is replaced at once).
+    pub max_tokens: u64,
+    /// Served model name.
+    pub model: String,
+    /// Threads whose name starts with this are the simulator's, not the client's.
+    pub sim_thread_prefix: String,
+    /// Stop after the first level the client misses.
+    pub stop_at_first_miss: bool,
+}
+
+/// The simulator's generation counter and running requests.
+async fn truth(http: &Http) -> Result<(f64, f64), String> {
+    let (status, text) = http
+        .get_text("/metrics", Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("simulator /metrics: {e}"))?;
+    if status != 200 {
+        return Err(format!("simulator /metrics answered {status}"));
+    }
+    let m = MetricSet::parse(&text);
+    let generated = m
+        .sum("vllm:generation_tokens_total", &[])
+        .ok_or("simulator /metrics has no vllm:generation_tokens_total")?;
+    Ok((
+        generated,
+        m.sum("vllm:num_requests_running", &[]).unwrap_or(0.0),
+    ))
+}
+
+/// The counter, and the middle of the scrape on the run clock (the window
+/// edge that matches the counter best).
+async fn truth_at(http: &Http, clock: RunClock) -> Result<(f64, f64), String> {
+    let a = clock.now();
+    let (generated, _) = truth(http).await?;
+    Ok((generated, (a + clock.now()) / 2.0))
+}
+
+/// On-CPU nanoseconds of this process's threads, without the simulator's.
+fn client_cpu_ns(sim_prefix: &str) -> Option<u64> {
+    let mut sum = 0u64;
+    let mut any = false;
+    for task in std::fs::read_dir(Path::new("/proc/self/task"))
+        .ok()?
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !sim_prefix.is_empty() && comm.trim_end().starts_with(sim_prefix) {
+            continue;
+        }
+        if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
+            .ok()
+            .and_then(|s| parse_schedstat_cpu(&s))
+        {
+            sum = sum.saturating_add(ns);
+            any = true;
+        }
+    }
+    any.then_some(sum)
+}
+
+/// Measure every level against the simulator at `url`; `each` sees each
+/// level as it is done. Errors are one line.
+pub async fn run(
+    url: &str,
+    opts: &SelftestOptions,
+    mut each: impl FnMut(&LevelResult),
+) -> Result<Vec<LevelResult>, String> {
+    let most = opts.levels.iter().copied().max().unwrap_or(1) as usize;
+    let http = Http::new(url, None, most + 8).map_err(|e| e.to_string())?;
+    let clock = RunClock::new();
+    let body = chat_body(
+        &opts.model,
+        &ldb_core::prompt::messages(&ldb_core::prompt::nonce("selftest", "0"), 0),
+        BodyOptions {
+            max_tokens: opts.max_tokens,
+            continuous_usage: true,
+            ignore_eos: true,
+            temperature: None,
+        },
+    );
+    let mut out = Vec::new();
+    for &n in &opts.levels {
+        let level = measure_level(&http, clock, &body, n, opts).await?;
+        each(&level);
+        out.push(level);
+        if opts.stop_at_first_miss && ceiling(&out).first_miss.is_some() {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+async fn measure_level(
+    http: &Http,
+    clock: RunClock,
+    body: &bytes::Bytes,
+    n: u32,
+    opts: &SelftestOptions,
+) -> Result<LevelResult, String> {
+    // The previous level's streams may still be closing on the server side.
+    for _ in 0..100 {
+        if truth(http).await?.1 == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let window = Arc::new(SharedWindow::default());
+    let counters = Arc::new(CellCounters::default());
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut workers = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let env = StreamEnv {
+            http: http.clone(),
+            clock,
+            window: window.clone(),
+            counters: counters.clone(),
+            cancel: cancel.clone(),
+            text_sink: None,
+            path: "/v1/chat/completions",
+            idle_timeout: None,
+        };
+        let (body, tx) = (body.clone(), tx.clone());
+        workers.push(tokio::spawn(async move {
+            // Like a decode cell's worker: a finished request is replaced at once.
+            while !env.cancel.is_cancelled() {
+                let out = run_stream(&env, body.clone()).await;
+                let failed = out.track.error().is_some();
+                if tx.send(out).is_err() || failed {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let stop = |why: String| {
+        cancel.cancel();
+        why
+    };
+    let deadline = clock.now() + 30.0;
+    while counters.producing.load(Ordering::Relaxed) < i64::from(n) {
+        if counters.failed.load(Ordering::Relaxed) > 0 {
+            return Err(stop(format!("a stream failed while {n} streams started")));
+        }
+        if clock.now() > deadline {
+            return Err(stop(format!("{n} streams did not all produce within 30 s")));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs_f64(opts.warmup_s)).await;
+
+    let (t0, open) = truth_at(http, clock).await.map_err(&stop)?;
+    window.open(open);
+    let cpu0 = client_cpu_ns(&opts.sim_thread_prefix);
+    let probe = LagProbe::start();
+    tokio::time::sleep(Duration::from_secs_f64(opts.window_s)).await;
+    let lag = probe.finish().await;
+    let cpu1 = client_cpu_ns(&opts.sim_thread_prefix);
+    let (t1, close) = truth_at(http, clock).await.map_err(&stop)?;
+    window.close(close);
+    cancel.cancel();
+    for w in workers {
+        let _ = w.await;
+    }
+    let mut measured = 0u64;
+    let mut failed = 0u64;
+    while let Some(o) = rx.recv().await {
+        measured += o.track.window_tokens;
+        failed += u64::from(o.track.error().is_some() && !o.cancelled);
+    }
+    let window_s = close - open;
+    let cpu_s = cpu0
+        .zip(cpu1)
+        .and_then(|(a, b)| b.checked_sub(a))
+        .map(|ns| ns as f64 / 1e9);
+    Ok(LevelResult {
+        streams: n,
+        window_s,
+        truth_tokens: (t1 - t0).max(0.0),
+        measured_tokens: measured,
+        client_cpu_s: cpu_s,
+        loop_lag_p99_s: Headroom::measure(None, window_s, 1, &lag).loop_lag_p99_s,
+        failed,
+    })
+}
