@@ -161,6 +161,27 @@ pub struct Metadata {
     /// The `--resume` history of this file (absent for a run never resumed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<Resumed>,
+    /// The open-loop settings (absent for closed-loop runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopSettings>,
+}
+
+/// How an open-loop run (`--request-rate`) sent its requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpenLoopSettings {
+    /// `--request-rate`, requests per second, as given.
+    pub request_rates: Vec<f64>,
+    /// `--arrival`.
+    pub arrival: crate::arrivals::Arrival,
+    /// `--seed` of the arrival schedules (cell k uses seed + k).
+    pub seed: u64,
+    /// `--request-count` per cell (0 = rate × `duration_per_test`).
+    pub request_count: u64,
+    /// `--max-in-flight` (0 = no cap).
+    pub max_in_flight: u64,
+    /// `--stop-at-saturation`.
+    pub stop_at_saturation: bool,
 }
 
 /// The complete result file.
@@ -189,6 +210,8 @@ pub struct ResultDocument {
     pub results: Vec<CellResult>,
     /// Burst cells.
     pub burst_results: Vec<CellResult>,
+    /// Open-loop cells (`--request-rate`), in run order.
+    pub rate_results: Vec<crate::open_loop::RateResult>,
     /// Static methodology texts (`null` is written as `{}`).
     pub methodology: Value,
     /// `--slo` targets and frontier (absent without `--slo`).
@@ -215,6 +238,8 @@ struct DocumentOut<'a> {
     burst_results: &'a [CellResult],
     burst_summary_table: Value,
     burst_summary_table_status: Value,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    rate_results: &'a [crate::open_loop::RateResult],
     #[serde(skip_serializing_if = "Option::is_none")]
     slo: Option<&'a SloSummary>,
     #[serde(serialize_with = "null_as_empty")]
@@ -259,6 +284,7 @@ impl Serialize for ResultDocument {
             burst_results: &self.burst_results,
             burst_summary_table,
             burst_summary_table_status,
+            rate_results: &self.rate_results,
             slo: self.slo.as_ref(),
             methodology: &self.methodology,
         }

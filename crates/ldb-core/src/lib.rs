@@ -9,6 +9,7 @@
 //! See also: `ldb-client` (HTTP), `ldb-runner` (phases and cells),
 //! `ldb-report` (text report), `ldb-sim` (simulated engines).
 
+pub mod arrivals;
 pub mod cellstats;
 pub mod chunk;
 pub mod client_load;
@@ -21,6 +22,7 @@ pub mod headroom;
 pub mod kv;
 pub mod live;
 pub mod numfmt;
+pub mod open_loop;
 pub mod prometheus;
 pub mod prompt;
 pub mod readiness;

@@ -15,6 +15,7 @@ mod cells;
 mod decode;
 mod format;
 mod hardware;
+mod open_loop;
 mod prefill;
 mod slo;
 mod style;
@@ -129,8 +130,9 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     }
     out.push(String::new());
     out.extend(prefill::section(&cx));
+    out.extend(open_loop::section(&cx));
     if doc.results.is_empty() && doc.burst_results.is_empty() {
-        if doc.prefill.is_empty() {
+        if doc.prefill.is_empty() && doc.rate_results.is_empty() {
             out.extend(cx.note("No results were collected."));
             out.push(String::new());
         }

@@ -112,13 +112,34 @@ pub struct RunConfig {
     pub prefill_duration: f64,
     /// Standalone prefill, then stop (no decode).
     pub prefill_only: bool,
+    /// Open-loop rates, requests per second (`--request-rate`); non-empty
+    /// replaces the sustained matrix by rate × context cells.
+    pub request_rates: Vec<f64>,
+    /// Arrival process of the open-loop cells (`--arrival`).
+    pub arrival: ldb_core::arrivals::Arrival,
+    /// Seed of the arrival schedules (`--seed`).
+    pub seed: u64,
+    /// Requests per open-loop cell (0 = rate × `duration`).
+    pub rate_request_count: u64,
+    /// Most requests in flight in an open-loop cell (0 = no cap).
+    pub max_in_flight: u64,
+    /// Stop raising the rate at a context after two saturated cells.
+    pub stop_at_saturation: bool,
     /// Simulator scenario name when `--sim` was used.
     pub sim_scenario: String,
     /// Command-line arguments as given (redacted later) for diagnostics.
     pub argv: Vec<String>,
 }
 
+/// `--seed` when not given: fixed, so two runs send the same schedule.
+pub const DEFAULT_SEED: u64 = 42;
+
 impl RunConfig {
+    /// True for an open-loop run (`--request-rate`).
+    pub fn open_loop(&self) -> bool {
+        !self.request_rates.is_empty()
+    }
+
     /// The idle limit of a decode stream, when on.
     pub fn idle_timeout(&self) -> Option<std::time::Duration> {
         (self.stream_idle_timeout.is_finite() && self.stream_idle_timeout > 0.0)
@@ -169,6 +190,12 @@ impl Default for RunConfig {
             standalone_prefill: false,
             prefill_duration: 10.0,
             prefill_only: false,
+            request_rates: Vec::new(),
+            arrival: ldb_core::arrivals::Arrival::Poisson,
+            seed: DEFAULT_SEED,
+            rate_request_count: 0,
+            max_in_flight: 0,
+            stop_at_saturation: false,
             sim_scenario: String::new(),
             argv: Vec::new(),
         }

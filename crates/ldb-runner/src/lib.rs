@@ -18,6 +18,7 @@ pub mod live;
 mod loop_lag;
 mod matrix;
 pub mod methodology;
+pub mod open_loop;
 pub mod plan;
 mod pool;
 pub mod prefill;

@@ -84,6 +84,11 @@ pub struct RunPlan {
     pub cells: Vec<PlannedCell>,
     /// `--resume`: prefill rows kept from the file, not measured again.
     pub prefill_carried: Vec<u64>,
+    /// Open-loop contexts that cannot be sent (one request does not fit the
+    /// model), with the reason; their rate cells are recorded as skipped.
+    pub rate_skips: Vec<(u64, String)>,
+    /// Open loop: the rate cells in words, for `--dry-run` (`None` otherwise).
+    pub open_loop: Option<String>,
     /// Rough lower estimate of the run's length, seconds.
     pub estimated_seconds: f64,
 }
@@ -192,7 +197,17 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
         .min()
         .map(|x| x.min(8192));
 
-    let cells: Vec<PlannedCell> = if cfg.prefill_only {
+    let rate_skips: Vec<(u64, String)> = if cfg.open_loop() {
+        cfg.contexts
+            .iter()
+            .filter_map(|&x| {
+                check(1, x, cfg.max_tokens, 0, limits.model_context).map(|inf| (x, inf.reason()))
+            })
+            .collect()
+    } else {
+        vec![]
+    };
+    let cells: Vec<PlannedCell> = if cfg.prefill_only || cfg.open_loop() {
         vec![]
     } else {
         test_order(&cfg.concurrency, &cfg.contexts)
@@ -236,10 +251,41 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
         prompt_contexts,
         cells,
         prefill_carried: vec![],
+        rate_skips,
+        open_loop: cfg.open_loop().then(|| open_loop_line(cfg)),
         estimated_seconds: 0.0,
     };
     p.estimated_seconds = estimate_seconds(cfg, &p);
     p
+}
+
+/// "rates 2, 8 req/s × contexts 0, 1k: 8 cells (poisson arrivals, seed 42), requests per cell: 60, 240".
+fn open_loop_line(cfg: &RunConfig) -> String {
+    let mut rates = cfg.request_rates.clone();
+    rates.sort_by(f64::total_cmp);
+    let join = |v: Vec<String>| v.join(", ");
+    format!(
+        "open loop: rates {} req/s × contexts {}: {} cells ({} arrivals, seed {}{}), requests per cell: {}",
+        join(rates.iter().map(|r| format!("{r}")).collect()),
+        join(cfg.contexts.iter().map(|&x| format_context(x)).collect()),
+        rates.len() * cfg.contexts.len(),
+        cfg.arrival,
+        cfg.seed,
+        if cfg.max_in_flight > 0 {
+            format!(", at most {} in flight", cfg.max_in_flight)
+        } else {
+            String::new()
+        },
+        join(
+            rates
+                .iter()
+                .map(|&r| {
+                    crate::open_loop::requests_per_cell(r, cfg.rate_request_count, cfg.duration)
+                        .to_string()
+                })
+                .collect()
+        )
+    )
 }
 
 /// The `skip_reason` of a prefill context beyond the prompt limit.
@@ -276,7 +322,12 @@ fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
     } else {
         0.0
     };
-    measured * per_cell + rows * PREFILL_ROW_S + warmup
+    let rate_cells = if cfg.open_loop() {
+        (cfg.contexts.len() - p.rate_skips.len()) as f64 * cfg.request_rates.len() as f64
+    } else {
+        0.0
+    };
+    (measured + rate_cells) * per_cell + rows * PREFILL_ROW_S + warmup
 }
 
 impl fmt::Display for RunPlan {
@@ -318,6 +369,12 @@ impl fmt::Display for RunPlan {
         match self.decode_warmup {
             Some(x) => writeln!(f, "  decode warmup: C=1 ctx={}", format_context(x))?,
             None => writeln!(f, "  decode warmup: off")?,
+        }
+        if let Some(line) = &self.open_loop {
+            writeln!(f, "  {line}")?;
+            for (x, why) in &self.rate_skips {
+                writeln!(f, "  open loop ctx={} skipped: {why}", format_context(*x))?;
+            }
         }
         let measured = self.measured_cells().count();
         let carried = self.cells.iter().filter(|c| c.carried.is_some()).count();

@@ -113,6 +113,12 @@ impl Recorder {
         self.save(ldb_core::result::RunStatus::InProgress);
     }
 
+    /// A finished open-loop cell (`--request-rate`).
+    pub(crate) fn rate_cell(&mut self, row: ldb_core::open_loop::RateResult) {
+        self.doc.rate_results.push(row);
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
     /// The final save; returns the document.
     pub(crate) fn close(mut self, interrupted: bool) -> ResultDocument {
         self.save(if interrupted {

@@ -198,6 +198,10 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         return Ok(end_run(&rc, rec, "prefill-only run complete"));
     }
     decode_warmup(&rc, &plan, &prompts).await;
+    if rc.cfg.open_loop() {
+        crate::open_loop::rate_matrix(&rc, &plan, &prompts, &mut rec).await;
+        return Ok(end_run(&rc, rec, "run complete"));
+    }
     decode_matrix(&rc, &plan, &prompts, &mut rec).await;
     if rc.cfg.run_burst && !request_mode {
         burst_matrix(&rc, &plan, &prompts, &mut rec).await;

@@ -120,6 +120,14 @@ pub(crate) fn metadata(cfg: &RunConfig, d: &Discovery, kv: &KvBudget, warm_ctx: 
         sim_scenario: cfg.sim_scenario.clone(),
         prefill_contexts: cfg.prefill_contexts.clone(),
         prefill_metric: cfg.prefill_metric.as_str().into(),
+        open_loop: cfg.open_loop().then(|| ldb_core::document::OpenLoopSettings {
+            request_rates: cfg.request_rates.clone(),
+            arrival: cfg.arrival,
+            seed: cfg.seed,
+            request_count: cfg.rate_request_count,
+            max_in_flight: cfg.max_in_flight,
+            stop_at_saturation: cfg.stop_at_saturation,
+        }),
         ..Metadata::default()
     }
 }

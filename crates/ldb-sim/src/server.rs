@@ -47,7 +47,14 @@ pub struct HttpStats {
     pub injected_malformed: u64,
     /// `/metrics` answers that failed on purpose.
     pub metrics_failures: u64,
+    /// When each generation request arrived, seconds since the simulator
+    /// started (the first [`MAX_ARRIVALS`]): the truth an open-loop
+    /// client's schedule is checked against.
+    pub arrivals: Vec<f64>,
 }
+
+/// Arrival times kept, at most (8 MB).
+pub const MAX_ARRIVALS: usize = 1_000_000;
 
 /// Truth counters of a running simulator (see [`SimHandle::stats`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +73,8 @@ pub(crate) struct AppState {
     pub fault_rng: Mutex<SmallRng>,
     pub next_id: AtomicU64,
     pub started_unix: u64,
+    /// The simulator's start, for [`HttpStats::arrivals`].
+    pub started: tokio::time::Instant,
 }
 
 impl AppState {
@@ -152,6 +161,7 @@ impl SimServer {
             http: Mutex::new(HttpStats::default()),
             next_id: AtomicU64::new(0),
             started_unix,
+            started: tokio::time::Instant::now(),
         });
         let app = router(personality, Arc::clone(&state));
         let (stop_tx, stop_rx) = oneshot::channel::<()>();

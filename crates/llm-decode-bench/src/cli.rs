@@ -255,6 +255,22 @@ pub struct BenchArgs {
     /// After the sustained matrix, run a Burst / E2E matrix of finite batches.
     #[arg(long)]
     pub run_burst: bool,
+    /// Open loop: requests per second, comma-separated (e.g. 0.5,1,2); replaces the sustained
+    /// matrix by rate × context cells whose requests leave on schedule (latency from the due time).
+    #[arg(long, value_name = "R1,R2,…")]
+    pub request_rate: Option<String>,
+    /// Arrival process of --request-rate: poisson (default) or constant.
+    #[arg(long, value_name = "PROCESS")]
+    pub arrival: Option<String>,
+    /// Seed of the --request-rate schedules (default 42; recorded in the result).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Cap on requests in flight in an open-loop cell (default: no cap); later requests wait.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u64>,
+    /// Open loop: stop raising the rate at a context after two saturated cells in a row.
+    #[arg(long)]
+    pub stop_at_saturation: bool,
     /// Measured requests per burst cell (0 = max(C, C × --burst-requests-per-concurrency)).
     #[arg(long, default_value_t = 0)]
     pub burst_request_count: u64,

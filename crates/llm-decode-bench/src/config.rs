@@ -151,6 +151,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             "cannot be combined with --request-count: request-count mode already measures finite batches instead of the sustained matrix",
         ));
     }
+    let open_loop = open_loop_settings(a, duration)?;
     if a.burst_requests_per_concurrency == 0 {
         return Err(bad(
             "--burst-requests-per-concurrency",
@@ -235,7 +236,6 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
-        request_count: a.request_count,
         warmup_request_count: a.warmup_request_count,
         run_burst: a.run_burst,
         burst_request_count: a.burst_request_count,
@@ -244,8 +244,128 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         standalone_prefill: standalone,
         prefill_duration: a.prefill_duration,
         prefill_only: a.prefill_only,
+        request_rates: open_loop.rates,
+        arrival: open_loop.arrival,
+        seed: open_loop.seed,
+        rate_request_count: open_loop.count,
+        max_in_flight: open_loop.max_in_flight,
+        stop_at_saturation: a.stop_at_saturation,
+        // in open loop --request-count counts each rate cell's requests
+        request_count: if open_loop.on { 0 } else { a.request_count },
         argv,
         ..d
+    })
+}
+
+/// The open-loop flags, checked together.
+struct OpenLoop {
+    on: bool,
+    rates: Vec<f64>,
+    arrival: ldb_core::arrivals::Arrival,
+    seed: u64,
+    count: u64,
+    max_in_flight: u64,
+}
+
+/// More requests than this in one rate cell is surely a typo.
+const MAX_RATE_CELL_REQUESTS: f64 = 10_000_000.0;
+
+fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigError> {
+    let Some(list) = a.request_rate.as_deref() else {
+        for (given, flag) in [
+            (a.arrival.is_some(), "--arrival"),
+            (a.seed.is_some(), "--seed"),
+            (a.max_in_flight.is_some(), "--max-in-flight"),
+            (a.stop_at_saturation, "--stop-at-saturation"),
+        ] {
+            if given {
+                return Err(bad(
+                    flag,
+                    "only applies to open-loop runs: add --request-rate R1,R2,…",
+                ));
+            }
+        }
+        return Ok(OpenLoop {
+            on: false,
+            rates: vec![],
+            arrival: ldb_core::arrivals::Arrival::Poisson,
+            seed: ldb_runner::config::DEFAULT_SEED,
+            count: 0,
+            max_in_flight: 0,
+        });
+    };
+    let mut rates = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        match item.parse::<f64>() {
+            Ok(r) if r.is_finite() && r > 0.0 => rates.push(r),
+            _ => {
+                return Err(bad(
+                    "--request-rate",
+                    format!("{item:?} is not a positive number of requests per second"),
+                ));
+            }
+        }
+    }
+    if a.run_burst {
+        return Err(bad(
+            "--request-rate",
+            "cannot be combined with --run-burst: an open-loop run replaces the closed-loop matrices",
+        ));
+    }
+    if a.warmup_request_count > 0 {
+        return Err(bad(
+            "--request-rate",
+            "cannot be combined with --warmup-request-count (a closed-loop request-count flag)",
+        ));
+    }
+    if a.prefill_only {
+        return Err(bad(
+            "--request-rate",
+            "cannot be combined with --prefill-only",
+        ));
+    }
+    if a.resume {
+        return Err(bad(
+            "--request-rate",
+            "--resume does not continue open-loop runs yet; run the rates again",
+        ));
+    }
+    let arrival = match a.arrival.as_deref() {
+        Some(s) => s.parse().map_err(|e: String| bad("--arrival", e))?,
+        None => ldb_core::arrivals::Arrival::Poisson,
+    };
+    let max_in_flight = match a.max_in_flight {
+        Some(0) => {
+            return Err(bad(
+                "--max-in-flight",
+                "must be at least 1 (leave it out for no cap)",
+            ));
+        }
+        Some(n) => n,
+        None => 0,
+    };
+    for &r in &rates {
+        let n = if a.request_count > 0 {
+            a.request_count as f64
+        } else {
+            r * duration
+        };
+        if n > MAX_RATE_CELL_REQUESTS {
+            return Err(bad(
+                "--request-rate",
+                format!(
+                    "{r} req/s gives {n:.0} requests per cell, more than 10 million; lower the rate, --duration or --request-count"
+                ),
+            ));
+        }
+    }
+    Ok(OpenLoop {
+        on: true,
+        rates,
+        arrival,
+        seed: a.seed.unwrap_or(ldb_runner::config::DEFAULT_SEED),
+        count: a.request_count,
+        max_in_flight,
     })
 }
 
@@ -317,6 +437,74 @@ mod tests {
     fn build_err(args: &[&str]) -> String {
         let a = parse(args).expect("parses");
         build(&a, false, vec![]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn open_loop_flags() {
+        let a = parse(&[
+            "--request-rate",
+            "0.5, 2,8",
+            "--arrival",
+            "constant",
+            "--seed",
+            "7",
+        ])
+        .unwrap();
+        let c = build(&a, false, vec![]).unwrap();
+        assert_eq!(c.request_rates, vec![0.5, 2.0, 8.0]);
+        assert_eq!(c.arrival, ldb_core::arrivals::Arrival::Constant);
+        assert_eq!((c.seed, c.max_in_flight, c.rate_request_count), (7, 0, 0));
+        let a = parse(&[
+            "--request-rate",
+            "4",
+            "--request-count",
+            "100",
+            "--max-in-flight",
+            "16",
+        ])
+        .unwrap();
+        let c = build(&a, false, vec![]).unwrap();
+        // --request-count counts each rate cell, not closed-loop batches
+        assert_eq!(
+            (c.request_count, c.rate_request_count, c.max_in_flight),
+            (0, 100, 16)
+        );
+        assert_eq!(c.seed, ldb_runner::config::DEFAULT_SEED);
+        for (args, want) in [
+            (&["--request-rate", "0"][..], "invalid --request-rate"),
+            (&["--request-rate=-1"], "invalid --request-rate"),
+            (&["--request-rate", "fast"], "invalid --request-rate"),
+            (&["--request-rate", "1,,2"], "invalid --request-rate"),
+            (&["--request-rate", "1", "--run-burst"], "--run-burst"),
+            (
+                &["--request-rate", "1", "--warmup-request-count", "2"],
+                "--warmup-request-count",
+            ),
+            (&["--request-rate", "1", "--prefill-only"], "--prefill-only"),
+            (&["--request-rate", "1", "--resume"], "--resume"),
+            (
+                &["--request-rate", "1", "--arrival", "uniform"],
+                "invalid --arrival",
+            ),
+            (
+                &["--request-rate", "1", "--max-in-flight", "0"],
+                "invalid --max-in-flight",
+            ),
+            (
+                &["--request-rate", "100000", "--duration", "1000"],
+                "more than 10 million",
+            ),
+            (&["--arrival", "poisson"], "invalid --arrival"),
+            (&["--seed", "3"], "invalid --seed"),
+            (&["--max-in-flight", "3"], "invalid --max-in-flight"),
+            (&["--stop-at-saturation"], "invalid --stop-at-saturation"),
+        ] {
+            let e = build(&parse(args).unwrap(), false, vec![])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

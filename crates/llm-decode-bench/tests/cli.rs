@@ -592,3 +592,48 @@ fn http_get(port: u16, path: &str) -> String {
     s.read_to_string(&mut out).expect("response");
     out
 }
+
+/// An open-loop run against the built-in simulator: rate cells in the JSON
+/// (valid against the schema, settings recorded) and in the report.
+#[test]
+fn an_open_loop_run_writes_rate_cells() {
+    let (_d, out) = tmp("r.json");
+    let o = run(&[
+        "--sim",
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--request-rate",
+        "4,16",
+        "--request-count",
+        "12",
+        "--contexts",
+        "0",
+        "--max-tokens",
+        "16",
+        "--skip-prefill",
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    let shown = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{shown}{}", text(&o.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    let rows = doc["rate_results"].as_array().expect("rate_results");
+    assert_eq!(rows.len(), 2, "{doc}");
+    for (row, rate) in rows.iter().zip([4.0, 16.0]) {
+        assert_eq!(row["request_rate"], rate, "{row}");
+        assert_eq!(row["status"], "ok", "{row}");
+        assert_eq!(row["completed"], 12, "{row}");
+        assert!(row["ttft_p50"].as_f64().is_some_and(|t| t > 0.0), "{row}");
+    }
+    let ol = &doc["metadata"]["open_loop"];
+    assert_eq!(ol["arrival"], "poisson", "{ol}");
+    assert_eq!(ol["seed"], 42, "{ol}");
+    assert!(
+        doc["results"].as_array().is_some_and(Vec::is_empty),
+        "{doc}"
+    );
+    assert!(shown.contains("Open-loop cells"), "{shown}");
+}

@@ -64,6 +64,9 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
         } else {
             http.non_streaming += 1;
         }
+        if http.arrivals.len() < super::MAX_ARRIVALS {
+            http.arrivals.push(st.started.elapsed().as_secs_f64());
+        }
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (num, _) = st.new_id();

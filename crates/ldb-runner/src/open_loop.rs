@@ -1,0 +1,316 @@
+//! Open-loop cells (`--request-rate`): requests leave at their due times from
+//! a seeded schedule (`ldb_core::arrivals`) whether or not earlier ones have
+//! finished, optionally capped by `--max-in-flight`; every latency counts
+//! from the due time (`ldb_core::open_loop`). One cell per rate × context,
+//! contexts in order, rates rising; `--stop-at-saturation` ends a context's
+//! rise after two saturated cells in a row.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, run_stream};
+use ldb_core::arrivals::schedule;
+use ldb_core::cellstats::{SchedSample, scheduler_fields};
+use ldb_core::live::Phase;
+use ldb_core::open_loop::{RateInputs, RateRequest, RateResult, assemble, stop_raising};
+use ldb_core::result::{CellStatus, PrefillEntry};
+use ldb_core::tokens::format_context;
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::cell::CellSpec;
+use crate::cell_io::{drain, scout};
+use crate::ctx::RunCtx;
+use crate::plan::RunPlan;
+use crate::prompts::{BodyOptions, PromptPlan, chat_body};
+use crate::recorder::Recorder;
+
+/// Requests per cell: `--request-count`, else rate × `--duration` (at least 1).
+pub fn requests_per_cell(rate: f64, count: u64, duration: f64) -> u64 {
+    if count > 0 {
+        count
+    } else {
+        ((rate * duration).round() as u64).max(1)
+    }
+}
+
+/// All rate cells, context by context.
+pub(crate) async fn rate_matrix(
+    rc: &RunCtx,
+    plan: &RunPlan,
+    prompts: &PromptPlan,
+    rec: &mut Recorder,
+) {
+    rc.live.update(|s| s.phase = Phase::Burst);
+    let mut rates = rc.cfg.request_rates.clone();
+    rates.sort_by(f64::total_cmp);
+    let mut index = 0u64;
+    for &x in &rc.cfg.contexts {
+        if let Some(reason) = plan
+            .rate_skips
+            .iter()
+            .find(|(c, _)| *c == x)
+            .map(|(_, r)| r)
+        {
+            for &r in &rates {
+                rec.rate_cell(skipped_row(r, x, CellStatus::SkippedContext, reason));
+            }
+            continue;
+        }
+        let mut record_prefill = plan.integrated_prefill.contains(&x);
+        let mut in_a_row = 0u32;
+        for &rate in &rates {
+            if rc.controls.stop.is_cancelled() {
+                return;
+            }
+            if rc.cfg.stop_at_saturation && stop_raising(in_a_row) {
+                rec.rate_cell(skipped_row(
+                    rate,
+                    x,
+                    CellStatus::SkippedUser,
+                    "not run: the two rates below it saturated the server (--stop-at-saturation)",
+                ));
+                continue;
+            }
+            let messages = prompts.messages(x, &format!("rate{x}"));
+            let (row, prefill) = rate_cell(rc, rate, x, messages, record_prefill, index).await;
+            index += 1;
+            if let Some(p) = prefill {
+                record_prefill = false;
+                rec.prefill_row(x, p);
+            }
+            in_a_row = if row.saturated { in_a_row + 1 } else { 0 };
+            if rc.controls.stop.is_cancelled() {
+                return;
+            }
+            rec.rate_cell(row);
+            drain(rc).await;
+        }
+    }
+}
+
+fn skipped_row(rate: f64, context: u64, status: CellStatus, reason: &str) -> RateResult {
+    RateResult {
+        request_rate: rate,
+        context_tokens: context,
+        status,
+        status_reason: reason.to_string(),
+        ..RateResult::default()
+    }
+}
+
+/// One rate × context cell.
+async fn rate_cell(
+    rc: &RunCtx,
+    rate: f64,
+    context: u64,
+    messages: Vec<ldb_core::prompt::Message>,
+    record_prefill: bool,
+    index: u64,
+) -> (RateResult, Option<PrefillEntry>) {
+    let n = requests_per_cell(rate, rc.cfg.rate_request_count, rc.cfg.duration);
+    let at = format!("R={rate} req/s ctx={}", format_context(context));
+    rc.live.event(format!(
+        "rate cell start {at} requests={n} arrival={}",
+        rc.cfg.arrival
+    ));
+    let skip = rc.controls.new_skip();
+    let spec = CellSpec {
+        concurrency: 1,
+        context,
+        messages: messages.clone(),
+        duration: 0.0,
+        record_prefill,
+    };
+    // The scout warms the context's prefix cache, as before a decode cell.
+    let prefill = if context > 0 {
+        scout(rc, &spec, &skip).await
+    } else {
+        None
+    };
+    let body = chat_body(
+        &rc.model,
+        &messages,
+        BodyOptions {
+            max_tokens: rc.cfg.max_tokens,
+            continuous_usage: false,
+            ignore_eos: !rc.cfg.respect_eos,
+            temperature: rc.cfg.temperature,
+        },
+    );
+    // A different schedule per cell, the same on every run with this seed.
+    let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
+    let window = Arc::new(SharedWindow::default());
+    let counters = Arc::new(CellCounters::default());
+    let cap =
+        (rc.cfg.max_in_flight > 0).then(|| Arc::new(Semaphore::new(rc.cfg.max_in_flight as usize)));
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let most = Arc::new(AtomicU64::new(0));
+    let (tx, mut rx) = mpsc::unbounded_channel::<(usize, f64, ldb_client::stream::StreamOutcome)>();
+    let t0 = rc.clock.now() + 0.05;
+    window.open(t0);
+    let mut capped = false;
+    for (i, &d) in due.iter().enumerate() {
+        let wait = t0 + d - rc.clock.now();
+        if wait > 0.0 {
+            tokio::select! {
+                _ = skip.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
+            }
+        }
+        if skip.is_cancelled() {
+            break;
+        }
+        let permit = match &cap {
+            Some(sem) => {
+                let p = match sem.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        capped = true;
+                        tokio::select! {
+                            _ = skip.cancelled() => break,
+                            p = sem.clone().acquire_owned() => match p {
+                                Ok(p) => p,
+                                Err(_) => break,
+                            },
+                        }
+                    }
+                };
+                Some(p)
+            }
+            None => None,
+        };
+        let env = StreamEnv {
+            http: rc.http.clone(),
+            clock: rc.clock,
+            window: window.clone(),
+            counters: counters.clone(),
+            cancel: skip.child_token(),
+            text_sink: None,
+            path: "/v1/chat/completions",
+            idle_timeout: rc.cfg.idle_timeout(),
+        };
+        let (body, tx) = (body.clone(), tx.clone());
+        let (in_flight, most) = (in_flight.clone(), most.clone());
+        let scheduled = t0 + d;
+        tokio::spawn(async move {
+            let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+            most.fetch_max(now, Ordering::Relaxed);
+            let out = run_stream(&env, body).await;
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+            drop(permit);
+            let _ = tx.send((i, scheduled, out));
+        });
+    }
+    drop(tx);
+    let sent = due.len();
+    // Bounded: an overloaded server may hold requests for long.
+    let span = due.last().copied().unwrap_or(0.0);
+    let limit = t0 + span + (3.0 * span).max(120.0);
+    let mut outs = Vec::with_capacity(sent);
+    let mut sched: Vec<SchedSample> = Vec::new();
+    let mut last_seq = 0;
+    loop {
+        let left = limit - rc.clock.now();
+        if left <= 0.0 {
+            skip.cancel();
+        }
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                Some(o) => outs.push(o),
+                None => break,
+            },
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+        if let Some(s) = rc.scraper.latest()
+            && s.seq != last_seq
+            && s.sent >= t0
+        {
+            last_seq = s.seq;
+            if let Some(running) = s.snap.running {
+                sched.push(SchedSample {
+                    running,
+                    waiting: s.snap.waiting.unwrap_or(0.0),
+                });
+            }
+        }
+    }
+    window.close(rc.clock.now());
+    let timed_out = rc.clock.now() >= limit;
+    outs.sort_by_key(|(i, _, _)| *i);
+    let requests: Vec<RateRequest> = outs
+        .iter()
+        .map(|(_, scheduled, o)| {
+            let s = o.track.to_sample(0.0, window.get());
+            let completed = s.completed && o.track.error().is_none();
+            RateRequest {
+                scheduled: *scheduled,
+                sent: o.track.start(),
+                first_token: s.first_token_s,
+                first_answer: (s.ttfo > 0.0).then(|| o.track.start() + s.ttfo),
+                completed_at: if completed {
+                    o.done_at.or(s.end_s)
+                } else {
+                    None
+                },
+                output_tokens: s.output_tokens,
+                error: match o.track.error() {
+                    Some(e) => Some(e.message.clone()),
+                    None if o.cancelled && timed_out => Some(format!(
+                        "did not finish within {:.0} s after the last request was due",
+                        limit - t0 - span
+                    )),
+                    None if !completed => Some("ended without completing".to_string()),
+                    None => None,
+                },
+            }
+        })
+        .collect();
+    let mut row = assemble(&RateInputs {
+        rate,
+        context,
+        arrival: rc.cfg.arrival,
+        requests: &requests,
+        max_in_flight: most.load(Ordering::Relaxed),
+        in_flight_capped: capped,
+        token_gap_p99: counters.gaps.stats().p99,
+        max_error_rate: rc.cfg.max_error_rate,
+    });
+    let sf = scheduler_fields(1, &sched, false, 0.0);
+    if !sched.is_empty() {
+        row.avg_running_reqs = sf.avg_running_reqs;
+        row.max_running_reqs = sf.max_running_reqs;
+        row.avg_queue_reqs = sf.avg_queue_reqs;
+        row.max_queue_reqs = sf.max_queue_reqs;
+    }
+    if skip.is_cancelled() && !timed_out {
+        row.status = CellStatus::SkippedUser;
+        row.status_reason = "cut short by the user".into();
+    }
+    rc.live.event(format!(
+        "rate cell done {at}: {:.2} req/s sent, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
+        row.achieved_rate,
+        row.output_tps,
+        row.ttft_p50.map_or("-".into(), |v| format!("{v:.3}")),
+        row.completed,
+        row.request_count,
+        if row.saturated { ", SATURATED" } else { "" }
+    ));
+    if row.status == CellStatus::Error {
+        rc.live
+            .event(format!("rate cell error {at}: {}", row.status_reason));
+    }
+    (row, prefill)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_per_cell_follow_the_count_or_the_duration() {
+        assert_eq!(requests_per_cell(5.0, 0, 10.0), 50);
+        assert_eq!(requests_per_cell(5.0, 12, 10.0), 12);
+        assert_eq!(requests_per_cell(0.01, 0, 10.0), 1);
+    }
+}
