@@ -444,6 +444,13 @@ mod tests {
         assert_eq!(max_overlap(&[sample(0.5, 0.5)]), 1);
         assert_eq!(max_overlap(&[sample(0.1, 1.0), sample(0.5, 0.5)]), 2);
         assert_eq!(max_overlap(&[sample(0.5, 0.5), sample(0.5, 0.5)]), 2);
+        // A slot freed and refilled, read 10 ms out of order by a busy
+        // client: still two at a time, not three.
+        let s = [sample(0.0, 1.0), sample(0.0, 1.5), sample(0.99, 2.0)];
+        assert_eq!(max_overlap(&s), 2);
+        // A real overlap of 50 ms counts.
+        let s = [sample(0.0, 1.0), sample(0.0, 1.5), sample(0.95, 2.0)];
+        assert_eq!(max_overlap(&s), 3);
     }
 
     #[test]

@@ -221,9 +221,17 @@ pub(super) fn assemble(
     }
 }
 
+/// Client read times of different streams can be reordered by this much
+/// when the client is briefly not scheduled: a server that admits request C
+/// one step after finishing A can show A's last token read just after C's
+/// first one. Overlaps shorter than this are not concurrency (a step of any
+/// real server is longer than the reordering a loaded client shows).
+const REORDER_TOLERANCE_S: f64 = 0.02;
+
 /// Most requests generating at the same moment: overlap of the intervals from
-/// first to last token (an interval ending exactly when another starts does
-/// not overlap it). A one-token request is generating at its single instant
+/// first to last token, each end moved [`REORDER_TOLERANCE_S`] earlier (not
+/// before its start); an interval ending exactly when another starts does
+/// not overlap it. A one-token request is generating at its single instant
 /// (a zero-length interval still counts).
 pub(super) fn max_overlap(samples: &[RequestSample]) -> u32 {
     // At one instant: ends of intervals with a length first, then starts,
@@ -232,6 +240,7 @@ pub(super) fn max_overlap(samples: &[RequestSample]) -> u32 {
     let mut edges: Vec<(f64, u8, i32)> = samples
         .iter()
         .filter_map(|s| Some((s.first_token_s?, s.end_s?)))
+        .map(|(a, b)| (a, (b - REORDER_TOLERANCE_S).max(a).min(b)))
         .flat_map(|(a, b)| [(a, 1, 1), (b, if b > a { 0 } else { 2 }, -1)])
         .collect();
     edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
