@@ -4,7 +4,8 @@
 //! window's client count, CPU and event-loop lag are compared with it. The
 //! caller starts the simulator (in this process, on a thread of its own whose
 //! name starts with `sim_thread_prefix`, so its CPU is not billed to the
-//! client) and prints the table (`ldb_core::selftest`).
+//! client), hands over a way to read its counter, and prints the table
+//! (`ldb_core::selftest`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use ldb_client::Http;
 use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv, run_stream};
 use ldb_core::client_load::parse_schedstat_cpu;
 use ldb_core::headroom::Headroom;
-use ldb_core::prometheus::MetricSet;
 use ldb_core::selftest::{LevelResult, ceiling};
 use tokio_util::sync::CancellationToken;
 
@@ -41,32 +41,10 @@ pub struct SelftestOptions {
     pub stop_at_first_miss: bool,
 }
 
-/// The simulator's generation counter and running requests.
-async fn truth(http: &Http) -> Result<(f64, f64), String> {
-    let (status, text) = http
-        .get_text("/metrics", Duration::from_secs(10))
-        .await
-        .map_err(|e| format!("simulator /metrics: {e}"))?;
-    if status != 200 {
-        return Err(format!("simulator /metrics answered {status}"));
-    }
-    let m = MetricSet::parse(&text);
-    let generated = m
-        .sum("vllm:generation_tokens_total", &[])
-        .ok_or("simulator /metrics has no vllm:generation_tokens_total")?;
-    Ok((
-        generated,
-        m.sum("vllm:num_requests_running", &[]).unwrap_or(0.0),
-    ))
-}
-
-/// The counter, and the middle of the scrape on the run clock (the window
-/// edge that matches the counter best).
-async fn truth_at(http: &Http, clock: RunClock) -> Result<(f64, f64), String> {
-    let a = clock.now();
-    let (generated, _) = truth(http).await?;
-    Ok((generated, (a + clock.now()) / 2.0))
-}
+/// The simulator's truth, read directly (not over HTTP: a scrape waits
+/// behind the simulator's own work and blurs the window's edges): tokens
+/// generated so far and sequences running now.
+pub type Truth = std::sync::Arc<dyn Fn() -> (u64, usize) + Send + Sync>;
 
 /// On-CPU nanoseconds of this process's threads, without the simulator's.
 fn client_cpu_ns(sim_prefix: &str) -> Option<u64> {
@@ -95,6 +73,7 @@ fn client_cpu_ns(sim_prefix: &str) -> Option<u64> {
 /// level as it is done. Errors are one line.
 pub async fn run(
     url: &str,
+    truth: Truth,
     opts: &SelftestOptions,
     mut each: impl FnMut(&LevelResult),
 ) -> Result<Vec<LevelResult>, String> {
@@ -113,7 +92,7 @@ pub async fn run(
     );
     let mut out = Vec::new();
     for &n in &opts.levels {
-        let level = measure_level(&http, clock, &body, n, opts).await?;
+        let level = measure_level(&http, &truth, clock, &body, n, opts).await?;
         each(&level);
         out.push(level);
         if opts.stop_at_first_miss && ceiling(&out).first_miss.is_some() {
@@ -125,6 +104,7 @@ pub async fn run(
 
 async fn measure_level(
     http: &Http,
+    truth: &Truth,
     clock: RunClock,
     body: &bytes::Bytes,
     n: u32,
@@ -132,7 +112,7 @@ async fn measure_level(
 ) -> Result<LevelResult, String> {
     // The previous level's streams may still be closing on the server side.
     for _ in 0..100 {
-        if truth(http).await?.1 == 0.0 {
+        if truth().1 == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -182,14 +162,14 @@ async fn measure_level(
     }
     tokio::time::sleep(Duration::from_secs_f64(opts.warmup_s)).await;
 
-    let (t0, open) = truth_at(http, clock).await.map_err(&stop)?;
+    let (t0, open) = (truth().0, clock.now());
     window.open(open);
     let cpu0 = client_cpu_ns(&opts.sim_thread_prefix);
     let probe = LagProbe::start();
     tokio::time::sleep(Duration::from_secs_f64(opts.window_s)).await;
     let lag = probe.finish().await;
     let cpu1 = client_cpu_ns(&opts.sim_thread_prefix);
-    let (t1, close) = truth_at(http, clock).await.map_err(&stop)?;
+    let (t1, close) = (truth().0, clock.now());
     window.close(close);
     cancel.cancel();
     for w in workers {
@@ -209,7 +189,7 @@ async fn measure_level(
     Ok(LevelResult {
         streams: n,
         window_s,
-        truth_tokens: (t1 - t0).max(0.0),
+        truth_tokens: t1.saturating_sub(t0) as f64,
         measured_tokens: measured,
         client_cpu_s: cpu_s,
         loop_lag_p99_s: Headroom::measure(None, window_s, 1, &lag).loop_lag_p99_s,

@@ -39,5 +39,5 @@ pub use scenario::{
     FaultConfig, KvConfig, OutputConfig, ReasoningField, Scenario, SchedulerConfig, ServerConfig,
     SpecConfig, StepTimeConfig, TokenizerConfig,
 };
-pub use server::{HttpStats, SimHandle, SimServer, SimStats};
+pub use server::{HttpStats, SimHandle, SimServer, SimStats, TruthProbe};
 pub use tokenizer::{ChatMessage, count_text, encode_chat, encode_prompt};

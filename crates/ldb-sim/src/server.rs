@@ -56,6 +56,18 @@ pub struct HttpStats {
 /// Arrival times kept, at most (8 MB).
 pub const MAX_ARRIVALS: usize = 1_000_000;
 
+/// The engine's counters, readable from any thread (see [`SimHandle::truth`]).
+#[derive(Clone)]
+pub struct TruthProbe(Arc<std::sync::Mutex<crate::engine::stats::EngineStats>>);
+
+impl TruthProbe {
+    /// Tokens generated and sent so far, and the sequences running now.
+    pub fn generated_and_running(&self) -> (u64, usize) {
+        let s = crate::engine::lock(&self.0);
+        (s.generated_tokens, s.running)
+    }
+}
+
 /// Truth counters of a running simulator (see [`SimHandle::stats`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimStats {
@@ -291,6 +303,13 @@ impl SimHandle {
     /// The scenario being served.
     pub fn scenario(&self) -> &Scenario {
         &self.state.cfg
+    }
+
+    /// A handle on the engine's counters that other threads can read at
+    /// any moment without going through HTTP (a `/metrics` scrape waits
+    /// behind the simulator's own work, which blurs a window's edges).
+    pub fn truth(&self) -> TruthProbe {
+        TruthProbe(Arc::clone(&self.engine.stats))
     }
 
     /// A copy of the truth counters right now.

@@ -37,6 +37,7 @@ pub fn levels(max: u32) -> Vec<u32> {
 /// The simulator on its own thread; dropping the sender stops it.
 struct SimThread {
     url: String,
+    truth: ldb_sim::TruthProbe,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -53,7 +54,8 @@ impl Drop for SimThread {
 fn start_sim(max_streams: u32) -> Result<SimThread, AppError> {
     let mut scenario = ldb_sim::Scenario::builtin("firehose-paced").map_err(AppError::config)?;
     scenario.scheduler.max_running = scenario.scheduler.max_running.max(max_streams);
-    let (url_tx, url_rx) = std::sync::mpsc::channel::<Result<String, String>>();
+    type Started = Result<(String, ldb_sim::TruthProbe), String>;
+    let (url_tx, url_rx) = std::sync::mpsc::channel::<Started>();
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name(SIM_THREAD.into())
@@ -73,7 +75,7 @@ fn start_sim(max_streams: u32) -> Result<SimThread, AppError> {
                 let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
                 match ldb_sim::SimServer::start(scenario, None, addr).await {
                     Ok(sim) => {
-                        let _ = url_tx.send(Ok(sim.base_url()));
+                        let _ = url_tx.send(Ok((sim.base_url(), sim.truth())));
                         let _ = stop_rx.await;
                         sim.shutdown().await;
                     }
@@ -84,12 +86,13 @@ fn start_sim(max_streams: u32) -> Result<SimThread, AppError> {
             });
         })
         .map_err(|e| AppError::config(format!("cannot start the simulator thread: {e}")))?;
-    let url = url_rx
+    let (url, truth) = url_rx
         .recv()
         .map_err(|_| AppError::config("the simulator thread ended before it served"))?
         .map_err(AppError::config)?;
     Ok(SimThread {
         url,
+        truth,
         stop: Some(stop_tx),
         thread: Some(thread),
     })
@@ -137,7 +140,12 @@ async fn selftest(a: &SelftestArgs) -> Result<i32, AppError> {
         println!("{}", header_line());
     }
     let json_out = a.json;
-    let result = measure(&sim.url, &opts, |l| {
+    let probe = sim.truth.clone();
+    let truth: ldb_runner::selftest::Truth = std::sync::Arc::new(move || {
+        let (generated, running) = probe.generated_and_running();
+        (generated, running)
+    });
+    let result = measure(&sim.url, truth, &opts, |l| {
         if !json_out {
             println!("{}", level_line(l));
         }

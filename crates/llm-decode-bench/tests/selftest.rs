@@ -6,37 +6,67 @@ mod common;
 
 use common::{run, text};
 
+/// The self-checks measure this machine: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The truth is the simulator's own token counter, read directly at the
+/// window's edges. The client never counts (much) more than the server
+/// generated; at 16 streams (2,000 tok/s, a few percent of a core) it counts all of it,
+/// even on a busy machine; higher levels may fall behind on a loaded machine,
+/// which is what the self-check is for, and must then say MISSED.
 #[test]
 fn selftest_counts_what_the_simulator_generated() {
+    let _one = serial();
     let o = run(&[
         "selftest",
         "--max-streams",
         "64",
         "--window",
-        "1.5",
+        "2",
         "--json",
+        "--all-levels",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let levels = doc["levels"].as_array().expect("levels");
-    // 16 then 64, unless the client already missed at 16 on a very busy machine
-    assert!(!levels.is_empty() && levels.len() <= 2, "{doc}");
+    assert_eq!(levels.len(), 2, "{doc}");
     assert_eq!(levels[0]["streams"], 16);
+    assert_eq!(levels[1]["streams"], 64);
     for l in levels {
         let truth = l["truth_tokens"].as_f64().expect("truth");
         let measured = l["measured_tokens"].as_f64().expect("measured");
         let streams = l["streams"].as_f64().expect("streams");
-        // the simulator's pace: 125 tok/s per stream (its own core may fall a little short)
+        // the simulator's pace: 125 tok/s per stream (its own thread may fall a little short)
         let pace = truth / l["window_s"].as_f64().expect("window");
         assert!(
             pace > 0.5 * 125.0 * streams && pace < 1.02 * 125.0 * streams,
             "{l}"
         );
-        assert!((measured - truth).abs() <= 0.02 * truth, "{l}");
+        // a stream's last few tokens can straddle an edge: one per stream at most
+        assert!(
+            measured <= truth + streams,
+            "the client counted more than was generated: {l}"
+        );
         assert!(l["client_cpu_us_per_token"].as_f64().is_some(), "{l}");
         assert!(l["event_loop_lag_p99"].as_f64().is_some(), "{l}");
         assert_eq!(l["failed"], 0, "{l}");
+        let ratio = l["ratio"].as_f64().expect("ratio");
+        let lag = l["event_loop_lag_p99"].as_f64().expect("lag");
+        let verdict = (0.99..=1.01).contains(&ratio) && lag <= 0.05;
+        assert_eq!(l["kept_up"], verdict, "{l}");
     }
+    let first = &levels[0];
+    let (t, m) = (
+        first["truth_tokens"].as_f64().expect("truth"),
+        first["measured_tokens"].as_f64().expect("measured"),
+    );
+    assert!((m - t).abs() <= 0.03 * t, "16 streams: {first}");
     assert!(
         doc["verdict"]
             .as_str()
@@ -48,6 +78,7 @@ fn selftest_counts_what_the_simulator_generated() {
 
 #[test]
 fn selftest_prints_a_table_and_a_verdict() {
+    let _one = serial();
     let o = run(&["selftest", "--max-streams", "16", "--window", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let out = text(&o.stdout);
