@@ -88,6 +88,10 @@ pub struct ServerSnapshot {
     pub spec_accept_length_gauge: Option<f64>,
     /// SGLang's recent accept-rate gauge.
     pub spec_accept_rate_gauge: Option<f64>,
+    /// When the server process started (`process_start_time_seconds`, Unix
+    /// seconds, written by Python's and Go's Prometheus clients): a new value
+    /// means the server was restarted and its counters began again from 0.
+    pub process_start: Option<f64>,
 }
 
 fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
@@ -202,7 +206,39 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
     ServerSnapshot {
         gen_tokens,
         gen_tokens_source,
+        process_start: s("process_start_time_seconds"),
         ..snap
+    }
+}
+
+impl ServerSnapshot {
+    /// Why `later` cannot come from the same server process as `self`: its
+    /// start time changed, or its generated or finished counters went down.
+    /// Counter deltas across such a pair mean nothing.
+    pub fn restart_evidence(&self, later: &ServerSnapshot) -> Option<String> {
+        if let (Some(a), Some(b)) = (self.process_start, later.process_start)
+            && b != a
+        {
+            return Some(format!(
+                "process_start_time_seconds changed from {a:.3} to {b:.3}"
+            ));
+        }
+        let went_down = |name: &str, a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b < a => Some(format!("{name} went down from {a:.0} to {b:.0}")),
+            _ => None,
+        };
+        went_down(
+            "the generated-tokens counter",
+            self.gen_tokens,
+            later.gen_tokens,
+        )
+        .or_else(|| {
+            went_down(
+                "the finished-requests counter",
+                self.request_success,
+                later.request_success,
+            )
+        })
     }
 }
 

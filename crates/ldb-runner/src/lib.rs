@@ -25,6 +25,7 @@ pub mod prompts;
 mod recorder;
 pub mod resume;
 pub mod run;
+mod server_watch;
 mod stall;
 pub mod standalone;
 mod startup;

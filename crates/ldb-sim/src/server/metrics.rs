@@ -30,7 +30,16 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response();
     }
     let s = st.engine.snapshot();
-    let body = render(st.personality, &st.cfg, &s);
+    let mut body = render(st.personality, &st.cfg, &s);
+    // Python's Prometheus client (vLLM, SGLang) adds the process's start time.
+    if matches!(st.personality, Personality::Vllm | Personality::Sglang) {
+        let _ = write!(
+            body,
+            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n\
+             # TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {:.3}\n",
+            st.started_unix_f
+        );
+    }
     (
         [(
             header::CONTENT_TYPE,
