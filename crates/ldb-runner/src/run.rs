@@ -317,6 +317,7 @@ fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
         s.phase = Phase::Done;
         s.current = None;
     });
+    crate::server_watch::note_metrics(rc);
     let server_down = crate::server_watch::gone(rc);
     rc.live.event(if interrupted {
         "run stopped by the user"

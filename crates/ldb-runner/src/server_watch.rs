@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ldb_core::document::{Metadata, ServerOutage, ServerRestart};
+use ldb_core::document::{Metadata, MetricsLost, ServerOutage, ServerRestart};
 use ldb_core::engine::ServerSnapshot;
 use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::tokens::format_context;
@@ -34,6 +34,8 @@ pub struct FaultLog {
     gone: Option<String>,
     /// The scrape taken after the previous cell.
     last: Option<ServerSnapshot>,
+    /// `/metrics` lost after discovery.
+    metrics_lost: Option<MetricsLost>,
 }
 
 impl FaultLog {
@@ -41,6 +43,7 @@ impl FaultLog {
     pub(crate) fn stamp(&self, md: &mut Metadata) {
         md.server_outages = self.outages.clone();
         md.server_restarts = self.restarts.clone();
+        md.metrics_lost = self.metrics_lost.clone();
     }
 }
 
@@ -86,6 +89,7 @@ pub(crate) fn utc_hms(unix: f64) -> String {
 /// cell `error` with a reason naming the outage; one that does not also sets
 /// [`gone`]. `cell` is rewritten in place.
 pub(crate) async fn after_cell(rc: &RunCtx, cell: &mut CellResult) {
+    note_metrics(rc);
     let failed = matches!(cell.ext.status, CellStatus::Error | CellStatus::NoTokens);
     let mut came_back = false;
     if failed && !rc.controls.stop.is_cancelled() && !answers(rc).await {
@@ -95,6 +99,30 @@ pub(crate) async fn after_cell(rc: &RunCtx, cell: &mut CellResult) {
         }
     }
     restart_check(rc, came_back).await;
+}
+
+/// Copy the scraper's `/metrics` loss into the log, with an event line when
+/// it is new or over.
+pub(crate) fn note_metrics(rc: &RunCtx) {
+    let Some(now) = rc.scraper.lost() else {
+        return;
+    };
+    let before = with(rc, |f| f.metrics_lost.replace(now.clone()));
+    let was_back = before.as_ref().and_then(|b| b.back_unix);
+    if before.is_none() {
+        rc.live.event(format!(
+            "/metrics lost since {} UTC ({}); cells keep their client measurements, without \
+             server counts",
+            utc_hms(now.since_unix),
+            now.reason
+        ));
+    }
+    if let (None, Some(back)) = (was_back, now.back_unix) {
+        rc.live.event(format!(
+            "/metrics answers again since {} UTC",
+            utc_hms(back)
+        ));
+    }
 }
 
 /// The server does not answer: wait for it up to the grace. True when it
