@@ -75,6 +75,15 @@ impl ClientError {
             return ClientError::Timeout { url };
         }
         let mut detail = transport_detail(e);
+        // hyper refuses an answer head over about 400 KiB, or with more
+        // than 100 header lines: the server answered, so it is a bad
+        // answer, not a connection failure (and not fatal to the cell).
+        if detail.contains("message head is too large") {
+            return ClientError::Decode {
+                url,
+                detail: format!("the answer's header is larger than the client accepts ({detail})"),
+            };
+        }
         if detail.to_ascii_lowercase().contains("certificate") || detail.contains("tls") {
             detail = format!("TLS failure: {detail}");
         }

@@ -330,7 +330,9 @@ fn on_payload(
     window: WindowBounds,
     payload: &[u8],
 ) {
-    if *done {
+    // An empty event (`data:` and nothing else) carries nothing: a keep-alive
+    // in SSE's own terms, not a malformed chunk.
+    if *done || payload.iter().all(u8::is_ascii_whitespace) {
         return;
     }
     if is_done(payload) {
