@@ -166,6 +166,7 @@ fn env(base: &str, idle: Option<Duration>) -> StreamEnv {
         text_sink: None,
         path: "/v1/chat/completions",
         idle_timeout: idle,
+        first_token_timeout: None,
     }
 }
 
@@ -298,4 +299,21 @@ async fn thousands_of_label_values_in_metrics_are_read_whole() {
     let set = MetricSet::parse(&text);
     assert_eq!(set.samples.len(), 150_000);
     assert_eq!(set.sum("vllm:num_requests_running", &[]), Some(150_000.0));
+}
+
+#[tokio::test]
+async fn the_first_token_limit_ends_a_request_that_gets_only_comments() {
+    let base = hostile(Misbehaviour::CommentsBeforeFirstToken).await;
+    let mut e = env(&base, Some(Duration::from_secs(60)));
+    e.first_token_timeout = Some(Duration::from_secs(1));
+    let out = tokio::time::timeout(Duration::from_secs(30), run_stream(&e, body()))
+        .await
+        .expect("the first-token limit ends the request");
+    let err = out.track.error().expect("a failure");
+    assert_eq!(err.kind, FailureKind::Stalled, "{err:?}");
+    assert!(err.to_string().contains("no token within 1 s"), "{err}");
+    assert_eq!(
+        e.counters.failed.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
 }
