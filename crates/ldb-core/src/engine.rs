@@ -322,6 +322,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_restart_shows_in_the_start_time_or_in_counters_going_down() {
+        let a = ServerSnapshot {
+            gen_tokens: Some(1000.0),
+            request_success: Some(10.0),
+            process_start: Some(1_700_000_000.25),
+            ..ServerSnapshot::default()
+        };
+        assert_eq!(a.restart_evidence(&a.clone()), None);
+        let later = ServerSnapshot {
+            gen_tokens: Some(2000.0),
+            request_success: Some(20.0),
+            ..a.clone()
+        };
+        assert_eq!(a.restart_evidence(&later), None);
+        let new_process = ServerSnapshot {
+            process_start: Some(1_700_000_100.5),
+            ..later.clone()
+        };
+        let e = a.restart_evidence(&new_process).expect("restart");
+        assert!(e.contains("process_start_time_seconds"), "{e}");
+        let counter_down = ServerSnapshot {
+            gen_tokens: Some(10.0),
+            process_start: None,
+            ..later.clone()
+        };
+        let e = a.restart_evidence(&counter_down).expect("restart");
+        assert!(
+            e.contains("generated-tokens counter went down from 1000 to 10"),
+            "{e}"
+        );
+        let finished_down = ServerSnapshot {
+            request_success: Some(1.0),
+            process_start: None,
+            ..later
+        };
+        assert!(a.restart_evidence(&finished_down).is_some());
+        // Nothing to compare: no evidence.
+        assert_eq!(
+            ServerSnapshot::default().restart_evidence(&ServerSnapshot::default()),
+            None
+        );
+    }
+
+    #[test]
     fn vllm_snapshot_sums_engines_and_positions() {
         let text = "vllm:num_requests_running{engine=\"0\"} 1\nvllm:num_requests_running{engine=\"1\"} 2\n\
 vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",position=\"1\"} 5\n\
