@@ -4,9 +4,10 @@
 //! a watch channel. Each scrape carries the run-clock time at which its answer
 //! arrived, so counter deltas divide by the real interval between scrapes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ldb_core::document::MetricsLost;
 use ldb_core::engine::{Engine, ServerSnapshot, server_snapshot};
 use ldb_core::prometheus::MetricSet;
 use tokio::sync::watch;
@@ -28,6 +29,18 @@ pub struct Scrape {
     pub snap: ServerSnapshot,
 }
 
+/// Failed scrapes in a row after which `/metrics` counts as lost.
+const LOST_AFTER: u32 = 3;
+
+/// How the scrapes have gone: the unbroken run of failures, and the loss
+/// once that run reached [`LOST_AFTER`].
+#[derive(Debug, Default)]
+struct Health {
+    failures_in_row: u32,
+    first_failure_unix: f64,
+    lost: Option<MetricsLost>,
+}
+
 /// Handle to the scraper task.
 #[derive(Clone)]
 pub struct Scraper {
@@ -36,6 +49,7 @@ pub struct Scraper {
     engine: Engine,
     clock: RunClock,
     stop: CancellationToken,
+    health: Arc<Mutex<Health>>,
 }
 
 impl Scraper {
@@ -55,6 +69,7 @@ impl Scraper {
             engine,
             clock,
             stop: stop.clone(),
+            health: Arc::default(),
         };
         if enabled {
             let me = s.clone();
@@ -78,25 +93,78 @@ impl Scraper {
         s
     }
 
-    /// One scrape now (also used for window-edge snapshots).
+    /// One scrape now (also used for window-edge snapshots). A failure (no
+    /// answer in 5 s, a status other than 200, an answer without one
+    /// Prometheus sample) is `None`, and counts towards [`Scraper::lost`].
     pub async fn scrape_once(&self) -> Option<Scrape> {
         let sent = self.clock.now();
-        let (status, text) = self
-            .http
-            .get_text("/metrics", Duration::from_secs(5))
-            .await
-            .ok()?;
-        if status != 200 {
-            return None;
-        }
+        let set = match self.http.get_text("/metrics", Duration::from_secs(5)).await {
+            Ok((200, text)) => {
+                let set = MetricSet::parse(&text);
+                if set.samples.is_empty() {
+                    let n = text.len();
+                    return self.failed(format!("not Prometheus text (no sample in {n} bytes)"));
+                }
+                set
+            }
+            Ok((status, _)) => return self.failed(format!("HTTP {status}")),
+            Err(e) => return self.failed(e.to_string()),
+        };
+        self.succeeded();
         let t = self.clock.now();
-        let snap = server_snapshot(self.engine, &MetricSet::parse(&text));
+        let snap = server_snapshot(self.engine, &set);
         Some(Scrape {
             seq: 0,
             t,
             sent,
             snap,
         })
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn failed(&self, reason: String) -> Option<Scrape> {
+        let now = self.clock.unix(self.clock.now());
+        let mut h = self.health();
+        if h.failures_in_row == 0 {
+            h.first_failure_unix = now;
+        }
+        h.failures_in_row += 1;
+        let (in_row, first) = (h.failures_in_row, h.first_failure_unix);
+        match &mut h.lost {
+            Some(l) if l.back_unix.is_none() => l.reason = reason,
+            // Lost before, back, and lost again: the record keeps the first
+            // loss (and says it came back once).
+            Some(_) => {}
+            None if in_row >= LOST_AFTER => {
+                h.lost = Some(MetricsLost {
+                    since_unix: first,
+                    reason,
+                    back_unix: None,
+                });
+            }
+            None => {}
+        }
+        None
+    }
+
+    fn succeeded(&self) {
+        let now = self.clock.unix(self.clock.now());
+        let mut h = self.health();
+        h.failures_in_row = 0;
+        if let Some(l) = &mut h.lost
+            && l.back_unix.is_none()
+        {
+            l.back_unix = Some(now);
+        }
+    }
+
+    /// `/metrics` stopped answering usefully ([`LOST_AFTER`] failed scrapes
+    /// in a row): since when, why, and whether it came back.
+    pub fn lost(&self) -> Option<MetricsLost> {
+        self.health().lost.clone()
     }
 
     /// The latest scrape, if any.

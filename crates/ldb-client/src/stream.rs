@@ -132,7 +132,18 @@ pub struct StreamEnv {
     /// Fail a request whose tokens stop for this long after its first one
     /// (`--stream-idle-timeout`); `None`: wait as long as the cell does.
     pub idle_timeout: Option<Duration>,
+    /// Fail a request that has produced no token this long after it was
+    /// sent (the answer's head, comments and empty events do not count);
+    /// `None`: the caller bounds the wait (a sustained cell cancels its
+    /// streams at the window's end).
+    pub first_token_timeout: Option<Duration>,
 }
+
+/// The first-token limit of the requests no cell window bounds (burst
+/// requests, the scout and prefill probes): long enough for a queue behind
+/// many long requests or a huge prompt's prefill on a slow server, short
+/// enough that a server sending only keep-alives cannot hold a run forever.
+pub const FIRST_TOKEN_LIMIT: Duration = Duration::from_secs(1800);
 
 /// How one request ended.
 #[derive(Debug)]
@@ -172,6 +183,16 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     // One cancellation future for the whole request, not a new one (and a
     // new waiter registration) per chunk.
     let mut cancelled = std::pin::pin!(env.cancel.cancelled());
+    let first_deadline = env
+        .first_token_timeout
+        .map(|d| tokio::time::Instant::now() + d);
+    let no_first_token = |out: &mut StreamOutcome| {
+        let secs = env.first_token_timeout.unwrap_or_default().as_secs_f64();
+        out.track.mark_error(RequestError::new(
+            FailureKind::Stalled,
+            format!("no token within {secs:.0} s of sending the request (first-token limit)"),
+        ));
+    };
     let send = env
         .http
         .request(reqwest::Method::POST, env.path)
@@ -181,6 +202,11 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     let resp = tokio::select! {
         biased;
         _ = &mut cancelled => { out.cancelled = true; return out; }
+        _ = sleep_until_opt(first_deadline) => {
+            no_first_token(&mut out);
+            env.counters.failed.fetch_add(1, Ordering::Relaxed);
+            return out;
+        }
         r = send => r,
     };
     let mut resp = match resp {
@@ -210,16 +236,17 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     // Armed at the first token, moved on by every later one: comments,
     // empty events and keep-alives do not count as life.
     let mut idle_deadline: Option<tokio::time::Instant> = None;
+    // Until the first token, the first-token limit (when set) runs instead.
+    let mut awaiting_first = first_deadline;
     loop {
-        let idle = async {
-            match idle_deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
+        let idle = sleep_until_opt(idle_deadline);
         let next = tokio::select! {
             biased;
             _ = &mut cancelled => { out.cancelled = true; break; }
+            _ = sleep_until_opt(awaiting_first) => {
+                no_first_token(&mut out);
+                break;
+            }
             _ = idle => {
                 let secs = env.idle_timeout.unwrap_or_default().as_secs_f64();
                 out.track.mark_error(RequestError::new(
@@ -248,10 +275,9 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         };
         let t = env.clock.now();
         let window = env.window.get();
-        // Only with an idle limit: the hot path stays as it was without one.
-        let before = env
-            .idle_timeout
-            .map(|_| (out.track.output_tokens(), out.track.chunks()));
+        // Only with a limit to move: the hot path stays as it was without one.
+        let before = (env.idle_timeout.is_some() || awaiting_first.is_some())
+            .then(|| (out.track.output_tokens(), out.track.chunks()));
         dec.feed(&bytes, |payload| {
             on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
         });
@@ -265,10 +291,13 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             ));
             break;
         }
-        if let (Some(limit), Some(before)) = (env.idle_timeout, before)
+        if let Some(before) = before
             && (out.track.output_tokens(), out.track.chunks()) != before
         {
-            idle_deadline = Some(tokio::time::Instant::now() + limit);
+            awaiting_first = None;
+            idle_deadline = env
+                .idle_timeout
+                .map(|limit| tokio::time::Instant::now() + limit);
         }
         if done {
             if out.track.error().is_none() {
@@ -330,7 +359,9 @@ fn on_payload(
     window: WindowBounds,
     payload: &[u8],
 ) {
-    if *done {
+    // An empty event (`data:` and nothing else) carries nothing: a keep-alive
+    // in SSE's own terms, not a malformed chunk.
+    if *done || payload.iter().all(u8::is_ascii_whitespace) {
         return;
     }
     if is_done(payload) {
@@ -408,5 +439,13 @@ fn on_payload(
         // The request stopped generating; it no longer counts as producing.
         *producing = false;
         env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Sleep until `at`, or forever without one.
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }

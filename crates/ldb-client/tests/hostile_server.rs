@@ -25,6 +25,15 @@ enum Misbehaviour {
     CommentsOnly,
     /// A body of `MAX_BODY_BYTES` + 1 MiB for a GET.
     HugeBody,
+    /// A status line, then header lines without end (64 MiB at most).
+    EndlessHeader,
+    /// An SSE answer of `: keep-alive` comments only, as fast as they go,
+    /// before any token (256 MiB at most).
+    CommentsBeforeFirstToken,
+    /// The same with empty events (`data:` and a blank line).
+    EmptyEventsBeforeFirstToken,
+    /// A `/metrics` page of 150,000 series, each with its own label value.
+    ManyLabels,
 }
 
 const TOKEN: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
@@ -73,6 +82,47 @@ async fn serve_one(mut sock: TcpStream, how: Misbehaviour) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+        Misbehaviour::EndlessHeader => {
+            let _ = sock.write_all(b"HTTP/1.1 200 OK\r\n").await;
+            let line = format!("x-junk: {}\r\n", "y".repeat(1000)).repeat(64);
+            for _ in 0..1024 {
+                if sock.write_all(line.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        }
+        Misbehaviour::CommentsBeforeFirstToken | Misbehaviour::EmptyEventsBeforeFirstToken => {
+            let _ = sock.write_all(sse_head).await;
+            let one: &[u8] = if matches!(how, Misbehaviour::CommentsBeforeFirstToken) {
+                b": keep-alive\n\n"
+            } else {
+                b"data:\n\n"
+            };
+            let piece = chunked(&one.repeat(64 * 1024 / one.len()));
+            for _ in 0..4096 {
+                if sock.write_all(&piece).await.is_err() {
+                    return;
+                }
+            }
+        }
+        Misbehaviour::ManyLabels => {
+            let mut page = String::from("# TYPE vllm:num_requests_running gauge\n");
+            for i in 0..150_000 {
+                page.push_str(&format!(
+                    "vllm:num_requests_running{{model_name=\"m\",engine=\"{i}\"}} 1.0\n"
+                ));
+            }
+            let _ = sock
+                .write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                        page.len()
+                    )
+                    .as_bytes(),
+                )
+                .await;
+            let _ = sock.write_all(page.as_bytes()).await;
+        }
         Misbehaviour::HugeBody => {
             let len = MAX_BODY_BYTES + 1024 * 1024;
             let _ = sock
@@ -116,6 +166,7 @@ fn env(base: &str, idle: Option<Duration>) -> StreamEnv {
         text_sink: None,
         path: "/v1/chat/completions",
         idle_timeout: idle,
+        first_token_timeout: None,
     }
 }
 
@@ -169,4 +220,100 @@ async fn a_get_answer_beyond_the_body_cap_is_refused_not_held() {
     .expect("the read gives up by itself");
     let err = r.expect_err("refused");
     assert!(err.to_string().contains("larger than 16 MiB"), "{err}");
+}
+
+#[tokio::test]
+async fn a_header_that_never_ends_fails_the_request_with_a_clear_message() {
+    let base = hostile(Misbehaviour::EndlessHeader).await;
+    let e = env(&base, None);
+    let out = tokio::time::timeout(Duration::from_secs(60), run_stream(&e, body()))
+        .await
+        .expect("the client gives up by itself");
+    let err = out.track.error().expect("a failure");
+    // A bad answer (each request fails), not a connection failure (which
+    // would end the cell at once as if nothing listened).
+    assert_eq!(err.kind, FailureKind::BadResponse, "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("header is larger than the client accepts"),
+        "{msg}"
+    );
+    assert!(!msg.contains("cannot connect"), "{msg}");
+    let http = Http::new(&base, None, 4).expect("client");
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        http.get_text("/metrics", Duration::from_secs(50)),
+    )
+    .await
+    .expect("the GET gives up by itself");
+    let msg = r.expect_err("refused").to_string();
+    assert!(msg.contains("header"), "{msg}");
+}
+
+/// Comments or empty events before the first token: the idle limit is not
+/// armed yet (it counts from a token), the reader drops them as they come
+/// (no memory grows), and the cell's own end (here the cancellation at 3 s)
+/// ends the request.
+async fn nothing_but_keepalives_before_the_first_token(how: Misbehaviour) {
+    let base = hostile(how).await;
+    let e = env(&base, Some(Duration::from_secs(1)));
+    let cancel = e.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        cancel.cancel();
+    });
+    let out = tokio::time::timeout(Duration::from_secs(30), run_stream(&e, body()))
+        .await
+        .expect("the cancellation ends the request");
+    assert!(out.cancelled, "{:?}", out.track.error());
+    assert!(out.track.error().is_none(), "{:?}", out.track.error());
+    assert_eq!(
+        e.counters.tokens.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
+#[tokio::test]
+async fn endless_comments_before_the_first_token_last_until_the_cell_ends() {
+    nothing_but_keepalives_before_the_first_token(Misbehaviour::CommentsBeforeFirstToken).await;
+}
+
+#[tokio::test]
+async fn endless_empty_events_before_the_first_token_last_until_the_cell_ends() {
+    nothing_but_keepalives_before_the_first_token(Misbehaviour::EmptyEventsBeforeFirstToken).await;
+}
+
+#[tokio::test]
+async fn thousands_of_label_values_in_metrics_are_read_whole() {
+    use ldb_core::prometheus::MetricSet;
+    let base = hostile(Misbehaviour::ManyLabels).await;
+    let http = Http::new(&base, None, 4).expect("client");
+    let (status, text) = tokio::time::timeout(
+        Duration::from_secs(60),
+        http.get_text("/metrics", Duration::from_secs(50)),
+    )
+    .await
+    .expect("answered")
+    .expect("under the body cap");
+    assert_eq!(status, 200);
+    let set = MetricSet::parse(&text);
+    assert_eq!(set.samples.len(), 150_000);
+    assert_eq!(set.sum("vllm:num_requests_running", &[]), Some(150_000.0));
+}
+
+#[tokio::test]
+async fn the_first_token_limit_ends_a_request_that_gets_only_comments() {
+    let base = hostile(Misbehaviour::CommentsBeforeFirstToken).await;
+    let mut e = env(&base, Some(Duration::from_secs(60)));
+    e.first_token_timeout = Some(Duration::from_secs(1));
+    let out = tokio::time::timeout(Duration::from_secs(30), run_stream(&e, body()))
+        .await
+        .expect("the first-token limit ends the request");
+    let err = out.track.error().expect("a failure");
+    assert_eq!(err.kind, FailureKind::Stalled, "{err:?}");
+    assert!(err.to_string().contains("no token within 1 s"), "{err}");
+    assert_eq!(
+        e.counters.failed.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
 }

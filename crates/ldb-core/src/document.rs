@@ -12,9 +12,11 @@ use crate::result::{
 };
 use crate::slo::SloSummary;
 
+mod faults;
 mod load;
 mod resumed;
 
+pub use faults::{MetricsLost, ServerOutage, ServerRestart};
 pub use load::LoadError;
 pub use resumed::{CellKey, ResumeEntry, Resumed};
 
@@ -161,6 +163,15 @@ pub struct Metadata {
     /// The `--resume` history of this file (absent for a run never resumed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<Resumed>,
+    /// Times the server stopped answering mid-run (absent when it never did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server_outages: Vec<ServerOutage>,
+    /// Server restarts seen between cells (absent when none was).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server_restarts: Vec<ServerRestart>,
+    /// `/metrics` lost after discovery (absent when it kept answering).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_lost: Option<MetricsLost>,
     /// The open-loop settings (absent for closed-loop runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopSettings>,

@@ -88,6 +88,10 @@ pub struct ServerSnapshot {
     pub spec_accept_length_gauge: Option<f64>,
     /// SGLang's recent accept-rate gauge.
     pub spec_accept_rate_gauge: Option<f64>,
+    /// When the server process started (`process_start_time_seconds`, Unix
+    /// seconds, written by Python's and Go's Prometheus clients): a new value
+    /// means the server was restarted and its counters began again from 0.
+    pub process_start: Option<f64>,
 }
 
 fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
@@ -202,7 +206,39 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
     ServerSnapshot {
         gen_tokens,
         gen_tokens_source,
+        process_start: s("process_start_time_seconds"),
         ..snap
+    }
+}
+
+impl ServerSnapshot {
+    /// Why `later` cannot come from the same server process as `self`: its
+    /// start time changed, or its generated or finished counters went down.
+    /// Counter deltas across such a pair mean nothing.
+    pub fn restart_evidence(&self, later: &ServerSnapshot) -> Option<String> {
+        if let (Some(a), Some(b)) = (self.process_start, later.process_start)
+            && b != a
+        {
+            return Some(format!(
+                "process_start_time_seconds changed from {a:.3} to {b:.3}"
+            ));
+        }
+        let went_down = |name: &str, a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b < a => Some(format!("{name} went down from {a:.0} to {b:.0}")),
+            _ => None,
+        };
+        went_down(
+            "the generated-tokens counter",
+            self.gen_tokens,
+            later.gen_tokens,
+        )
+        .or_else(|| {
+            went_down(
+                "the finished-requests counter",
+                self.request_success,
+                later.request_success,
+            )
+        })
     }
 }
 
@@ -284,6 +320,50 @@ fn server_snapshot_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restart_shows_in_the_start_time_or_in_counters_going_down() {
+        let a = ServerSnapshot {
+            gen_tokens: Some(1000.0),
+            request_success: Some(10.0),
+            process_start: Some(1_700_000_000.25),
+            ..ServerSnapshot::default()
+        };
+        assert_eq!(a.restart_evidence(&a.clone()), None);
+        let later = ServerSnapshot {
+            gen_tokens: Some(2000.0),
+            request_success: Some(20.0),
+            ..a.clone()
+        };
+        assert_eq!(a.restart_evidence(&later), None);
+        let new_process = ServerSnapshot {
+            process_start: Some(1_700_000_100.5),
+            ..later.clone()
+        };
+        let e = a.restart_evidence(&new_process).expect("restart");
+        assert!(e.contains("process_start_time_seconds"), "{e}");
+        let counter_down = ServerSnapshot {
+            gen_tokens: Some(10.0),
+            process_start: None,
+            ..later.clone()
+        };
+        let e = a.restart_evidence(&counter_down).expect("restart");
+        assert!(
+            e.contains("generated-tokens counter went down from 1000 to 10"),
+            "{e}"
+        );
+        let finished_down = ServerSnapshot {
+            request_success: Some(1.0),
+            process_start: None,
+            ..later
+        };
+        assert!(a.restart_evidence(&finished_down).is_some());
+        // Nothing to compare: no evidence.
+        assert_eq!(
+            ServerSnapshot::default().restart_evidence(&ServerSnapshot::default()),
+            None
+        );
+    }
 
     #[test]
     fn vllm_snapshot_sums_engines_and_positions() {

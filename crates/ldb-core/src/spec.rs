@@ -38,8 +38,11 @@ pub struct SpecWindow<'a> {
     pub output_tokens: f64,
 }
 
+/// A counter's growth; none when it went down (the server restarted
+/// between the two reads, so the difference counts nothing).
 fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(b? - a?)
+    let d = b? - a?;
+    (d >= 0.0).then_some(d)
 }
 
 /// Normalization fields, or `None` when no drafts happened in the window.

@@ -230,6 +230,7 @@ async fn run(a: Args) -> Res<()> {
             text_sink: None,
             path: "/v1/chat/completions",
             idle_timeout: None,
+            first_token_timeout: None,
         };
         let (body, tx) = (body.clone(), tx.clone());
         workers.push(tokio::spawn(async move {

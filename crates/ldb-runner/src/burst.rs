@@ -229,6 +229,7 @@ async fn batch(
             text_sink: sinks.get(slot as usize).cloned(),
             path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
+            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
         };
         handles.push(tokio::spawn(worker(
             env,

@@ -33,6 +33,7 @@ pub(crate) async fn scout(
         text_sink: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
+        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
     };
     let ctx = spec.context;
     if !spec.record_prefill {

@@ -85,6 +85,10 @@ pub struct RunConfig {
     /// `--stream-idle-timeout`: a request whose tokens stop this long after
     /// its first one fails as stalled (seconds; 0 = off).
     pub stream_idle_timeout: f64,
+    /// `--server-down-grace`: how long a server that stopped answering
+    /// mid-run is waited for before the cells left are labelled and the run
+    /// ends (seconds).
+    pub server_down_grace: f64,
     /// Readiness must hold this long.
     pub ready_stable_seconds: f64,
     /// A capacity plateau must hold this long.
@@ -177,6 +181,7 @@ impl Default for RunConfig {
             calibration_cache: None,
             estimate_only: false,
             stream_idle_timeout: 60.0,
+            server_down_grace: 30.0,
             ready_stable_seconds: 3.0,
             plateau_seconds: 5.0,
             cell_pause_seconds: 1.0,

@@ -73,6 +73,8 @@ pub struct RunCtx {
     pub hardware: Option<Arc<dyn Hardware>>,
     /// Measured prefill speed (tok/s) to scale readiness limits.
     pub prefill_rate: Mutex<Option<f64>>,
+    /// Outages and restarts of the server seen so far.
+    pub(crate) faults: crate::server_watch::SharedFaults,
 }
 
 impl RunCtx {

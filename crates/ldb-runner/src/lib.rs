@@ -28,6 +28,7 @@ mod recorder;
 pub mod resume;
 pub mod run;
 pub mod selftest;
+mod server_watch;
 mod stall;
 pub mod standalone;
 mod startup;

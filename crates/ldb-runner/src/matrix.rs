@@ -16,6 +16,7 @@ use crate::live::Live;
 use crate::plan::{PlannedCell, RunPlan};
 use crate::prompts::PromptPlan;
 use crate::recorder::Recorder;
+use crate::server_watch;
 
 /// The hidden C=1 cell that warms the decode path; its result is dropped.
 pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptPlan) {
@@ -65,6 +66,11 @@ pub(crate) async fn decode_matrix(
     let t0 = rc.clock.now();
     let todo: Vec<&PlannedCell> = plan.cells.iter().filter(|p| p.carried.is_none()).collect();
     let total = todo.len() as f64;
+    let mode = if request_mode {
+        ldb_core::result::DecodeMode::RequestCount
+    } else {
+        ldb_core::result::DecodeMode::Duration
+    };
     for (idx, planned) in todo.into_iter().enumerate() {
         if rc.controls.stop.is_cancelled() {
             break;
@@ -73,21 +79,27 @@ pub(crate) async fn decode_matrix(
         let (done, elapsed) = (idx as f64, rc.clock.now() - t0);
         let eta = (done > 0.0).then(|| elapsed / done * (total - done));
         rec.cell_started(c, x, rc.clock.now(), eta);
-        let cell = match &planned.skip {
-            Some(inf) => skip_cell(&rc.live, c, x, inf),
-            None => {
+        let gone = server_watch::gone(rc);
+        let cell = match (&planned.skip, gone) {
+            (Some(inf), _) => skip_cell(&rc.live, c, x, inf),
+            (None, Some(why)) => server_watch::gone_cell(c, x, mode, &why),
+            (None, None) => {
                 let record = plan.integrated_prefill.contains(&x) && !recorded.contains(&x);
                 let out = run_planned(rc, planned, prompts, record).await;
                 if let Some(p) = out.prefill {
                     recorded.push(x);
                     rec.prefill_row(x, p);
                 }
-                out.cell
+                let mut cell = out.cell;
+                server_watch::after_cell(rc, &mut cell).await;
+                cell
             }
         };
         let stop = stopped(rc, &cell);
         rec.decode_cell(cell, stop);
-        pause(rc).await;
+        if server_watch::gone(rc).is_none() {
+            pause(rc).await;
+        }
     }
 }
 
@@ -157,13 +169,14 @@ pub(crate) async fn burst_matrix(
             cfg.burst_warmup_request_count,
             cfg.burst_requests_per_concurrency,
         );
-        let mut cell = match &planned.skip {
-            Some(inf) => {
+        let mut cell = match (&planned.skip, server_watch::gone(rc)) {
+            (Some(inf), _) => {
                 let mut cell = skip_cell(&rc.live, c, x, inf);
                 cell.benchmark_mode = MODE_BURST;
                 cell
             }
-            None => {
+            (None, Some(why)) => server_watch::gone_cell(c, x, MODE_BURST, &why),
+            (None, None) => {
                 let spec = BurstSpec {
                     concurrency: c,
                     context: x,
@@ -173,14 +186,18 @@ pub(crate) async fn burst_matrix(
                     mode: MODE_BURST,
                     record_prefill: false,
                 };
-                run_burst_cell(rc, spec).await.cell
+                let mut cell = run_burst_cell(rc, spec).await.cell;
+                server_watch::after_cell(rc, &mut cell).await;
+                cell
             }
         };
         cell.request_count_target = n;
         cell.warmup_request_count = w;
         let stop = stopped(rc, &cell);
         rec.burst_cell(cell, stop);
-        pause(rc).await;
+        if server_watch::gone(rc).is_none() {
+            pause(rc).await;
+        }
     }
 }
 

@@ -189,6 +189,7 @@ async fn rate_cell(
             text_sink: None,
             path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
+            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
         };
         let (body, tx) = (body.clone(), tx.clone());
         let (in_flight, most) = (in_flight.clone(), most.clone());

@@ -68,6 +68,9 @@ impl StreamPool {
                     text_sink: sinks.get(slot as usize).cloned(),
                     path: "/v1/chat/completions",
                     idle_timeout: rc.cfg.idle_timeout(),
+                    // The cell bounds the wait: its readiness limit, then
+                    // the window, after which every stream is cancelled.
+                    first_token_timeout: None,
                 };
                 tokio::spawn(worker(env, body.clone(), tx.clone()))
             })

@@ -82,6 +82,7 @@ fn probe_env(rc: &RunCtx) -> StreamEnv {
         text_sink: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
+        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
     }
 }
 

@@ -27,6 +27,8 @@ pub(crate) struct Recorder {
     request_mode: bool,
     /// The event log of the file being resumed; this run's lines follow it.
     prior_events: Vec<String>,
+    /// Server outages and restarts, stamped into the metadata at each save.
+    faults: Option<crate::server_watch::SharedFaults>,
 }
 
 impl Recorder {
@@ -48,9 +50,15 @@ impl Recorder {
             hardware,
             request_mode,
             prior_events,
+            faults: None,
         };
         r.save(ldb_core::result::RunStatus::InProgress);
         r
+    }
+
+    /// Stamp the run's server faults into the metadata at every save.
+    pub(crate) fn watch_faults(&mut self, faults: crate::server_watch::SharedFaults) {
+        self.faults = Some(faults);
     }
 
     /// Cells carried over from a resumed file show as done in the live matrix.
@@ -161,6 +169,11 @@ impl Recorder {
             .format("%Y-%m-%dT%H:%M:%S%.6f")
             .to_string();
         doc.metadata.run_status = Some(status);
+        if let Some(f) = &self.faults {
+            f.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .stamp(&mut doc.metadata);
+        }
         doc.event_log = self.prior_events.clone();
         doc.event_log.extend(self.live.events());
         if let Some(h) = &self.hardware {

@@ -48,6 +48,9 @@ pub struct RunOutcome {
     pub doc: ResultDocument,
     /// The user stopped the run.
     pub interrupted: bool,
+    /// The server stopped answering and did not come back within
+    /// `--server-down-grace`: why the run ended (exit code 3).
+    pub server_down: Option<String>,
 }
 
 /// Inputs besides the configuration.
@@ -190,6 +193,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         request_mode,
     );
     rec.show_carried(&plan);
+    rec.watch_faults(rc.faults.clone());
     if let Err(e) = prefill_phase(&rc, &plan, &prompts, &mut rec).await {
         rc.scraper.stop();
         return Err(e);
@@ -281,6 +285,7 @@ async fn start(
         controls: hooks.controls.clone(),
         hardware: hooks.hardware.clone(),
         prefill_rate: Mutex::new(None),
+        faults: Default::default(),
         cfg,
     };
     Ok((rc, disc, kv))
@@ -316,13 +321,18 @@ fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
         s.phase = Phase::Done;
         s.current = None;
     });
+    crate::server_watch::note_metrics(rc);
+    let server_down = crate::server_watch::gone(rc);
     rc.live.event(if interrupted {
         "run stopped by the user"
+    } else if server_down.is_some() {
+        "run ended: the server is down"
     } else {
         done_event
     });
     RunOutcome {
         doc: rec.close(interrupted),
         interrupted,
+        server_down,
     }
 }

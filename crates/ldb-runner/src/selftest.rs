@@ -132,6 +132,7 @@ async fn measure_level(
             text_sink: None,
             path: "/v1/chat/completions",
             idle_timeout: None,
+            first_token_timeout: None,
         };
         let (body, tx) = (body.clone(), tx.clone());
         workers.push(tokio::spawn(async move {

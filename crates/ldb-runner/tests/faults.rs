@@ -93,3 +93,97 @@ async fn failing_metrics_scrapes_leave_the_client_measurement_standing() {
     assert!(r.aggregate_tps.unwrap_or(0.0) > 0.0, "{r:?}");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stream_in_n_cut_leaves_the_cell_valid_with_its_error_rate() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| {
+        // A fifth of the streams (seeded draws) is reset after 5 tokens.
+        s.faults.drop_after_tokens = 5;
+        s.faults.drop_share = 0.2;
+    })
+    .await;
+    let mut cfg = config(&sim, &[4], &[0], 4.0);
+    // Short requests, so each stream sends many and a few are cut.
+    cfg.max_tokens = 32;
+    cfg.max_error_rate = 0.6;
+    cfg.cell_warmup_timeout = 8.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = &doc.results[0];
+    // Valid: `ok`, or `capacity_limited` when the short requests and the
+    // pause after each failure leave fewer than C streams running.
+    assert!(
+        matches!(r.ext.status, CellStatus::Ok | CellStatus::CapacityLimited),
+        "{:?}",
+        r.ext
+    );
+    assert!(
+        r.ext.error_rate > 0.0 && r.ext.error_rate < 0.6,
+        "{}",
+        r.ext.error_rate
+    );
+    assert!(r.aggregate_tps.unwrap_or(0.0) > 0.0, "{r:?}");
+    assert!(sim.stats().http.injected_drops > 0);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_error_page_becomes_one_clean_line_in_the_cell() {
+    // Every request gets nginx's HTML 503 page instead of the engine's JSON.
+    error_cell_says(
+        |s| {
+            s.faults.error_share = 1.0;
+            s.faults.error_html = true;
+        },
+        "HTTP 503 from http://127.0.0.1:",
+        "<",
+    )
+    .await;
+}
+
+/// `/metrics` breaks after discovery in `how`: the cell keeps its client
+/// measurement and the metadata says since when the scrapes were lost.
+async fn metrics_lost_after_discovery(how: impl FnOnce(&mut ldb_sim::Scenario), reason: &str) {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, how).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let mut cfg = config(&sim, &[2], &[0], 2.0);
+    cfg.cell_warmup_timeout = 8.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Ok, "{:?}", r.ext);
+    assert!(r.aggregate_tps.unwrap_or(0.0) > 0.0, "{r:?}");
+    assert_eq!(
+        r.server_output_tokens, 0,
+        "no server count without /metrics"
+    );
+    let lost = doc.metadata.metrics_lost.as_ref().expect("metrics_lost");
+    assert!(lost.since_unix >= before - 1.0, "{lost:?}");
+    assert!(lost.reason.contains(reason), "{lost:?}");
+    assert!(lost.back_unix.is_none(), "{lost:?}");
+    assert!(
+        doc.event_log
+            .iter()
+            .any(|l| l.contains("/metrics lost since")),
+        "{:?}",
+        doc.event_log
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_answering_garbage_after_discovery_leave_client_measurements() {
+    metrics_lost_after_discovery(
+        |s| s.faults.metrics_garbage_after = 2,
+        "not Prometheus text",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_timing_out_after_discovery_leave_client_measurements() {
+    metrics_lost_after_discovery(|s| s.faults.metrics_hang_after = 2, "timed out").await;
+}

@@ -87,6 +87,9 @@ pub(crate) struct AppState {
     pub started_unix: u64,
     /// The simulator's start, for [`HttpStats::arrivals`].
     pub started: tokio::time::Instant,
+    /// The same, to the millisecond: `process_start_time_seconds`, which
+    /// tells a restarted simulator from the one before.
+    pub started_unix_f: f64,
 }
 
 impl AppState {
@@ -162,9 +165,11 @@ impl SimServer {
         let personality = personality.unwrap_or(scenario.personality);
         let cfg = Arc::new(scenario);
         let (engine, engine_task) = EngineHandle::spawn(Arc::clone(&cfg));
-        let started_unix = SystemTime::now()
+        let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+            .unwrap_or_default();
+        let started_unix = now.as_secs();
+        let started_unix_f = (now.as_millis() as f64) / 1000.0;
         let state = Arc::new(AppState {
             fault_rng: Mutex::new(SmallRng::seed_from_u64(cfg.seed ^ 0x5eed_fa17)),
             cfg,
@@ -174,6 +179,7 @@ impl SimServer {
             next_id: AtomicU64::new(0),
             started_unix,
             started: tokio::time::Instant::now(),
+            started_unix_f,
         });
         let app = router(personality, Arc::clone(&state));
         let (stop_tx, stop_rx) = oneshot::channel::<()>();

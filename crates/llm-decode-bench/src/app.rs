@@ -166,6 +166,13 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return Err(AppError::Output(e));
     }
     let _ = writeln!(out, "Results saved to {}", output.display());
+    if let Some(why) = &outcome.server_down {
+        return Err(AppError::Server(format!(
+            "{why}; the cells finished before are saved in {} (continue with --resume once the \
+             server is back)",
+            output.display()
+        )));
+    }
     Ok(if outcome.interrupted {
         exit::INTERRUPTED
     } else if run_invalid(&outcome.doc) {

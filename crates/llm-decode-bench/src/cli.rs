@@ -10,7 +10,8 @@ Exit codes:
   0    every measured cell is valid (ok or capacity-limited)
   1    compare only: a cell or prefill row regressed beyond --threshold
   2    bad command line or configuration (nothing was sent)
-  3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model
+  3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model;
+       or it stopped answering mid-run and did not return within --server-down-grace (the result is saved)
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
        with --prefill-only: no prefill row was measured)
   5    the result file (or a report file of `report`) could not be written
@@ -203,6 +204,11 @@ pub struct BenchArgs {
     /// connection stays open (0 = never; the cell's own limits still apply).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub stream_idle_timeout: f64,
+    /// When the server stops answering mid-run, wait this many seconds for it to come back; if it
+    /// does not, the cells left are labelled error, the result is saved and the run exits with
+    /// code 3.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub server_down_grace: f64,
     /// KV budget in tokens (legacy name of --kv-budget).
     #[arg(long, default_value_t = 0)]
     pub max_total_tokens: u64,

@@ -181,6 +181,9 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             "must be ≥ 0 seconds (0 = off)",
         ));
     }
+    if !(a.server_down_grace.is_finite() && a.server_down_grace >= 0.0) {
+        return Err(bad("--server-down-grace", "must be ≥ 0 seconds"));
+    }
     if let Some(r) = a.refresh_rate
         && !(r.is_finite() && r > 0.0)
     {
@@ -233,6 +236,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         calibration_context,
         estimate_only: a.token_targeting.as_deref() == Some("estimate"),
         stream_idle_timeout: a.stream_idle_timeout,
+        server_down_grace: a.server_down_grace,
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
@@ -576,6 +580,7 @@ mod tests {
                 &["--stream-idle-timeout=-1"],
                 "invalid --stream-idle-timeout",
             ),
+            (&["--server-down-grace=-1"], "invalid --server-down-grace"),
             (&["--refresh-rate", "0"], "invalid --refresh-rate"),
             (&["--refresh-rate=-2"], "invalid --refresh-rate"),
             (&["--refresh-rate", "nan"], "invalid --refresh-rate"),

@@ -10,8 +10,11 @@ use ldb_core::stats::median;
 
 use super::CellInputs;
 
+/// A counter's growth; none when it went down (the server restarted
+/// between the two reads, so the difference counts nothing).
 fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(b? - a?)
+    let d = b? - a?;
+    (d >= 0.0).then_some(d)
 }
 
 /// The server's own count of the window.
@@ -38,7 +41,11 @@ pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
         counter_rate: None,
         source: String::new(),
     };
-    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape) {
+    // Scrapes of two server processes (a restart inside the window) give
+    // no count: their difference would be negative or a mix of both.
+    if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape)
+        && a.snap.restart_evidence(&b.snap).is_none()
+    {
         out.scrape_secs = b.t - a.t;
         if let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens) {
             out.tokens = dg.max(0.0);

@@ -215,3 +215,23 @@ fn failures_beyond_the_limit_void_the_cell_with_the_reasons() {
         cell.ext.error_rate
     );
 }
+
+#[test]
+fn a_window_whose_scrapes_straddle_a_restart_gets_no_server_count() {
+    let outcomes = two_streams();
+    // Counters went down: a new process began counting from 0.
+    let (a, b) = (scrape(10.05, 5000.0, 2.0), scrape(20.05, 150.0, 2.0));
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    assert_eq!(cell.server_output_tokens, 0);
+    assert_eq!(cell.server_gen_throughput, 0.0);
+    assert_eq!(cell.ext.server_client_mismatch, None);
+    assert_eq!(cell.aggregate_tps, Some(19.5), "the client count stands");
+    // Counters grew, but the process start time changed: a mix of two
+    // processes' counts, not a delta.
+    let (mut a, mut b) = (scrape(10.05, 100.0, 2.0), scrape(20.05, 1300.0, 2.0));
+    a.snap.process_start = Some(1_700_000_000.0);
+    b.snap.process_start = Some(1_700_000_015.5);
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    assert_eq!(cell.server_output_tokens, 0);
+    assert_eq!(cell.ext.server_client_mismatch, None);
+}

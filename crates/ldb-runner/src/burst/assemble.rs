@@ -12,8 +12,11 @@ use ldb_core::window::WindowBounds;
 
 use super::{Batch, BurstSpec, Done};
 
+/// A counter's growth; none when it went down (the server restarted
+/// between the two reads, so the difference counts nothing).
 fn delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(b? - a?)
+    let d = b? - a?;
+    (d >= 0.0).then_some(d)
 }
 
 /// First send → last completion of a batch, and its completed requests.
@@ -63,6 +66,7 @@ fn span(m: &Batch) -> Span<'_> {
 fn server_count(m: &Batch, start: Option<&Scrape>, end: Option<&Scrape>, secs: f64) -> (f64, f64) {
     let (mut tokens, mut rate) = (0.0, 0.0);
     if let (Some(a), Some(b)) = (start, end)
+        && a.snap.restart_evidence(&b.snap).is_none()
         && let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens)
     {
         tokens = dg.max(0.0);

@@ -13,6 +13,10 @@ pub struct FaultConfig {
     /// HTTP status of injected errors (500..=599).
     #[serde(default = "default_error_status")]
     pub error_status: u16,
+    /// Injected errors come as an HTML page (`text/html`), as a reverse
+    /// proxy in front of a dead engine answers, instead of the engine's JSON.
+    #[serde(default)]
+    pub error_html: bool,
     /// Close the connection (without `[DONE]`) after this many streamed tokens (0 = off).
     #[serde(default)]
     pub drop_after_tokens: u32,
@@ -34,6 +38,14 @@ pub struct FaultConfig {
     /// Share of `/metrics` requests answered with HTTP 500.
     #[serde(default)]
     pub metrics_fail_share: f64,
+    /// After this many `/metrics` requests, every later one answers HTTP 200
+    /// with bytes that are not Prometheus text (0 = off).
+    #[serde(default)]
+    pub metrics_garbage_after: u32,
+    /// After this many `/metrics` requests, every later one never answers
+    /// (the connection stays open; 0 = off).
+    #[serde(default)]
+    pub metrics_hang_after: u32,
     /// A slow HTTP front end: each streamed chunk waits this long before it
     /// is written, one chunk per write (0 = off). When the engine generates
     /// faster, a backlog grows and the client receives fewer tokens per second
@@ -51,6 +63,7 @@ impl Default for FaultConfig {
         FaultConfig {
             error_share: 0.0,
             error_status: default_error_status(),
+            error_html: false,
             drop_after_tokens: 0,
             drop_share: 1.0,
             stall_after_tokens: 0,
@@ -58,6 +71,8 @@ impl Default for FaultConfig {
             malformed_after_tokens: 0,
             metrics_delay_s: 0.0,
             metrics_fail_share: 0.0,
+            metrics_garbage_after: 0,
+            metrics_hang_after: 0,
             frontend_chunk_delay_s: 0.0,
         }
     }

@@ -48,6 +48,9 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
     let f = &st.cfg.faults;
     if f.error_share > 0.0 && st.draw() < f.error_share {
         lock(&st.http).injected_errors += 1;
+        if f.error_html {
+            return html_error(f.error_status);
+        }
         return ApiError::Injected(f.error_status).into_response_for(p);
     }
     let req = match prepare(&st, kind, &headers, &body) {
@@ -229,4 +232,22 @@ async fn full_response(
         out["timings"] = json!({"cache_n": cached, "prompt_n": prompt.saturating_sub(cached), "predicted_n": total});
     }
     (StatusCode::OK, Json(out)).into_response()
+}
+
+/// An error page as a reverse proxy (nginx) writes it for a dead backend.
+fn html_error(status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let words = code.canonical_reason().unwrap_or("Error");
+    let page = format!(
+        "<!DOCTYPE html>\n<html>\n<head><title>{status} {words}</title>\n\
+         <style>body {{ font-family: sans-serif; }}</style></head>\n<body>\n\
+         <center><h1>{status} {words}</h1></center>\n<hr><center>nginx</center>\n\
+         </body>\n</html>\n"
+    );
+    (
+        code,
+        [(axum::http::header::CONTENT_TYPE, "text/html")],
+        page,
+    )
+        .into_response()
 }

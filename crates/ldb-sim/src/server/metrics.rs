@@ -22,6 +22,23 @@ use crate::scenario::Scenario;
 pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     st.count("GET /metrics");
     let f = &st.cfg.faults;
+    let served = lock(&st.http)
+        .requests_by_endpoint
+        .get("GET /metrics")
+        .copied()
+        .unwrap_or(0);
+    if f.metrics_hang_after > 0 && served > u64::from(f.metrics_hang_after) {
+        // Long enough for any client to give up; the task ends with the server.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    if f.metrics_garbage_after > 0 && served > u64::from(f.metrics_garbage_after) {
+        lock(&st.http).metrics_failures += 1;
+        return (
+            [(header::CONTENT_TYPE, "text/plain")],
+            "\u{0}\u{1}<html>not metrics {{{{ \u{fffd}\n}}}} ::: 42 x\n",
+        )
+            .into_response();
+    }
     if f.metrics_delay_s > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(f.metrics_delay_s)).await;
     }
@@ -30,7 +47,16 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response();
     }
     let s = st.engine.snapshot();
-    let body = render(st.personality, &st.cfg, &s);
+    let mut body = render(st.personality, &st.cfg, &s);
+    // Python's Prometheus client (vLLM, SGLang) adds the process's start time.
+    if matches!(st.personality, Personality::Vllm | Personality::Sglang) {
+        let _ = write!(
+            body,
+            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n\
+             # TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {:.3}\n",
+            st.started_unix_f
+        );
+    }
     (
         [(
             header::CONTENT_TYPE,

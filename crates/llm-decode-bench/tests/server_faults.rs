@@ -1,0 +1,220 @@
+//! The server dies mid-run (`--server-down-grace`) or restarts between
+//! cells: the simulator runs as its own process on a fixed port and is
+//! killed, and sometimes started again, while the benchmark runs.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_valid, bin, free_port, spawn_sim, text, tmp};
+use serde_json::Value;
+
+/// The benchmark against the simulator on `port`: three C = 1, 2, 3 cells of
+/// two seconds at context 0 (one second of pause between cells).
+fn bench(port: u16, out: &Path, grace: &str) -> Child {
+    bin()
+        .args([
+            "--host",
+            &format!("http://127.0.0.1:{port}"),
+            "--wait-for-server",
+            "30",
+            "--server-down-grace",
+            grace,
+            "--concurrency",
+            "1,2,3",
+            "--contexts",
+            "0",
+            "--duration",
+            "2",
+            "--decode-warmup-seconds",
+            "0",
+            "--max-tokens",
+            "256",
+            "--prefill-contexts",
+            "",
+            "--display-mode",
+            "plain",
+            "--no-hw-monitor",
+            "--no-calibration-cache",
+            "--output",
+        ])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchmark starts")
+}
+
+fn read(out: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(out).ok()?).ok()
+}
+
+/// Wait until the saved result holds `n` cells (at most 90 s).
+fn wait_for_cells(out: &Path, n: usize) {
+    let t0 = Instant::now();
+    loop {
+        let cells = read(out).map_or(0, |d| d["results"].as_array().map_or(0, Vec::len));
+        if cells >= n {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(90), "no cell saved");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Wait for the benchmark to end (at most 120 s); its exit code, stdout, stderr.
+fn finish(child: Child) -> (Option<i32>, String, String) {
+    let o = child.wait_with_output().expect("benchmark ends");
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+fn statuses(doc: &Value) -> Vec<String> {
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|c| c["status"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+fn reasons(doc: &Value) -> Vec<String> {
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|c| c["status_reason"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Kill the simulator after the first cell and never start it again: the
+/// run waits out the grace once, labels the cells left without running
+/// them, saves a valid file holding the first cell as it was, and exits 3.
+#[test]
+fn a_server_that_dies_and_stays_dead_ends_the_run_with_exit_3() {
+    let port = free_port();
+    let mut sim = spawn_sim(port);
+    let (_dir, out) = tmp("down.json");
+    let run = bench(port, &out, "3");
+    wait_for_cells(&out, 1);
+    let first = read(&out).expect("saved")["results"][0].clone();
+    sim.kill().expect("kill simulator");
+    let _ = sim.wait();
+    let t0 = Instant::now();
+    let (code, _stdout, stderr) = finish(run);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("server down since"), "{stderr}");
+    // One grace, not one per cell, and no cell waited out its own limits.
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let doc = read(&out).expect("valid JSON");
+    assert_valid(&doc);
+    assert_eq!(
+        statuses(&doc),
+        ["ok", "error", "error"],
+        "{:?}",
+        reasons(&doc)
+    );
+    assert_eq!(
+        doc["results"][0], first,
+        "the finished cell is kept as it was"
+    );
+    for why in &reasons(&doc)[1..] {
+        assert!(why.contains("server down since"), "{why}");
+    }
+    let outages = doc["metadata"]["server_outages"]
+        .as_array()
+        .expect("outages");
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert!(outages[0]["back_unix"].is_null(), "{outages:?}");
+    assert!(doc["results"][2]["aggregate_tps"].is_null());
+}
+
+/// Kill the simulator after the first cell and start it again on the same
+/// port 10 s later, within the grace: the cell that ran into the outage is
+/// `error` naming it, the run goes on, the outage and the restart are in
+/// the metadata.
+#[test]
+fn a_server_that_comes_back_within_the_grace_lets_the_run_finish() {
+    let port = free_port();
+    let mut sim = spawn_sim(port);
+    let (_dir, out) = tmp("back.json");
+    let run = bench(port, &out, "40");
+    wait_for_cells(&out, 1);
+    sim.kill().expect("kill simulator");
+    let _ = sim.wait();
+    std::thread::sleep(Duration::from_secs(10));
+    let mut sim = spawn_sim(port);
+    let (code, _stdout, stderr) = finish(run);
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let doc = read(&out).expect("valid JSON");
+    assert_valid(&doc);
+    let st = statuses(&doc);
+    assert_eq!(st.len(), 3, "{st:?}");
+    assert_eq!(st[0], "ok");
+    assert_eq!(st[2], "ok", "{:?}", reasons(&doc));
+    assert_eq!(code, Some(4), "one cell failed: {stderr}");
+    assert!(
+        reasons(&doc)[1].contains("server down at"),
+        "{:?}",
+        reasons(&doc)
+    );
+    let outages = doc["metadata"]["server_outages"]
+        .as_array()
+        .expect("outages");
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert!(outages[0]["back_unix"].is_number(), "{outages:?}");
+    let restarts = doc["metadata"]["server_restarts"]
+        .as_array()
+        .expect("restarts");
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+}
+
+/// The simulator restarted in the pause between two cells (a new process,
+/// counters from 0): the restart is noted with its evidence (the process
+/// start time), the run goes on, and no server count is negative. On a
+/// loaded machine the new process may still be starting when the next cell
+/// begins; that cell then fails (`cannot connect`) and the run goes on.
+#[test]
+fn a_restart_between_cells_is_noted_and_no_counter_delta_goes_negative() {
+    let port = free_port();
+    let mut sim = spawn_sim(port);
+    let (_dir, out) = tmp("restart.json");
+    let run = bench(port, &out, "30");
+    wait_for_cells(&out, 1);
+    sim.kill().expect("kill simulator");
+    let _ = sim.wait();
+    let mut sim = spawn_sim(port);
+    let (code, _stdout, stderr) = finish(run);
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let doc = read(&out).expect("valid JSON");
+    assert_valid(&doc);
+    let st = statuses(&doc);
+    assert_eq!(st.len(), 3, "{st:?}");
+    assert_eq!(
+        (st[0].as_str(), st[2].as_str()),
+        ("ok", "ok"),
+        "{:?}",
+        reasons(&doc)
+    );
+    let expected = if st[1] == "ok" { 0 } else { 4 };
+    assert_eq!(code, Some(expected), "{stderr}\n{:?}", reasons(&doc));
+    let restarts = doc["metadata"]["server_restarts"]
+        .as_array()
+        .expect("restarts");
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    let why = restarts[0]["evidence"].as_str().unwrap_or("");
+    assert!(why.contains("process_start_time_seconds"), "{why}");
+    let log = doc["event_log"].as_array().expect("log");
+    assert!(
+        log.iter()
+            .any(|l| l.as_str().unwrap_or("").contains("server restart")),
+        "{log:?}"
+    );
+    for c in doc["results"].as_array().expect("results") {
+        let server = c["server_output_tokens"].as_f64().unwrap_or(0.0);
+        assert!(server >= 0.0, "{c}");
+    }
+}
