@@ -11,7 +11,38 @@ use plotters::prelude::*;
 use super::escape::escape;
 
 /// Pixel size of every chart (the SVG scales down with the page).
-const SIZE: (u32, u32) = (960, 440);
+const SIZE: (u32, u32) = (1040, 440);
+
+/// Width of the legend column right of the plot.
+const LEGEND_WIDTH: u32 = 250;
+
+/// Height of one legend row.
+const LEGEND_ROW: u32 = 20;
+
+/// Longest legend text, in characters (longer names end in `…`).
+const LEGEND_CHARS: usize = 30;
+
+/// An axis number: `1,234`, `123`, `12.3`, `1.23`, `0`.
+pub(crate) fn number(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        ldb_core::numfmt::thousands_f(v)
+    } else if v.abs() < 1e-9 {
+        "0".into()
+    } else {
+        ldb_core::numfmt::sig(v, 3)
+    }
+}
+
+/// `name`, cut to [`LEGEND_CHARS`].
+fn short(name: &str) -> String {
+    if name.chars().count() <= LEGEND_CHARS {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(LEGEND_CHARS - 1).collect();
+        s.push('…');
+        s
+    }
+}
 
 /// One named line of a chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,11 +150,15 @@ fn draw(spec: &Spec<'_>, series: &[Series]) -> Result<Option<String>, String> {
             String::new()
         }
     };
+    // The legend gets its own column right of the plot, so it never hides
+    // a point; the chart grows taller when the legend needs the room.
+    let height = SIZE.1.max(40 + LEGEND_ROW * series.len() as u32);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(72)
@@ -136,7 +171,7 @@ fn draw(spec: &Spec<'_>, series: &[Series]) -> Result<Option<String>, String> {
             .x_labels(12)
             .y_labels(8)
             .x_label_formatter(&x_label)
-            .y_label_formatter(&|v| ldb_core::numfmt::thousands_f(*v))
+            .y_label_formatter(&|v| number(*v))
             .max_light_lines(1)
             .light_line_style(RGBColor(244, 244, 244))
             .bold_line_style(RGBColor(225, 225, 225))
@@ -151,23 +186,25 @@ fn draw(spec: &Spec<'_>, series: &[Series]) -> Result<Option<String>, String> {
                     s.points.iter().copied(),
                     color.stroke_width(2),
                 ))
-                .map_err(|e| e.to_string())?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-                });
+                .map_err(|e| e.to_string())?;
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(|e| e.to_string())?;
+            let y = 24 + LEGEND_ROW as i32 * i as i32;
+            legend
+                .draw(&PathElement::new(
+                    vec![(8, y), (30, y)],
+                    color.stroke_width(3),
+                ))
+                .map_err(|e| e.to_string())?;
+            legend
+                .draw(&Text::new(
+                    short(&s.name),
+                    (36, y - 7),
+                    ("sans-serif", 13).into_font(),
+                ))
+                .map_err(|e| e.to_string())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(Some(svg))

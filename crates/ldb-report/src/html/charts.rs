@@ -6,25 +6,13 @@
 //! capacity-limited cells are left out unless they are shown in the heatmap.
 
 use ldb_core::document::ResultDocument;
-use ldb_core::numfmt::{sig, thousands_f};
 use ldb_core::result::CellResult;
 
 use super::Page;
-use super::chart::{Series, Spec, figure};
+use super::chart::{Series, Spec, figure, number};
 use super::heatmap::plotted;
 use crate::text::cells::{self, Grid};
 use crate::text::format::context;
-
-/// `1,234`, `123`, `12.3`, `1.23`.
-fn number(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        thousands_f(v)
-    } else if v == 0.0 {
-        "0".into()
-    } else {
-        sig(v, 3)
-    }
-}
 
 /// A concurrency tick (whole numbers only arrive here).
 fn whole(v: f64) -> String {
@@ -115,7 +103,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         id,
         title,
         note,
-        x_desc: "concurrency (requests)",
+        x_desc: "concurrency (requests, log scale)",
         y_desc,
         x_log2: true,
         x_fmt: whole,
@@ -192,9 +180,9 @@ pub(crate) fn section(page: &Page<'_>) -> String {
             title: "Prefill tok/s vs context",
             note: "The headline prefill rate of each measured prefill row: prompt tokens over \
                    the time to first token (or the server's counters with --prefill-metric).",
-            x_desc: "context (tokens)",
+            x_desc: "context (tokens, log scale)",
             y_desc: "prefill tok/s",
-            x_log2: false,
+            x_log2: true,
             x_fmt: ctx_tick,
         },
         &prefill(page),
