@@ -11,10 +11,23 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use ldb_core::document::ResultDocument;
-use ldb_core::result::CellResult;
-use serde_json::{Map, Value};
+use ldb_core::result::{CellResult, RequestSample};
+use serde::Serialize;
 
 use crate::error::Result;
+
+/// One line: the cell's identifiers, then the sample's own keys.
+#[derive(Serialize)]
+struct Line<'a> {
+    layer: &'static str,
+    cell_index: usize,
+    concurrency: u32,
+    context_tokens: u64,
+    repeat: usize,
+    sample_index: usize,
+    #[serde(flatten)]
+    sample: &'a RequestSample,
+}
 
 /// The cells of `doc` with their layer name, in file order.
 fn layers(doc: &ResultDocument) -> [(&'static str, &[CellResult]); 2] {
@@ -35,17 +48,16 @@ pub fn write(doc: &ResultDocument, w: &mut impl Write) -> io::Result<u64> {
                 })
                 .count();
             for (s, sample) in cell.request_samples.iter().enumerate() {
-                let mut line = Map::new();
-                line.insert("layer".into(), layer.into());
-                line.insert("cell_index".into(), index.into());
-                line.insert("concurrency".into(), cell.concurrency.into());
-                line.insert("context_tokens".into(), cell.context_tokens.into());
-                line.insert("repeat".into(), repeat.into());
-                line.insert("sample_index".into(), s.into());
-                if let Ok(Value::Object(fields)) = serde_json::to_value(sample) {
-                    line.extend(fields);
-                }
-                serde_json::to_writer(&mut *w, &Value::Object(line))?;
+                let line = Line {
+                    layer,
+                    cell_index: index,
+                    concurrency: cell.concurrency,
+                    context_tokens: cell.context_tokens,
+                    repeat,
+                    sample_index: s,
+                    sample,
+                };
+                serde_json::to_writer(&mut *w, &line)?;
                 w.write_all(b"\n")?;
                 n += 1;
             }
@@ -68,7 +80,7 @@ pub fn write_atomic(path: &Path, doc: &ResultDocument) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use ldb_core::result::RequestSample;
+    use serde_json::Value;
 
     use super::*;
 

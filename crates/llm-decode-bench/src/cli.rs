@@ -13,7 +13,7 @@ Exit codes:
   3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
        with --prefill-only: no prefill row was measured)
-  5    the result file (or a report file of `report`) could not be written
+  5    the result file (or a report file of `report`: CSV, Markdown, HTML, JSONL) could not be written
   130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
        a second Ctrl-C or signal exits at once, leaving the last saved result file";
 

@@ -74,7 +74,11 @@ pub(crate) struct Spec<'a> {
 
 /// `<figure id=…>` with the caption, the note and the chart (or "no data").
 pub(crate) fn figure(spec: &Spec<'_>, series: &[Series]) -> String {
-    let body = match draw(spec, series) {
+    // A panic inside the charting crate must not end a run that writes the
+    // page after every cell: it becomes this chart's "could not be drawn".
+    let drawn = std::panic::catch_unwind(|| draw(spec, series))
+        .unwrap_or_else(|_| Err("the charting library failed".to_string()));
+    let body = match drawn {
         Ok(Some(svg)) => svg,
         Ok(None) => "<p class=\"no-data\">no data</p>".to_string(),
         Err(e) => format!(
@@ -249,6 +253,24 @@ mod tests {
         assert!(f.contains("<svg"), "{f}");
         assert!(!f.contains("<b>"), "{f}");
         assert!(f.contains("&lt;b&gt;ctx=8k"), "{f}");
+    }
+
+    #[test]
+    fn long_legend_names_are_cut() {
+        assert_eq!(short("ctx=8k"), "ctx=8k");
+        let long = "a-very-long-result-file-name-from-ci ctx=128k";
+        let cut = short(long);
+        assert_eq!(cut.chars().count(), LEGEND_CHARS);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn extreme_values_still_draw() {
+        let s = Series {
+            name: "x".into(),
+            points: vec![(1.0, 1e-12), (2.0, 1e15), (1024.0, 0.0)],
+        };
+        assert!(figure(&spec(), &[s]).contains("<svg"));
     }
 
     #[test]
