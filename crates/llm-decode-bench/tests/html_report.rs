@@ -52,7 +52,7 @@ fn a_run_writes_the_html_page_and_the_request_samples() {
     let (dir, out) = tmp("run.json");
     let (html, jsonl) = (dir.path().join("run.html"), dir.path().join("run.jsonl"));
     let host = format!("http://127.0.0.1:{port}");
-    let o = bin()
+    let mut child = bin()
         .args(["--host", &host, "--wait-for-server", "30"])
         .args([
             "--concurrency",
@@ -66,8 +66,21 @@ fn a_run_writes_the_html_page_and_the_request_samples() {
         .args(["--display-mode", "plain", "--no-hw-monitor"])
         .args(["--output", s(&out), "--html", s(&html)])
         .args(["--requests-jsonl", s(&jsonl)])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("benchmark runs");
+    // The page is there while the run goes on (rewritten after every save).
+    let mut seen_mid_run = false;
+    while child.try_wait().expect("wait").is_none() {
+        let page = std::fs::read_to_string(&html).unwrap_or_default();
+        if page.contains("<td>in_progress</td>") {
+            seen_mid_run = page.contains("id=\"chart-aggregate\"");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().expect("benchmark ends");
     let stdout = text(&o.stdout);
     assert_eq!(
         o.status.code(),
@@ -78,7 +91,12 @@ fn a_run_writes_the_html_page_and_the_request_samples() {
     assert!(stdout.contains("HTML report written to"), "{stdout}");
     assert!(stdout.contains("request samples written to"), "{stdout}");
 
+    assert!(seen_mid_run, "no page was written during the run");
     let page = std::fs::read_to_string(&html).expect("HTML file");
+    assert!(
+        page.contains("<td>complete</td>"),
+        "the last save wrote the page"
+    );
     for id in CHART_IDS {
         assert!(page.contains(&format!("id=\"{id}\"")), "{id} missing");
     }
@@ -269,4 +287,29 @@ fn render_in_chromium(html: &Path) {
         assert!(dom.contains(&format!("id=\"{id}\"")), "{id} not in the DOM");
     }
     assert!(dom.contains("<svg"), "the charts are in the DOM");
+}
+
+#[test]
+fn report_html_and_jsonl_paths_are_checked() {
+    let (dir, _) = tmp("x");
+    let result = dir.path().join("seed.json");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/seed.json");
+    std::fs::copy(golden, &result).expect("copy the golden result");
+    let r = s(&result);
+    // A browser opens a file: stdout is refused, in one line.
+    let o = run(&["report", r, "--html", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
+    // Two outputs on stdout are refused.
+    let o = run(&["report", r, "--csv", "-", "--requests-jsonl", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+    // An HTML file that cannot be written is exit code 5, naming it.
+    let missing = dir.path().join("no/such/dir/r.html");
+    let o = run(&["report", r, "--html", s(&missing)]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(text(&o.stderr).contains("r.html"), "{}", text(&o.stderr));
+    // The seed has no request samples: an empty JSONL on stdout, no report.
+    let o = run(&["report", r, "--requests-jsonl", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
 }
