@@ -39,7 +39,7 @@ fn series_name(page: &Page<'_>, file: &str, ctx: u64, suffix: &str) -> String {
 }
 
 /// One series per (file, context): `value` of each cell that has one,
-/// x = `x` of the cell (concurrency by default), sorted by x.
+/// x = `x` of the cell, in concurrency order.
 fn per_context(
     page: &Page<'_>,
     suffix: &str,
@@ -53,13 +53,18 @@ fn per_context(
         let g = Grid::new(&m.context_lengths, &m.concurrency_levels, &doc.results);
         let show = page.show_hidden(doc);
         for &ctx in &g.contexts {
-            let mut points: Vec<(f64, f64)> = g
+            let mut row: Vec<&CellResult> = g
                 .concs
                 .iter()
                 .filter_map(|&c| cells::find(&doc.results, ctx, c))
+                .collect();
+            // Lines run in concurrency order (also on the Pareto view, where
+            // x is not the concurrency), whatever order the levels were given in.
+            row.sort_by_key(|c| c.concurrency);
+            let points = row
+                .into_iter()
                 .filter_map(|cell| Some((x(cell)?, value(cell, show)?)))
                 .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
             out.push(Series {
                 name: series_name(page, i.name, ctx, suffix),
                 points,
