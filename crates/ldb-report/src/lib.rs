@@ -23,7 +23,9 @@
 pub mod compare;
 pub mod csv;
 mod error;
+pub mod html;
 pub mod json;
+pub mod jsonl;
 mod load;
 pub mod markdown;
 pub mod text;

@@ -11,9 +11,10 @@
 //! `docs/report.md` describes every table, column and marker.
 
 mod burst;
-mod cells;
-mod decode;
-mod format;
+// The HTML report reuses the cell grammar, legend and formats.
+pub(crate) mod cells;
+pub(crate) mod decode;
+pub(crate) mod format;
 mod hardware;
 mod open_loop;
 mod prefill;
@@ -50,6 +51,10 @@ impl Default for TextOptions {
         }
     }
 }
+
+/// The warning on the report of an interrupted run (text and HTML).
+pub(crate) const INTERRUPTED_NOTE: &str = "Run interrupted: this report covers only the cells that \
+     finished before the stop; cells shown as - were never reached.";
 
 /// Widest line of prose (notes, panels), whatever the terminal width.
 const TEXT_WIDTH: usize = 120;
@@ -124,9 +129,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
         cx.color,
     ));
     if doc.metadata.run_status == Some(RunStatus::Interrupted) {
-        let text = "Run interrupted: this report covers only the cells that finished before the stop; \
-                    cells shown as - were never reached.";
-        out.extend(cx.para(text, Tone::Warn));
+        out.extend(cx.para(INTERRUPTED_NOTE, Tone::Warn));
     }
     out.push(String::new());
     out.extend(prefill::section(&cx));

@@ -106,6 +106,13 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         // Before anything is sent: a run whose result cannot be saved is wasted.
         ldb_report::json::prepare_output(&cfg.output)
             .map_err(|e| AppError::Output(e.to_string()))?;
+        // The HTML and JSONL files are extras: a path that cannot be written
+        // is said now, and the run goes on.
+        for (flag, path) in [("--html", &a.html), ("--requests-jsonl", &a.requests_jsonl)] {
+            if let Some(Err(e)) = path.as_deref().map(ldb_report::json::prepare_output) {
+                eprintln!("warning: {flag}: {e}; the run goes on without it");
+            }
+        }
     }
     let sim = match a.sim.clone() {
         Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg).await?),
@@ -126,6 +133,14 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     let ui = spawn_ui(&a, rx, &controls, &save_lock, &cfg.output);
     publish_hardware(&live, &startup.monitor);
     let save_error: Arc<Mutex<Option<String>>> = Arc::default();
+    let html = a.html.clone().map(|path| LiveHtml {
+        name: ldb_report::html::name_of(&cfg.output),
+        path,
+        live: live.clone(),
+        show_capacity_limited_values: cfg.show_capacity_limited_values,
+        error: Arc::default(),
+    });
+    let html_error = html.as_ref().map(|h| h.error.clone());
     let hooks = RunHooks {
         live: live.clone(),
         controls: controls.clone(),
@@ -137,6 +152,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
             save_error.clone(),
             save_lock,
             slo.clone(),
+            html,
         ),
         resume,
     };
@@ -162,6 +178,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         let _ = writeln!(out, "Interrupted by user. Saving partial results...");
     }
     let _ = ldb_report::text::render(&outcome.doc, &opts, &mut out);
+    report_extras(&a, &outcome.doc, html_error.as_deref(), &mut out);
     if let Some(e) = save_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(AppError::Output(e));
     }
@@ -428,16 +445,53 @@ pub(crate) fn parse_slo(spec: Option<&str>) -> Result<Option<SloSpec>, AppError>
         .map_err(|e| AppError::Config(e.to_string()))
 }
 
+/// `--html` on a run: where the page goes and how a failed write is told.
+struct LiveHtml {
+    path: std::path::PathBuf,
+    /// The series name of this run in the page (the result file's stem).
+    name: String,
+    live: Live,
+    show_capacity_limited_values: bool,
+    /// The first failed write (told once in the event log, then at the end).
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl LiveHtml {
+    /// Writes the page for `doc`; a failure is a warning, never the run's end.
+    fn write(&self, doc: &ldb_core::document::ResultDocument) {
+        let inputs = [ldb_report::html::Input {
+            name: &self.name,
+            doc,
+        }];
+        let opts = ldb_report::html::HtmlOptions {
+            show_capacity_limited_values: self.show_capacity_limited_values,
+        };
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        match ldb_report::html::write_atomic(&self.path, &inputs, &opts) {
+            Ok(()) => *error = None,
+            Err(e) => {
+                if error.is_none() {
+                    self.live
+                        .event(format!("WARNING cannot write the HTML report: {e}"));
+                }
+                *error = Some(e.to_string());
+            }
+        }
+    }
+}
+
 /// The runner's save hook: an atomic write of the result file under the
 /// save lock (see [`exit_now`]). A failed save leaves the previous file as
 /// it was; the first failure is kept for the exit code. With `--slo`, each
 /// save judges a copy of the document, so a file read mid-run carries the
-/// verdicts so far.
+/// verdicts so far. With `--html`, the page is rewritten (atomically too)
+/// after the JSON.
 fn atomic_save(
     output: std::path::PathBuf,
     error: Arc<Mutex<Option<String>>>,
     lock: Arc<Mutex<()>>,
     slo: Option<SloSpec>,
+    html: Option<LiveHtml>,
 ) -> Box<dyn Fn(&ldb_core::document::ResultDocument) + Send + Sync> {
     Box::new(move |doc| {
         let judged = slo.as_ref().map(|spec| {
@@ -445,14 +499,44 @@ fn atomic_save(
             ldb_core::slo::evaluate(spec, &mut d);
             d
         });
+        let doc = judged.as_ref().unwrap_or(doc);
         let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = ldb_report::json::write_atomic(&output, judged.as_ref().unwrap_or(doc)) {
+        if let Err(e) = ldb_report::json::write_atomic(&output, doc) {
             error
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(e.to_string());
         }
+        if let Some(h) = &html {
+            h.write(doc);
+        }
     })
+}
+
+/// After the report: where the HTML page and the request samples went, or
+/// why they did not (a warning; the exit code does not change).
+fn report_extras(
+    a: &BenchArgs,
+    doc: &ldb_core::document::ResultDocument,
+    html_error: Option<&Mutex<Option<String>>>,
+    out: &mut impl Write,
+) {
+    if let (Some(path), Some(err)) = (&a.html, html_error) {
+        match err.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+            None => {
+                let _ = writeln!(out, "HTML report written to {}", path.display());
+            }
+            Some(e) => eprintln!("warning: the HTML report was not written: {e}"),
+        }
+    }
+    if let Some(path) = &a.requests_jsonl {
+        match ldb_report::jsonl::write_atomic(path, doc) {
+            Ok(n) => {
+                let _ = writeln!(out, "{n} request samples written to {}", path.display());
+            }
+            Err(e) => eprintln!("warning: the request samples were not written: {e}"),
+        }
+    }
 }
 
 /// A failed or empty cell, or a prefill-only run that measured no row.

@@ -14,7 +14,7 @@ Exit codes:
        or it stopped answering mid-run and did not return within --server-down-grace (the result is saved)
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
        with --prefill-only: no prefill row was measured)
-  5    the result file (or a report file of `report`) could not be written
+  5    the result file (or a report file of `report`: CSV, Markdown, HTML, JSONL) could not be written
   130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
        a second Ctrl-C or signal exits at once, leaving the last saved result file";
 
@@ -46,7 +46,7 @@ pub enum Command {
     Sim(SimArgs),
     /// Compare result files: each NEW run against BASE, cell by cell (exit 1 on a regression).
     Compare(CompareArgs),
-    /// Print the final report of a saved result file; write it as CSV or Markdown.
+    /// Print the final report of a saved result file; write it as CSV, Markdown, HTML or JSONL.
     Report(ReportArgs),
     /// Measure this host's client ceiling: streams from an in-process simulator at rising load.
     Selftest(SelftestArgs),
@@ -116,15 +116,23 @@ pub enum CompareFormat {
 /// `report` flags.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A result file written by a run.
-    #[arg(value_name = "RESULT")]
-    pub result: PathBuf,
+    /// A result file written by a run; more files are only for --html, which overlays them.
+    #[arg(value_name = "RESULT", required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
     /// Write one CSV row per cell (decode and burst) to FILE (`-`: stdout, instead of the report).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write the main tables as Markdown to FILE (`-`: stdout, instead of the report).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report (tables and charts; several RESULT files overlay
+    /// their curves) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write every request sample as one JSON object per line to FILE (`-`: stdout, instead
+    /// of the report).
+    #[arg(long, value_name = "FILE")]
+    pub requests_jsonl: Option<PathBuf>,
     /// Print the tok/s of capacity-limited cells instead of ∅ (also on when the run had it).
     #[arg(long)]
     pub show_capacity_limited_values: bool,
@@ -304,6 +312,14 @@ pub struct BenchArgs {
     /// Result JSON path (rewritten atomically after every cell).
     #[arg(long, default_value = "benchmark_results.json")]
     pub output: PathBuf,
+    /// Also write a self-contained HTML report to FILE, rewritten after every cell like the
+    /// result JSON (open it in a browser and reload to watch the run); a failed write is a
+    /// warning.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// At the end, write every request sample as one JSON object per line to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub requests_jsonl: Option<PathBuf>,
     /// screen (live dashboard) or plain (log lines); plain is chosen when stdout is not a terminal.
     #[arg(long)]
     pub display_mode: Option<String>,
@@ -360,5 +376,31 @@ mod tests {
         assert!(
             Cli::try_parse_from(["x", "compare", "a.json", "b.json", "--format", "html"]).is_err()
         );
+    }
+
+    #[test]
+    fn report_takes_several_files_and_html_and_jsonl_outputs() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "report",
+            "a.json",
+            "b.json",
+            "--html",
+            "r.html",
+            "--requests-jsonl",
+            "r.jsonl",
+        ])
+        .expect("parses");
+        let Some(Command::Report(a)) = cli.command else {
+            panic!("not report");
+        };
+        assert_eq!(a.results.len(), 2);
+        assert_eq!(a.html, Some(PathBuf::from("r.html")));
+        assert_eq!(a.requests_jsonl, Some(PathBuf::from("r.jsonl")));
+        assert!(Cli::try_parse_from(["x", "report"]).is_err());
+        let cli = Cli::try_parse_from(["x", "--html", "live.html", "--requests-jsonl", "s.jsonl"])
+            .expect("parses");
+        assert_eq!(cli.bench.html, Some(PathBuf::from("live.html")));
+        assert_eq!(cli.bench.requests_jsonl, Some(PathBuf::from("s.jsonl")));
     }
 }

@@ -1,6 +1,8 @@
-//! `llm-decode-bench report RESULT.json [--csv FILE] [--markdown FILE] [--slo SPEC]`:
-//! the final report of a saved run, and its CSV and Markdown forms, judged
-//! against `--slo` targets when given (the file itself is not changed).
+//! `llm-decode-bench report RESULT.json [MORE.json…] [--csv FILE] [--markdown FILE]
+//! [--html FILE] [--requests-jsonl FILE] [--slo SPEC]`: the final report of a
+//! saved run, and its CSV, Markdown, HTML and request-sample forms, judged
+//! against `--slo` targets when given (the files themselves are not changed).
+//! Several files make one HTML page that overlays their curves.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -19,15 +21,78 @@ fn is_stdout(p: &Path) -> bool {
 
 fn report(a: &ReportArgs) -> Result<i32, AppError> {
     let to_stdout = |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(is_stdout);
-    if to_stdout(&a.csv) && to_stdout(&a.markdown) {
+    let stdout_users = [
+        ("--csv", &a.csv),
+        ("--markdown", &a.markdown),
+        ("--requests-jsonl", &a.requests_jsonl),
+    ]
+    .into_iter()
+    .filter(|(_, p)| to_stdout(p))
+    .map(|(f, _)| format!("{f} -"))
+    .collect::<Vec<_>>();
+    if stdout_users.len() > 1 {
+        return Err(AppError::config(format!(
+            "{} all ask for stdout; write all but one of them to a file",
+            stdout_users.join(" and ")
+        )));
+    }
+    if to_stdout(&a.html) {
         return Err(AppError::config(
-            "--csv - and --markdown - both ask for stdout; write one of them to a file",
+            "--html needs a file name (a browser opens a file, not stdout)",
+        ));
+    }
+    if a.results.len() > 1
+        && (a.html.is_none()
+            || a.csv.is_some()
+            || a.markdown.is_some()
+            || a.requests_jsonl.is_some())
+    {
+        return Err(AppError::config(
+            "several result files make one --html page; the text report, --csv, --markdown and \
+             --requests-jsonl take one file (use compare to set runs side by side)",
         ));
     }
     let slo = crate::app::parse_slo(a.slo.as_deref())?;
-    let mut doc = ldb_report::load_result_file(&a.result).map_err(AppError::config)?;
-    if let Some(spec) = &slo {
-        ldb_core::slo::evaluate(spec, &mut doc);
+    let mut docs = Vec::with_capacity(a.results.len());
+    for path in &a.results {
+        let mut doc = ldb_report::load_result_file(path).map_err(AppError::config)?;
+        if let Some(spec) = &slo {
+            ldb_core::slo::evaluate(spec, &mut doc);
+        }
+        docs.push(doc);
+    }
+    if let Some(path) = &a.html {
+        let names: Vec<String> = a
+            .results
+            .iter()
+            .map(|p| ldb_report::html::name_of(p))
+            .collect();
+        let inputs: Vec<ldb_report::html::Input<'_>> = names
+            .iter()
+            .zip(&docs)
+            .map(|(name, doc)| ldb_report::html::Input { name, doc })
+            .collect();
+        let opts = ldb_report::html::HtmlOptions {
+            show_capacity_limited_values: a.show_capacity_limited_values,
+        };
+        ldb_report::html::write_atomic(path, &inputs, &opts)
+            .map_err(|e| AppError::Output(format!("HTML report: {e}")))?;
+    }
+    if docs.len() > 1 {
+        return Ok(exit::OK);
+    }
+    let Some(doc) = docs.pop() else {
+        return Ok(exit::OK);
+    };
+    if let Some(path) = &a.requests_jsonl {
+        if is_stdout(path) {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            // A closed pipe is not a failure of the report.
+            let _ = ldb_report::jsonl::write(&doc, &mut out).and_then(|_| out.flush());
+        } else {
+            ldb_report::jsonl::write_atomic(path, &doc)
+                .map_err(|e| AppError::Output(format!("request-samples JSONL: {e}")))?;
+        }
     }
     if let Some(path) = &a.csv {
         let mut buf = Vec::new();
@@ -43,7 +108,7 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
         )?;
     }
     // stdout carries the text report unless an export was asked for there.
-    if !to_stdout(&a.csv) && !to_stdout(&a.markdown) {
+    if stdout_users.is_empty() {
         let opts = ldb_report::text::TextOptions {
             width: crate::app::terminal_width(),
             show_capacity_limited_values: a.show_capacity_limited_values
