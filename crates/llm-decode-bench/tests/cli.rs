@@ -3,7 +3,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::{assert_valid, bin, free_port, run, signal, spawn_sim, text, tmp};
 
@@ -314,69 +313,97 @@ fn wait_for_server_rides_out_a_server_that_is_still_starting() {
     assert!(all.contains("server not ready"), "{all}");
 }
 
+/// One plain-mode run of a single C=2, ctx=0 cell against a simulator of
+/// its own, its output going to a log file the test watches while it
+/// freezes or starves the benchmark from outside.
+struct WatchedRun {
+    sim: std::process::Child,
+    bench: std::process::Child,
+    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+    out: std::path::PathBuf,
+}
+
+impl WatchedRun {
+    fn start(duration: &str) -> WatchedRun {
+        let port = free_port();
+        let sim = spawn_sim(port);
+        let (dir, out) = tmp("r.json");
+        let log = dir.path().join("run.log");
+        let host = format!("http://127.0.0.1:{port}");
+        let bench = bin()
+            .args(["--host", &host, "--wait-for-server", "30"])
+            .args(["--display-mode", "plain", "--no-hw-monitor"])
+            .args([
+                "--concurrency",
+                "2",
+                "--contexts",
+                "0",
+                "--duration",
+                duration,
+            ])
+            .args(["--max-tokens", "4096", "--skip-prefill"])
+            .args(["--decode-warmup-seconds", "0", "--output"])
+            .arg(&out)
+            .env("COLUMNS", "140")
+            .stdout(std::fs::File::create(&log).expect("log"))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("benchmark starts");
+        WatchedRun {
+            sim,
+            bench,
+            _dir: dir,
+            log,
+            out,
+        }
+    }
+
+    fn shown(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Wait (at most 60 s) until the log holds `needle`.
+    fn wait_for(&self, needle: &str) {
+        let t0 = std::time::Instant::now();
+        while !self.shown().contains(needle) {
+            assert!(
+                t0.elapsed().as_secs() < 60,
+                "no {needle:?} within 60 s:\n{}",
+                self.shown()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn running(&mut self) -> bool {
+        self.bench.try_wait().ok().flatten().is_none()
+    }
+
+    /// Wait for the end: exit code, the log, the result file.
+    fn finish(mut self) -> (Option<i32>, String, serde_json::Value) {
+        let st = self.bench.wait().expect("benchmark ends");
+        let _ = self.sim.kill();
+        let _ = self.sim.wait();
+        let shown = self.shown();
+        let doc = serde_json::from_str(&std::fs::read_to_string(&self.out).expect("result"))
+            .expect("JSON");
+        (st.code(), shown, doc)
+    }
+}
+
 /// The benchmark frozen (SIGSTOP) for 3 s inside its window, as a starved or
 /// paused client would be: the cell driver sees the gap, says so, and measures
 /// the cell again; the kept window is clean.
 #[test]
 fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
-    let port = free_port();
-    let mut sim = spawn_sim(port);
-    let (d, out) = tmp("r.json");
-    let log = d.path().join("run.log");
-    let host = format!("http://127.0.0.1:{port}");
-    let mut bench = bin()
-        .args(["--host", &host, "--wait-for-server", "30"])
-        .args([
-            "--display-mode",
-            "plain",
-            "--no-hw-monitor",
-            "--concurrency",
-            "2",
-            "--contexts",
-            "0",
-            "--duration",
-            "5",
-            "--max-tokens",
-            "4096",
-            "--skip-prefill",
-            "--decode-warmup-seconds",
-            "0",
-            "--output",
-            out.to_str().expect("path"),
-        ])
-        .env("COLUMNS", "140")
-        .stdout(std::fs::File::create(&log).expect("log"))
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("benchmark starts");
-    let pid = bench.id().to_string();
-    let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("ready C=2")
-    {
-        assert!(
-            t0.elapsed().as_secs() < 60,
-            "the cell never became ready:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let signal = |s: &str| {
-        let st = Command::new("kill")
-            .args([s, &pid])
-            .status()
-            .expect("kill runs");
-        assert!(st.success(), "kill {s} {pid}");
-    };
-    signal("-STOP");
+    let run = WatchedRun::start("5");
+    run.wait_for("ready C=2");
+    signal(&run.bench, "-STOP");
     std::thread::sleep(std::time::Duration::from_secs(3));
-    signal("-CONT");
-    let st = bench.wait().expect("benchmark ends");
-    let _ = sim.kill();
-    let _ = sim.wait();
-    let shown = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(st.code(), Some(0), "{shown}");
+    signal(&run.bench, "-CONT");
+    let (code, shown, doc) = run.finish();
+    assert_eq!(code, Some(0), "{shown}");
     assert!(
         shown.contains("client stall") && shown.contains("measuring the cell again"),
         "{shown}"
@@ -386,8 +413,6 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
         shown.contains(" UTC") && shown.contains("; window "),
         "no window time in the stall event:\n{shown}"
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
     assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["measure_attempts"], 2, "{cell}");
@@ -412,47 +437,15 @@ fn a_frozen_benchmark_is_caught_and_the_cell_measured_again() {
 /// window opened at once would count 4 s of backlog in 5 s: about +80 %).
 #[test]
 fn a_freeze_during_ramp_up_does_not_leak_into_the_window() {
-    let port = free_port();
-    let mut sim = spawn_sim(port);
-    let (d, out) = tmp("r.json");
-    let log = d.path().join("run.log");
-    let host = format!("http://127.0.0.1:{port}");
-    let mut bench = bin()
-        .args(["--host", &host, "--wait-for-server", "30"])
-        .args(["--display-mode", "plain", "--no-hw-monitor"])
-        .args(["--concurrency", "2", "--contexts", "0", "--duration", "5"])
-        .args(["--max-tokens", "4096", "--skip-prefill"])
-        .args(["--decode-warmup-seconds", "0", "--output"])
-        .arg(&out)
-        .env("COLUMNS", "140")
-        .stdout(std::fs::File::create(&log).expect("log"))
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("benchmark starts");
-    let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("cell start C=2")
-    {
-        assert!(
-            t0.elapsed().as_secs() < 60,
-            "the cell never started:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let run = WatchedRun::start("5");
+    run.wait_for("cell start C=2");
     // inside the ramp (the simulator answers the scout at once)
     std::thread::sleep(std::time::Duration::from_millis(600));
-    signal(&bench, "-STOP");
+    signal(&run.bench, "-STOP");
     std::thread::sleep(std::time::Duration::from_secs(4));
-    signal(&bench, "-CONT");
-    let st = bench.wait().expect("benchmark ends");
-    let _ = sim.kill();
-    let _ = sim.wait();
-    let shown = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(st.code(), Some(0), "{shown}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    signal(&run.bench, "-CONT");
+    let (code, shown, doc) = run.finish();
+    assert_eq!(code, Some(0), "{shown}");
     assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["status"], "ok", "{cell}");
@@ -477,50 +470,18 @@ fn a_freeze_during_ramp_up_does_not_leak_into_the_window() {
 /// all the time: the cell is marked `client_limited` and the report says so.
 #[test]
 fn a_starved_client_is_marked_client_limited() {
-    let port = free_port();
-    let mut sim = spawn_sim(port);
-    let (d, out) = tmp("r.json");
-    let log = d.path().join("run.log");
-    let host = format!("http://127.0.0.1:{port}");
-    let mut bench = bin()
-        .args(["--host", &host, "--wait-for-server", "30"])
-        .args(["--display-mode", "plain", "--no-hw-monitor"])
-        .args(["--concurrency", "2", "--contexts", "0", "--duration", "4"])
-        .args(["--max-tokens", "4096", "--skip-prefill"])
-        .args(["--decode-warmup-seconds", "0", "--output"])
-        .arg(&out)
-        .env("COLUMNS", "140")
-        .stdout(std::fs::File::create(&log).expect("log"))
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("benchmark starts");
-    let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("ready C=2")
-    {
-        assert!(
-            t0.elapsed().as_secs() < 60,
-            "the cell never became ready:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let mut run = WatchedRun::start("4");
+    run.wait_for("ready C=2");
     // starve it for the whole window (and a little beyond)
     let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while std::time::Instant::now() < until && bench.try_wait().ok().flatten().is_none() {
-        signal(&bench, "-STOP");
+    while std::time::Instant::now() < until && run.running() {
+        signal(&run.bench, "-STOP");
         std::thread::sleep(std::time::Duration::from_millis(100));
-        signal(&bench, "-CONT");
+        signal(&run.bench, "-CONT");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let st = bench.wait().expect("benchmark ends");
-    let _ = sim.kill();
-    let _ = sim.wait();
-    let shown = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(st.code(), Some(0), "{shown}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    let (code, shown, doc) = run.finish();
+    assert_eq!(code, Some(0), "{shown}");
     assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["client_limited"], true, "{cell}");

@@ -13,6 +13,12 @@ use serde_json::Value;
 
 /// The benchmark against the simulator on `port`: three C = 1, 2, 3 cells of
 /// two seconds at context 0 (one second of pause between cells).
+/// A measured cell: `capacity_limited` is a valid measurement too (on a
+/// loaded machine a stream can sit between two requests for a moment).
+fn measured(status: &str) -> bool {
+    matches!(status, "ok" | "capacity_limited")
+}
+
 fn bench(port: u16, out: &Path, grace: &str) -> Child {
     bin()
         .args([
@@ -109,12 +115,9 @@ fn a_server_that_dies_and_stays_dead_ends_the_run_with_exit_3() {
     assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
     let doc = read(&out).expect("valid JSON");
     assert_valid(&doc);
-    assert_eq!(
-        statuses(&doc),
-        ["ok", "error", "error"],
-        "{:?}",
-        reasons(&doc)
-    );
+    let st = statuses(&doc);
+    assert!(measured(&st[0]), "{st:?} {:?}", reasons(&doc));
+    assert_eq!(&st[1..], ["error", "error"], "{:?}", reasons(&doc));
     assert_eq!(
         doc["results"][0], first,
         "the finished cell is kept as it was"
@@ -152,8 +155,11 @@ fn a_server_that_comes_back_within_the_grace_lets_the_run_finish() {
     assert_valid(&doc);
     let st = statuses(&doc);
     assert_eq!(st.len(), 3, "{st:?}");
-    assert_eq!(st[0], "ok");
-    assert_eq!(st[2], "ok", "{:?}", reasons(&doc));
+    assert!(
+        measured(&st[0]) && measured(&st[2]),
+        "{st:?} {:?}",
+        reasons(&doc)
+    );
     assert_eq!(code, Some(4), "one cell failed: {stderr}");
     assert!(
         reasons(&doc)[1].contains("server down at"),
@@ -193,13 +199,12 @@ fn a_restart_between_cells_is_noted_and_no_counter_delta_goes_negative() {
     assert_valid(&doc);
     let st = statuses(&doc);
     assert_eq!(st.len(), 3, "{st:?}");
-    assert_eq!(
-        (st[0].as_str(), st[2].as_str()),
-        ("ok", "ok"),
-        "{:?}",
+    assert!(
+        measured(&st[0]) && measured(&st[2]),
+        "{st:?} {:?}",
         reasons(&doc)
     );
-    let expected = if st[1] == "ok" { 0 } else { 4 };
+    let expected = if measured(&st[1]) { 0 } else { 4 };
     assert_eq!(code, Some(expected), "{stderr}\n{:?}", reasons(&doc));
     let restarts = doc["metadata"]["server_restarts"]
         .as_array()
