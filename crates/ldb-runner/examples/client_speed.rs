@@ -218,33 +218,19 @@ async fn run(a: Args) -> Res<()> {
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
     let cancel = CancellationToken::new();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut workers = Vec::new();
-    for _ in 0..c {
-        let env = StreamEnv {
-            http: http.clone(),
-            clock,
-            window: window.clone(),
-            counters: counters.clone(),
-            cancel: cancel.clone(),
-            text_sink: None,
-            path: "/v1/chat/completions",
-            idle_timeout: None,
-            first_token_timeout: None,
-        };
-        let (body, tx) = (body.clone(), tx.clone());
-        workers.push(tokio::spawn(async move {
-            // As the runner's cell worker: replace a finished request at once.
-            while !env.cancel.is_cancelled() {
-                let out = run_stream(&env, body.clone()).await;
-                let failed = out.track.error().is_some();
-                if tx.send(out).is_err() || failed {
-                    break;
-                }
-            }
-        }));
-    }
-    drop(tx);
+    let env = StreamEnv {
+        http: http.clone(),
+        clock,
+        window: window.clone(),
+        counters: counters.clone(),
+        cancel: cancel.clone(),
+        text_sink: None,
+        path: "/v1/chat/completions",
+        idle_timeout: None,
+        first_token_timeout: None,
+    };
+    // As the runner's cell worker: replace a finished request at once.
+    let (workers, mut rx) = ldb_runner::selftest::spawn_workers(c, &env, &body);
     // Ramp-up: every stream producing, then the warmup.
     let ramp_deadline = clock.now() + 60.0;
     while counters.producing.load(Ordering::Relaxed) < i64::from(c) {

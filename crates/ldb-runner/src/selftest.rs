@@ -13,7 +13,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ldb_client::Http;
-use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv, run_stream};
+use ldb_client::stream::{
+    CellCounters, RunClock, SharedWindow, StreamEnv, StreamOutcome, run_stream,
+};
 use ldb_core::client_load::parse_schedstat_cpu;
 use ldb_core::headroom::Headroom;
 use ldb_core::selftest::{LevelResult, ceiling};
@@ -102,6 +104,35 @@ pub async fn run(
     Ok(out)
 }
 
+/// `n` streams like a decode cell's workers: each replaces a finished
+/// request at once, until `env.cancel` or a failure. Their outcomes arrive on
+/// the receiver.
+pub fn spawn_workers(
+    n: u32,
+    env: &StreamEnv,
+    body: &bytes::Bytes,
+) -> (
+    Vec<tokio::task::JoinHandle<()>>,
+    tokio::sync::mpsc::UnboundedReceiver<StreamOutcome>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let workers = (0..n)
+        .map(|_| {
+            let (env, body, tx) = (env.clone(), body.clone(), tx.clone());
+            tokio::spawn(async move {
+                while !env.cancel.is_cancelled() {
+                    let out = run_stream(&env, body.clone()).await;
+                    let failed = out.track.error().is_some();
+                    if tx.send(out).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    (workers, rx)
+}
+
 async fn measure_level(
     http: &Http,
     truth: &Truth,
@@ -120,33 +151,18 @@ async fn measure_level(
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
     let cancel = CancellationToken::new();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut workers = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let env = StreamEnv {
-            http: http.clone(),
-            clock,
-            window: window.clone(),
-            counters: counters.clone(),
-            cancel: cancel.clone(),
-            text_sink: None,
-            path: "/v1/chat/completions",
-            idle_timeout: None,
-            first_token_timeout: None,
-        };
-        let (body, tx) = (body.clone(), tx.clone());
-        workers.push(tokio::spawn(async move {
-            // Like a decode cell's worker: a finished request is replaced at once.
-            while !env.cancel.is_cancelled() {
-                let out = run_stream(&env, body.clone()).await;
-                let failed = out.track.error().is_some();
-                if tx.send(out).is_err() || failed {
-                    break;
-                }
-            }
-        }));
-    }
-    drop(tx);
+    let env = StreamEnv {
+        http: http.clone(),
+        clock,
+        window: window.clone(),
+        counters: counters.clone(),
+        cancel: cancel.clone(),
+        text_sink: None,
+        path: "/v1/chat/completions",
+        idle_timeout: None,
+        first_token_timeout: None,
+    };
+    let (workers, mut rx) = spawn_workers(n, &env, body);
     let stop = |why: String| {
         cancel.cancel();
         why
