@@ -39,11 +39,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ldb_client::Http;
-use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv, run_stream};
+use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv};
 use ldb_core::prometheus::MetricSet;
 use ldb_runner::prompts::{BodyOptions, chat_body};
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 type Res<T> = Result<T, Box<dyn Error>>;
