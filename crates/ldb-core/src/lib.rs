@@ -15,6 +15,7 @@ pub mod chunk;
 pub mod client_load;
 pub mod document;
 pub mod engine;
+pub mod eval;
 pub mod failure;
 pub mod gaps;
 pub mod hardware;

@@ -32,6 +32,7 @@ mod server_watch;
 mod stall;
 pub mod standalone;
 mod startup;
+pub mod tasks;
 
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};

@@ -1,0 +1,11 @@
+//! Task evaluation for the completion-token statistics mode: what a task is
+//! (prompts with optional expected answers), how an answer is scored, and the
+//! pure statistics on top (accuracy intervals, paired tests).
+//!
+//! The mode's runner (`ldb-runner`) sends a [`task::Task`]'s items and hands
+//! each finished output to the task's [`score::Scorer`]; profiles and datasets
+//! only produce tasks, so a new profile never touches the runner.
+
+pub mod regex_scorer;
+pub mod score;
+pub mod task;
