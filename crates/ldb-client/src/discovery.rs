@@ -158,3 +158,28 @@ async fn probe_metrics(http: &Http, d: &mut Discovery) {
         engine_info::vllm_kv(&m, d);
     }
 }
+
+/// The version string `engine` reports now (`/version`, SGLang's server
+/// info, llama.cpp's `/props` build), read the way discovery reads it.
+/// `None` when the engine reports none or the server does not answer: a
+/// version that changes between cells is a new server process.
+pub async fn engine_version(http: &Http, engine: Engine) -> Option<String> {
+    let mut d = Discovery::default();
+    let found = match engine {
+        Engine::Vllm => try_json(http, "/version")
+            .await
+            .is_some_and(|v| engine_info::apply_vllm_version(&v, &mut d)),
+        Engine::Sglang => match sglang_info(http).await {
+            Some((info, path)) => {
+                engine_info::apply_sglang_info(&info, path, &mut d);
+                true
+            }
+            None => false,
+        },
+        Engine::LlamaCpp => try_json(http, "/props")
+            .await
+            .is_some_and(|p| engine_info::apply_llamacpp_props(&p, &mut d)),
+        Engine::OpenAiProxy => false,
+    };
+    (found && !d.engine_version.is_empty()).then_some(d.engine_version)
+}

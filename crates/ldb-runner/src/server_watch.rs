@@ -5,8 +5,8 @@
 //! waited for up to `--server-down-grace` seconds: back in time, the run goes
 //! on; not back, the run labels every cell left without sending anything and
 //! ends (exit code 3). After every cell a scrape is compared with the one
-//! taken after the cell before: a new process start time, or a counter that
-//! went down, is a restart.
+//! taken after the cell before: a new process start time, a counter that
+//! went down, or another engine version is a restart.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -36,6 +36,8 @@ pub struct FaultLog {
     last: Option<ServerSnapshot>,
     /// `/metrics` lost after discovery.
     metrics_lost: Option<MetricsLost>,
+    /// The engine version read after the cell before.
+    version: Option<String>,
 }
 
 impl FaultLog {
@@ -204,6 +206,12 @@ async fn restart_check(rc: &RunCtx, after_outage: bool) {
     } else {
         None
     };
+    let version = ldb_client::discovery::engine_version(&rc.http, rc.engine).await;
+    let last_version = with(rc, |f| f.version.take());
+    let version_change = match (&last_version, &version) {
+        (Some(a), Some(b)) if a != b => Some(format!("the engine version changed from {a} to {b}")),
+        _ => None,
+    };
     let last = with(rc, |f| f.last.take());
     let evidence = if after_outage {
         let mut e = "the server stopped answering and came back".to_string();
@@ -220,6 +228,12 @@ async fn restart_check(rc: &RunCtx, after_outage: bool) {
             _ => None,
         }
     };
+    // A new version is a new process even when its counters say nothing
+    // (an engine without a start-time metric, or `/metrics` off).
+    let evidence = match (evidence, version_change) {
+        (Some(e), Some(v)) => Some(format!("{e}; {v}")),
+        (e, v) => e.or(v),
+    };
     if let Some(e) = evidence {
         rc.live.event(format!(
             "server restart: {e}; counter deltas across it are not used"
@@ -231,8 +245,12 @@ async fn restart_check(rc: &RunCtx, after_outage: bool) {
             });
         });
     }
-    // A failed scrape keeps the older reading to compare with next time.
-    with(rc, |f| f.last = snap.or(last));
+    // A failed scrape or version read keeps the older reading to compare
+    // with next time.
+    with(rc, |f| {
+        f.last = snap.or(last);
+        f.version = version.or(last_version);
+    });
 }
 
 /// A cell the run did not send because the server is gone.

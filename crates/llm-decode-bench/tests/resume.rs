@@ -468,3 +468,85 @@ fn an_unwritable_output_fails_with_exit_5_before_any_request() {
         .collect();
     assert_eq!(left.len(), 2, "junk left behind: {left:?}");
 }
+
+/// The size of the result file after each number of saved cells, watched
+/// while a run of `args` goes to its end.
+fn sizes_by_cell_count(args: &[String], out: &Path) -> Vec<u64> {
+    let mut child = spawn(args);
+    let mut sizes: Vec<u64> = Vec::new();
+    let t0 = Instant::now();
+    loop {
+        let done = child.try_wait().expect("wait").is_some();
+        if let Ok(s) = std::fs::read_to_string(out)
+            && let Ok(doc) = serde_json::from_str::<Value>(&s)
+        {
+            let n = doc["results"].as_array().map_or(0, Vec::len);
+            if sizes.len() <= n {
+                sizes.resize(n + 1, 0);
+            }
+            // the largest file seen with n cells: later saves of the same
+            // cells only add (events, prefill rows, the final metadata)
+            sizes[n] = sizes[n].max(s.len() as u64);
+        }
+        if done {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "run did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sizes
+}
+
+/// A save that fails after the first cells (here: the file-size limit of
+/// the process, which also stops root; the disk-full case looks the same to
+/// the benchmark) keeps the last complete file, lets the run go on, and
+/// ends with exit code 5 and the save error in one line.
+#[test]
+fn a_save_that_fails_later_keeps_the_previous_file_and_exits_5() {
+    let (dir, out) = tmp("r.json");
+    let args = matrix_args(&out);
+    let sizes = sizes_by_cell_count(&args, &out);
+    assert!(sizes.len() >= 3, "cell counts seen: {sizes:?}");
+    let (one, two) = (sizes[1], sizes[2]);
+    // bash's `ulimit -f` counts 1024-byte blocks; the limit must fall
+    // between a one-cell and a two-cell file with room for small changes
+    assert!(two > one + 3 * 1024, "a cell adds too little: {sizes:?}");
+    let limit_kib = (one + two) / 2 / 1024;
+    std::fs::remove_file(&out).expect("remove");
+
+    // SIGXFSZ would kill the process at the limit; ignored, the write fails
+    // with EFBIG instead (an ignored signal stays ignored across exec).
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            r#"trap '' XFSZ; ulimit -f {limit_kib}; exec "$0" "$@""#
+        ))
+        .arg(env!("CARGO_BIN_EXE_llm-decode-bench"))
+        .args(&args)
+        .output()
+        .expect("bash runs");
+    let err = text(&o.stderr);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(5), "{err}\n{stdout}");
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("r.json"),
+        "{err}"
+    );
+    // the file on disk is the last complete save: valid, with one cell
+    let doc = read(&out);
+    assert_valid(&doc);
+    assert_eq!(doc["results"].as_array().map(Vec::len), Some(1), "{doc}");
+    // nothing half-written left next to it
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "r.json")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // the run went on to the end: the report covers every cell
+    // the report is printed, but does not claim the results were saved
+    assert!(stdout.contains("Aggregate decode tok/s"), "{stdout}");
+    assert!(!stdout.contains("Results saved"), "{stdout}");
+}

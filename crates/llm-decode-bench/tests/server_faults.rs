@@ -177,9 +177,9 @@ fn a_server_that_comes_back_within_the_grace_lets_the_run_finish() {
     assert_eq!(restarts.len(), 1, "{restarts:?}");
 }
 
-/// The simulator restarted in the pause between two cells (a new process,
-/// counters from 0): the restart is noted with its evidence (the process
-/// start time), the run goes on, and no server count is negative. On a
+/// The simulator restarted in the pause between two cells as a new version
+/// (a new process, counters from 0): the restart is noted with its evidence
+/// (the process start time and the version change), the run goes on, and no server count is negative. On a
 /// loaded machine the new process may still be starting when the next cell
 /// begins; that cell then fails (`cannot connect`) and the run goes on.
 #[test]
@@ -191,7 +191,21 @@ fn a_restart_between_cells_is_noted_and_no_counter_delta_goes_negative() {
     wait_for_cells(&out, 1);
     sim.kill().expect("kill simulator");
     let _ = sim.wait();
-    let mut sim = spawn_sim(port);
+    // the new process is an upgrade: the same scenario with another version
+    let upgraded = out.with_file_name("upgraded.toml");
+    let scenario = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/quickstart.toml"),
+    )
+    .expect("scenario")
+    .replace("version = \"0.11.0-sim\"", "version = \"0.12.0-sim\"");
+    std::fs::write(&upgraded, scenario).expect("write scenario");
+    let mut sim = bin()
+        .args(["sim", "--port", &port.to_string(), "--scenario"])
+        .arg(&upgraded)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("simulator starts");
     let (code, _stdout, stderr) = finish(run);
     let _ = sim.kill();
     let _ = sim.wait();
@@ -212,6 +226,10 @@ fn a_restart_between_cells_is_noted_and_no_counter_delta_goes_negative() {
     assert_eq!(restarts.len(), 1, "{restarts:?}");
     let why = restarts[0]["evidence"].as_str().unwrap_or("");
     assert!(why.contains("process_start_time_seconds"), "{why}");
+    assert!(
+        why.contains("engine version changed from 0.11.0-sim to 0.12.0-sim"),
+        "{why}"
+    );
     let log = doc["event_log"].as_array().expect("log");
     assert!(
         log.iter()
