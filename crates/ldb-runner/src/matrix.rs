@@ -23,7 +23,7 @@ pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptP
     let Some(x) = plan.decode_warmup else {
         return;
     };
-    if rc.controls.stop.is_cancelled() {
+    if rc.controls.stop.is_cancelled() || server_watch::gone(rc).is_some() {
         return;
     }
     let secs = rc.cfg.decode_warmup_seconds;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv};
+use ldb_core::failure::FailureKind;
 use ldb_core::live::{Phase, PrefillRow};
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::{format_context, thousands};
@@ -29,13 +30,21 @@ pub(crate) async fn prefill_phase(
     live.update(|s| s.phase = Phase::Prefill);
     let env = probe_env(rc);
     live.event("decode warmup start");
-    let jit = probe(
-        &env,
-        &rc.model,
-        &prompts.messages(0, "jit"),
-        &rc.controls.stop,
-    )
-    .await;
+    let jit_prompt = prompts.messages(0, "jit");
+    let mut jit = probe(&env, &rc.model, &jit_prompt, &rc.controls.stop).await;
+    // Discovery reached the server, so a refused connection now means it
+    // went away (or is restarting): wait for it as for a failed cell.
+    if let Some(e) = jit
+        .error
+        .as_ref()
+        .filter(|e| e.kind == FailureKind::Connect)
+    {
+        if !crate::server_watch::down_before_cells(rc, &e.to_string()).await {
+            // gone (the cells are labelled with the reason) or stopped
+            return Ok(());
+        }
+        jit = probe(&env, &rc.model, &jit_prompt, &rc.controls.stop).await;
+    }
     if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
         return Err(RunError::Preflight(e.to_string()));
     }

@@ -127,17 +127,23 @@ pub(crate) fn note_metrics(rc: &RunCtx) {
     }
 }
 
-/// The server does not answer: wait for it up to the grace. True when it
-/// came back.
-async fn outage(rc: &RunCtx, cell: &mut CellResult) -> bool {
+/// How a wait for a server that stopped answering ended.
+enum Waited {
+    /// It answers again after `down_for` seconds.
+    Back { since: f64, down_for: f64 },
+    /// The user stopped the run while it waited.
+    Stopped,
+    /// Not back within the grace: `why` is the reason every cell left
+    /// carries (also in [`gone`]).
+    Gone { why: String },
+}
+
+/// The server does not answer: wait for it up to the grace, with the event
+/// lines, the outage entry and, when it does not return, [`gone`] set.
+/// `during` names what ran into it, `evidence` the failure that showed it.
+async fn wait_for_return(rc: &RunCtx, during: String, evidence: String) -> Waited {
     let since = unix_now();
     let grace = rc.cfg.server_down_grace.max(0.0);
-    let during = format!(
-        "C={} ctx={}",
-        cell.concurrency,
-        format_context(cell.context_tokens)
-    );
-    let evidence = cell.ext.status_reason.clone();
     rc.live.event(format!(
         "server down: no answer since {} UTC after {during} failed ({evidence}); waiting up to \
          {grace:.0} s for it to return (--server-down-grace)",
@@ -163,37 +169,82 @@ async fn outage(rc: &RunCtx, cell: &mut CellResult) -> bool {
         during,
         evidence,
     };
-    cell.ext.status = CellStatus::Error;
-    cell.aggregate_tps = None;
-    cell.per_request_avg_tps = None;
-    if back {
+    let waited = if back {
         entry.back_unix = Some(unix_now());
-        cell.ext.status_reason = format!(
-            "server down at {} UTC (back after {down_for:.0} s): {}",
-            utc_hms(since),
-            cell.ext.status_reason
-        );
         rc.live.event(format!(
             "server back after {down_for:.0} s; the run goes on"
         ));
+        Waited::Back { since, down_for }
     } else if rc.controls.stop.is_cancelled() {
         // The user stopped the run while it waited: that ends the run, not
-        // the outage; the cell keeps its own failure.
-        with(rc, |f| f.outages.push(entry));
-        return false;
+        // the outage.
+        Waited::Stopped
     } else {
         let why = format!(
             "server down since {} UTC (no answer within --server-down-grace {grace:.0} s)",
             utc_hms(since)
         );
-        cell.ext.status_reason = format!("{why}: {}", cell.ext.status_reason);
         rc.live.event(format!(
             "{why}; the cells left are labelled without being run"
         ));
-        with(rc, |f| f.gone = Some(why));
-    }
+        with(rc, |f| f.gone = Some(why.clone()));
+        Waited::Gone { why }
+    };
     with(rc, |f| f.outages.push(entry));
-    back
+    waited
+}
+
+/// The server does not answer after `cell` failed: wait for it up to the
+/// grace and rewrite the cell's reason to name the outage. True when it
+/// came back.
+async fn outage(rc: &RunCtx, cell: &mut CellResult) -> bool {
+    let during = format!(
+        "C={} ctx={}",
+        cell.concurrency,
+        format_context(cell.context_tokens)
+    );
+    let waited = wait_for_return(rc, during, cell.ext.status_reason.clone()).await;
+    let mark_failed = |cell: &mut CellResult, reason: String| {
+        cell.ext.status = CellStatus::Error;
+        cell.aggregate_tps = None;
+        cell.per_request_avg_tps = None;
+        cell.ext.status_reason = reason;
+    };
+    match waited {
+        Waited::Back { since, down_for } => {
+            let reason = format!(
+                "server down at {} UTC (back after {down_for:.0} s): {}",
+                utc_hms(since),
+                cell.ext.status_reason
+            );
+            mark_failed(cell, reason);
+            true
+        }
+        // the cell keeps its own failure
+        Waited::Stopped => {
+            let reason = cell.ext.status_reason.clone();
+            mark_failed(cell, reason);
+            false
+        }
+        Waited::Gone { why } => {
+            let reason = format!("{why}: {}", cell.ext.status_reason);
+            mark_failed(cell, reason);
+            false
+        }
+    }
+}
+
+/// The first generation request of the run could not connect although
+/// discovery could: the server went away in between (or is restarting).
+/// Wait for it as for a failed cell. True when it answers again (the caller
+/// retries); false when it is gone (every cell is then labelled with
+/// [`gone`]) or the user stopped the run.
+pub(crate) async fn down_before_cells(rc: &RunCtx, evidence: &str) -> bool {
+    if answers(rc).await {
+        return true;
+    }
+    let waited = wait_for_return(rc, "the first request".to_string(), evidence.to_string()).await;
+    matches!(waited, Waited::Back { .. })
 }
 
 /// Compare a fresh scrape with the one after the cell before. After an

@@ -241,3 +241,108 @@ fn a_restart_between_cells_is_noted_and_no_counter_delta_goes_negative() {
         assert!(server >= 0.0, "{c}");
     }
 }
+
+/// Read the benchmark's stdout on a thread and kill `sim` as soon as a line
+/// contains `trigger`; the lines read come back when the output ends.
+fn kill_on_line(
+    run: &mut Child,
+    mut sim: Child,
+    trigger: &'static str,
+) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::BufRead;
+    let stdout = run.stdout.take().expect("piped stdout");
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut sim = Some(&mut sim);
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.contains(trigger)
+                && let Some(s) = sim.take()
+            {
+                let _ = s.kill();
+                let _ = s.wait();
+            }
+            lines.push(line);
+        }
+        if let Some(s) = sim.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        lines
+    })
+}
+
+/// The simulator killed after discovery, while the prompts are sized (the
+/// run's first generation request then cannot connect): the run waits out
+/// the grace once, labels every cell without running it, saves a valid file
+/// and exits 3 — it does not stop at the first refused connection.
+#[test]
+fn a_server_that_dies_before_the_first_cell_is_waited_for_then_labelled() {
+    let port = free_port();
+    let sim = spawn_sim(port);
+    let (_dir, out) = tmp("early.json");
+    let mut run = bench(port, &out, "3");
+    let lines = kill_on_line(&mut run, sim, "calibrating prompt sizes");
+    let t0 = Instant::now();
+    let o = run.wait_with_output().expect("benchmark ends");
+    let stdout = lines.join().expect("reader").join("\n");
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}\n{stdout}");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert!(stderr.contains("server down since"), "{stderr}");
+    let doc = read(&out).expect("valid JSON");
+    assert_valid(&doc);
+    let st = statuses(&doc);
+    assert_eq!(st, ["error", "error", "error"], "{:?}", reasons(&doc));
+    for why in reasons(&doc) {
+        assert!(why.contains("server down since"), "{why}");
+    }
+    let outages = doc["metadata"]["server_outages"]
+        .as_array()
+        .expect("outages");
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert!(outages[0]["back_unix"].is_null(), "{outages:?}");
+}
+
+/// The same kill, with the simulator started again 3 s later within the
+/// grace: the run waits, goes on and measures the cells.
+#[test]
+fn a_server_that_restarts_before_the_first_cell_lets_the_run_go_on() {
+    let port = free_port();
+    let sim = spawn_sim(port);
+    let (_dir, out) = tmp("early-back.json");
+    let mut run = bench(port, &out, "40");
+    let lines = kill_on_line(&mut run, sim, "calibrating prompt sizes");
+    // wait until the reader has killed it, then start a new one
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never killed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let mut sim = spawn_sim(port);
+    let o = run.wait_with_output().expect("benchmark ends");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let stdout = lines.join().expect("reader").join("\n");
+    let stderr = text(&o.stderr);
+    let doc = read(&out).expect("valid JSON");
+    assert_valid(&doc);
+    let st = statuses(&doc);
+    assert_eq!(st.len(), 3, "{st:?}");
+    // the cells after the outage are measured (the first may have run into
+    // it when the kill came late)
+    assert!(
+        st[1..].iter().all(|s| measured(s)),
+        "{st:?} {:?}\n{stdout}",
+        reasons(&doc)
+    );
+    let expected = if measured(&st[0]) { 0 } else { 4 };
+    assert_eq!(o.status.code(), Some(expected), "{stderr}");
+    let outages = doc["metadata"]["server_outages"]
+        .as_array()
+        .expect("outages");
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert!(outages[0]["back_unix"].is_number(), "{outages:?}");
+    assert!(stdout.contains("server back after"), "{stdout}");
+}
