@@ -189,6 +189,10 @@ pub struct LiveSnapshot {
     pub eta: Option<f64>,
     /// Concurrency columns.
     pub concurrencies: Vec<u32>,
+    /// Column headings when the columns are not concurrencies (open-loop
+    /// rates: `R=2/s`), one per entry of `concurrencies`, which then holds
+    /// the column's key (1, 2, …). Empty: `C=<concurrency>`.
+    pub column_labels: Vec<String>,
     /// Context rows.
     pub contexts: Vec<u64>,
     /// Matrix cells (all of them, pending included).
@@ -212,4 +216,16 @@ pub enum Control {
     Skip,
     /// Stop the run gracefully (save and report what was measured).
     Stop,
+}
+
+impl LiveSnapshot {
+    /// The heading of the column keyed `conc`.
+    pub fn column_label(&self, conc: u32) -> String {
+        self.concurrencies
+            .iter()
+            .position(|&c| c == conc)
+            .and_then(|i| self.column_labels.get(i))
+            .cloned()
+            .unwrap_or_else(|| format!("C={conc}"))
+    }
 }

@@ -72,6 +72,8 @@ pub(crate) async fn rate_matrix(
                 ));
                 continue;
             }
+            let key = crate::recorder::rate_key(&rc.live, rate);
+            rec.cell_started(key, x, rc.clock.now(), None);
             let messages = prompts.messages(x, &format!("rate{x}"));
             let (row, prefill) = rate_cell(rc, rate, x, messages, record_prefill, index).await;
             index += 1;

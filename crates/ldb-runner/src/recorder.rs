@@ -123,6 +123,9 @@ impl Recorder {
 
     /// A finished open-loop cell (`--request-rate`).
     pub(crate) fn rate_cell(&mut self, row: ldb_core::open_loop::RateResult) {
+        let (key, x) = (rate_key(&self.live, row.request_rate), row.context_tokens);
+        let state = rate_done_state(&row);
+        self.live.update(|s| set_cell(s, key, x, state));
         self.doc.rate_results.push(row);
         self.save(ldb_core::result::RunStatus::InProgress);
     }
@@ -202,6 +205,41 @@ fn set_cell(s: &mut LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {
     }
 }
 
+/// The live matrix's column key of an open-loop rate (columns are keyed
+/// 1, 2, … in rate order; see `LiveSnapshot::column_labels`).
+pub(crate) fn rate_key(live: &Live, rate: f64) -> u32 {
+    let label = rate_label(rate);
+    live.snapshot()
+        .column_labels
+        .iter()
+        .position(|l| *l == label)
+        .map_or(0, |i| u32::try_from(i + 1).unwrap_or(u32::MAX))
+}
+
+/// The dashboard's heading of a rate column: `R=2/s`, `R=0.5/s`.
+pub(crate) fn rate_label(rate: f64) -> String {
+    format!("R={rate}/s")
+}
+
+/// A finished rate cell as the dashboard shows it: output tok/s, its
+/// latencies from the scheduled send time, and a saturated cell marked like
+/// a capacity-limited one.
+fn rate_done_state(row: &ldb_core::open_loop::RateResult) -> MatrixCellState {
+    let measured = matches!(row.status, CellStatus::Ok | CellStatus::CapacityLimited);
+    MatrixCellState::Done {
+        tps: measured.then_some(row.output_tps),
+        ttft_p50: row.ttft_p50.unwrap_or(f64::NAN),
+        itl_p50: f64::NAN,
+        ttfo_p50: row.ttfo_p50.unwrap_or(f64::NAN),
+        status: if measured && row.saturated {
+            CellStatus::CapacityLimited
+        } else {
+            row.status
+        },
+        effective: 0.0,
+    }
+}
+
 fn done_state(cell: &CellResult) -> MatrixCellState {
     MatrixCellState::Done {
         tps: cell.aggregate_tps,
@@ -242,6 +280,52 @@ mod tests {
         cell.latency.input_seq_len_avg = prompt;
         cell.ext.usage_mode = ldb_core::result::UsageMode::Continuous;
         cell
+    }
+
+    /// Open-loop cells fill the dashboard's matrix under their rate
+    /// columns: running, then output tok/s; a saturated one is marked.
+    #[test]
+    fn rate_cells_fill_the_live_matrix_under_their_rate_column() {
+        use ldb_core::live::MatrixCell;
+        use ldb_core::open_loop::RateResult;
+        let (mut r, _saved) = recorder();
+        r.live.update(|s| {
+            s.column_labels = vec![rate_label(0.5), rate_label(4.0)];
+            s.concurrencies = vec![1, 2];
+            s.matrix = [1, 2]
+                .map(|c| MatrixCell {
+                    context: 0,
+                    concurrency: c,
+                    state: MatrixCellState::Pending,
+                })
+                .to_vec();
+        });
+        assert_eq!(r.live.snapshot().column_label(2), "R=4/s");
+        assert_eq!(rate_key(&r.live, 4.0), 2);
+        r.cell_started(2, 0, 1.0, None);
+        assert_eq!(r.live.snapshot().matrix[1].state, MatrixCellState::Running);
+        r.rate_cell(RateResult {
+            request_rate: 4.0,
+            output_tps: 321.0,
+            ttft_p50: Some(0.2),
+            saturated: true,
+            ..RateResult::default()
+        });
+        let snap = r.live.snapshot();
+        assert_eq!(snap.matrix[0].state, MatrixCellState::Pending);
+        match &snap.matrix[1].state {
+            MatrixCellState::Done {
+                tps,
+                status,
+                ttft_p50,
+                ..
+            } => {
+                assert_eq!(*tps, Some(321.0));
+                assert_eq!(*status, CellStatus::CapacityLimited);
+                assert!((ttft_p50 - 0.2).abs() < 1e-12);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

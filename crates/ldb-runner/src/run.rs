@@ -262,6 +262,18 @@ async fn start(
         // --prefill-only runs no decode cell.
         let cells = if cfg.prefill_only {
             vec![]
+        } else if cfg.open_loop() {
+            // rate columns, keyed 1, 2, … in the order they run
+            let mut rates = cfg.request_rates.clone();
+            rates.sort_by(f64::total_cmp);
+            s.column_labels = rates
+                .iter()
+                .map(|&r| crate::recorder::rate_label(r))
+                .collect();
+            s.concurrencies = (1..=rates.len())
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect();
+            test_order(&s.concurrencies, &cfg.contexts)
         } else {
             test_order(&cfg.concurrency, &cfg.contexts)
         };

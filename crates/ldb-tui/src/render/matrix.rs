@@ -70,7 +70,7 @@ fn plan_for(snap: &LiveSnapshot, detail: Detail) -> Plan {
         .concurrencies
         .iter()
         .map(|&conc| {
-            let head = format!("C={conc}").chars().count();
+            let head = snap.column_label(conc).chars().count();
             snap.matrix
                 .iter()
                 .filter(|m| m.concurrency == conc)
@@ -184,7 +184,9 @@ fn done_spans(
         },
     )];
     if limited {
-        let marker = if precise {
+        // open-loop rate cells have no concurrency to compare with: a
+        // saturated one gets the bare marker
+        let marker = if precise && effective > 0.0 {
             format!(" ({effective:.1}/{})*", cell.concurrency)
         } else {
             "*".to_owned()
@@ -221,7 +223,7 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     )];
     for (conc, w) in snap.concurrencies.iter().zip(&p.cols) {
         head.push(Span::styled(
-            format!(" {:>w$}", format!("C={conc}")),
+            format!(" {:>w$}", snap.column_label(*conc)),
             theme::title(),
         ));
     }
