@@ -44,7 +44,13 @@ pub struct TaskError(pub String);
 
 /// Built-in profile names (aliases resolve to these), for `--help` and
 /// error messages.
-pub const BUILTIN_PROFILES: &[&str] = &["needle", "toggle-lamps", "gsm8k", "mmlu-pro", "gpqa-diamond"];
+pub const BUILTIN_PROFILES: &[&str] = &[
+    "needle",
+    "toggle-lamps",
+    "gsm8k",
+    "mmlu-pro",
+    "gpqa-diamond",
+];
 
 /// Resolve `request` into a task, or say in one line why not.
 pub fn load_profile(request: &ProfileRequest) -> Result<Task, TaskError> {
@@ -83,7 +89,9 @@ fn needle_tokens(name: &str) -> Option<usize> {
     if name == "needle" {
         return Some(NEEDLE_DEFAULT_TOKENS);
     }
-    let size = name.strip_prefix("needle-").or_else(|| name.strip_prefix("needle:"))?;
+    let size = name
+        .strip_prefix("needle-")
+        .or_else(|| name.strip_prefix("needle:"))?;
     let (digits, scale) = match size.strip_suffix('k') {
         Some(d) => (d, 1000),
         None => (size, 1),
@@ -135,7 +143,11 @@ pub fn needle_task(tokens: usize) -> Task {
 }
 
 fn lamps_task() -> Task {
-    let mut t = Task::single_prompt(LAMPS_PROMPT.to_owned(), "profile:toggle-lamps".to_owned(), None);
+    let mut t = Task::single_prompt(
+        LAMPS_PROMPT.to_owned(),
+        "profile:toggle-lamps".to_owned(),
+        None,
+    );
     t.profile = "toggle-lamps".to_owned();
     t.title = "Toggle Lamps Reasoning Test".to_owned();
     t.description =
@@ -155,7 +167,9 @@ fn lamps_task() -> Task {
 fn builtin(name: &str, request: &ProfileRequest) -> Result<Task, TaskError> {
     let name = name.trim();
     if let Some(why) = reference_only(name) {
-        return Err(TaskError(format!("test profile {name:?} is the reference tool's: {why}")));
+        return Err(TaskError(format!(
+            "test profile {name:?} is the reference tool's: {why}"
+        )));
     }
     if let Some(tokens) = needle_tokens(name) {
         return Ok(needle_task(tokens));
@@ -175,7 +189,8 @@ fn builtin(name: &str, request: &ProfileRequest) -> Result<Task, TaskError> {
 /// A dataset profile: read, parse, select `request.runs` items.
 pub fn dataset_task(kind: DatasetKind, request: &ProfileRequest) -> Result<Task, TaskError> {
     let read = dataset_files::read_dataset(kind, request)?;
-    let parsed = parse(kind, &read.text).map_err(|e| TaskError(format!("{}: {e}", read.info.path)))?;
+    let parsed =
+        parse(kind, &read.text).map_err(|e| TaskError(format!("{}: {e}", read.info.path)))?;
     if parsed.items.is_empty() {
         return Err(TaskError(format!("{}: no records", read.info.path)));
     }

@@ -127,7 +127,11 @@ pub fn parse_mmlu_pro(text: &str) -> Result<ParsedDataset, String> {
         let options: Vec<String> = r
             .get("options")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         if options.len() < 2 || options.len() > super::mc_letter::MAX_OPTIONS {
             return Err(format!(
@@ -135,7 +139,10 @@ pub fn parse_mmlu_pro(text: &str) -> Result<ParsedDataset, String> {
                 options.len()
             ));
         }
-        let letter = match (r.get("answer").and_then(Value::as_str), r.get("answer_index")) {
+        let letter = match (
+            r.get("answer").and_then(Value::as_str),
+            r.get("answer_index"),
+        ) {
             (Some(a), _) if a.len() == 1 => a.to_ascii_uppercase(),
             (_, Some(idx)) if idx.as_u64().is_some() => {
                 option_letter(idx.as_u64().unwrap_or(0) as usize).to_string()
@@ -152,10 +159,7 @@ pub fn parse_mmlu_pro(text: &str) -> Result<ParsedDataset, String> {
         out.options.insert(id.clone(), options.len());
         out.items.push(TaskItem {
             item_id: Some(id),
-            category: r
-                .get("category")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            category: r.get("category").and_then(Value::as_str).map(str::to_owned),
             prompt: mc_prompt(question, &options),
             expected_answer: Some(letter),
         });
@@ -375,11 +379,19 @@ y,Short?,R,W1,W2,W3,recB,Chemistry\n";
         assert_eq!(d.items.len(), 2);
         let it = &d.items[0];
         assert_eq!(it.item_id.as_deref(), Some("gpqa-recA"));
-        assert!(it.prompt.starts_with("Two lines,\nwith \"quotes\""), "{}", it.prompt);
+        assert!(
+            it.prompt.starts_with("Two lines,\nwith \"quotes\""),
+            "{}",
+            it.prompt
+        );
         assert_eq!(it.category.as_deref(), Some("Physics"));
         // the expected letter points at the correct answer after shuffling
         let letter = it.expected_answer.clone().unwrap();
-        assert!(it.prompt.contains(&format!("{letter}) right\n")), "{}", it.prompt);
+        assert!(
+            it.prompt.contains(&format!("{letter}) right\n")),
+            "{}",
+            it.prompt
+        );
         // deterministic: parsing again gives the same order
         assert_eq!(parse_gpqa(text).unwrap(), d);
     }
@@ -391,12 +403,18 @@ y,Short?,R,W1,W2,W3,recB,Chemistry\n";
         s.sort_unstable();
         assert_eq!(s, vec![0, 1, 2, 3]);
         assert_eq!(a, shuffle_for("recA", 4));
-        let distinct: std::collections::HashSet<Vec<usize>> =
-            (0..50).map(|i| shuffle_for(&format!("rec{i}"), 4)).collect();
+        let distinct: std::collections::HashSet<Vec<usize>> = (0..50)
+            .map(|i| shuffle_for(&format!("rec{i}"), 4))
+            .collect();
         assert!(distinct.len() > 10, "{distinct:?}");
         // the correct answer does not always land on the same letter
         let firsts: std::collections::HashSet<usize> = (0..50)
-            .map(|i| shuffle_for(&format!("rec{i}"), 4).iter().position(|&x| x == 0).unwrap())
+            .map(|i| {
+                shuffle_for(&format!("rec{i}"), 4)
+                    .iter()
+                    .position(|&x| x == 0)
+                    .unwrap()
+            })
             .collect();
         assert_eq!(firsts.len(), 4);
     }

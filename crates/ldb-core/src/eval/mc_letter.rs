@@ -164,7 +164,10 @@ mod tests {
     fn a_bare_letter_line_then_any_tag() {
         let s = four();
         assert_eq!(got(&s, "Reasoning...\n\n**(B)**"), Some('B'));
-        assert_eq!(got(&s, "The answer is C, because...\nHope this helps!"), Some('C'));
+        assert_eq!(
+            got(&s, "The answer is C, because...\nHope this helps!"),
+            Some('C')
+        );
         // "a" as an article is not an option
         assert_eq!(got(&s, "The answer is a bit subtle"), None);
     }
@@ -189,7 +192,10 @@ mod tests {
             finish_reason: Some("stop"),
         };
         let r = s.score(&item("B"), &o);
-        assert_eq!((r.label, r.detail.as_str()), (ScoreLabel::Fail, "unparseable"));
+        assert_eq!(
+            (r.label, r.detail.as_str()),
+            (ScoreLabel::Fail, "unparseable")
+        );
         let o = Output {
             reasoning: "thinking\nAnswer: B",
             content: "",

@@ -15,7 +15,8 @@ use super::task::TaskItem;
 /// A signed decimal with optional thousands separators. The sign must not
 /// follow a digit or letter, so the range `3-4` reads as 3 and 4, not 3, -4.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[^0-9A-Za-z.])(-?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)").expect("valid")
+    Regex::new(r"(?:^|[^0-9A-Za-z.])(-?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
+        .expect("valid")
 });
 
 /// `\boxed{…}` (and `\fbox{…}`): when present, the boxed text is the answer.
@@ -254,7 +255,10 @@ mod tests {
         assert_eq!(r.detail, "expected 18, got 17");
         assert!(s.score(&item("18"), &out("", "18.00001", "stop")).correct());
         assert!(!s.score(&item("18"), &out("", "18.001", "stop")).correct());
-        assert!(s.score(&item("5"), &out("", r"\boxed{5\%}", "stop")).correct());
+        assert!(
+            s.score(&item("5"), &out("", r"\boxed{5\%}", "stop"))
+                .correct()
+        );
     }
 
     #[test]
@@ -295,10 +299,16 @@ mod tests {
             prompt: String::new(),
             expected_answer: None,
         };
-        assert!(s.score(&blank, &out("", "lots of 47s\nAnswer: 48", "stop")).correct());
+        assert!(
+            s.score(&blank, &out("", "lots of 47s\nAnswer: 48", "stop"))
+                .correct()
+        );
         let r = s.score(&blank, &out("", "Answer: 47", "stop"));
         assert_eq!(r.detail, "expected 48, got 47");
         let r = s.score(&blank, &out("", "no idea", "length"));
-        assert_eq!((r.label, r.detail.as_str()), (ScoreLabel::Fail, "unparseable"));
+        assert_eq!(
+            (r.label, r.detail.as_str()),
+            (ScoreLabel::Fail, "unparseable")
+        );
     }
 }

@@ -265,7 +265,11 @@ fn last_per_item(runs: &[RunRecord]) -> BTreeMap<&str, &RunRecord> {
 }
 
 fn accuracy(correct: u64, n: u64) -> f64 {
-    if n == 0 { 0.0 } else { correct as f64 / n as f64 }
+    if n == 0 {
+        0.0
+    } else {
+        correct as f64 / n as f64
+    }
 }
 
 fn same(a: &Option<String>, b: &Option<String>) -> bool {
@@ -320,7 +324,8 @@ pub fn compare(baseline: &ResultRuns, candidate: &ResultRuns) -> Comparison {
         result: None,
     };
     if common.is_empty() {
-        out.error = Some("no common scored items (runs need item_id and a non-null correct)".into());
+        out.error =
+            Some("no common scored items (runs need item_id and a non-null correct)".into());
         return out;
     }
     let n = common.len() as u64;
@@ -347,10 +352,12 @@ pub fn compare(baseline: &ResultRuns, candidate: &ResultRuns) -> Comparison {
         s.truncated_no_answer.baseline += u64::from(x.score_label == "truncated");
         s.truncated_no_answer.candidate += u64::from(y.score_label == "truncated");
         if let Some(cat) = x.category.as_ref().or(y.category.as_ref()) {
-            let c = cats.entry(cat.clone()).or_insert_with(|| CategoryComparison {
-                category: cat.clone(),
-                ..Default::default()
-            });
+            let c = cats
+                .entry(cat.clone())
+                .or_insert_with(|| CategoryComparison {
+                    category: cat.clone(),
+                    ..Default::default()
+                });
             c.paired += 1;
             c.baseline_correct += u64::from(x.correct);
             c.candidate_correct += u64::from(y.correct);
@@ -365,7 +372,10 @@ pub fn compare(baseline: &ResultRuns, candidate: &ResultRuns) -> Comparison {
     s.delta_pp = (s.candidate_accuracy - s.baseline_accuracy) * 100.0;
     s.flips_baseline_only_correct = flips.0.len() as u64;
     s.flips_candidate_only_correct = flips.1.len() as u64;
-    s.mcnemar_exact_p = mcnemar_exact_p(s.flips_baseline_only_correct, s.flips_candidate_only_correct);
+    s.mcnemar_exact_p = mcnemar_exact_p(
+        s.flips_baseline_only_correct,
+        s.flips_candidate_only_correct,
+    );
     s.significant_at_0_05 = s.mcnemar_exact_p < 0.05;
     s.flip_item_ids = FlipIds {
         baseline_only_correct: flips.0.into_iter().take(MAX_FLIP_IDS).collect(),
@@ -447,14 +457,31 @@ mod tests {
         assert_eq!(s.flip_item_ids.baseline_only_correct, vec!["i2"]);
         assert_eq!(s.flip_item_ids.candidate_only_correct, vec!["i3"]);
         assert_eq!(s.mcnemar_exact_p, 1.0);
-        assert_eq!(s.truncated_no_answer, PerSide { baseline: 0, candidate: 1 });
-        assert_eq!(s.unparseable, PerSide { baseline: 1, candidate: 0 });
+        assert_eq!(
+            s.truncated_no_answer,
+            PerSide {
+                baseline: 0,
+                candidate: 1
+            }
+        );
+        assert_eq!(
+            s.unparseable,
+            PerSide {
+                baseline: 1,
+                candidate: 0
+            }
+        );
         assert_eq!(s.completion_tokens.baseline_mean, 162.5);
         assert_eq!(s.completion_tokens.ratio_mean, Some(810.0 / 650.0));
         assert_eq!(s.per_category[0].category, "math");
         assert_eq!(s.per_category[0].delta_pp, -50.0);
         let v = serde_json::to_value(&c).unwrap();
-        for k in ["baseline_wilson95", "mcnemar_exact_p", "flip_item_ids", "per_category"] {
+        for k in [
+            "baseline_wilson95",
+            "mcnemar_exact_p",
+            "flip_item_ids",
+            "per_category",
+        ] {
             assert!(v.get(k).is_some(), "{k}");
         }
         assert!(v.get("error").is_none());
@@ -464,8 +491,10 @@ mod tests {
 
     #[test]
     fn no_overlap_is_an_error_object() {
-        let a = ResultRuns::from_json(&doc("A", &[("x", Some(true), 1.0, "pass", "")]), "a").unwrap();
-        let b = ResultRuns::from_json(&doc("B", &[("y", Some(true), 1.0, "pass", "")]), "b").unwrap();
+        let a =
+            ResultRuns::from_json(&doc("A", &[("x", Some(true), 1.0, "pass", "")]), "a").unwrap();
+        let b =
+            ResultRuns::from_json(&doc("B", &[("y", Some(true), 1.0, "pass", "")]), "b").unwrap();
         let c = compare(&a, &b);
         assert!(c.error.is_some() && c.result.is_none());
         let v = serde_json::to_value(&c).unwrap();

@@ -162,11 +162,20 @@ mod tests {
         //   0/10   -> (0.0, 0.2775328030260577)
         //   50/100 -> (0.40383152963549296, 0.596168470364507)
         let close = |a: (f64, f64), b: (f64, f64)| {
-            assert!((a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12, "{a:?} vs {b:?}");
+            assert!(
+                (a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12,
+                "{a:?} vs {b:?}"
+            );
         };
-        close(wilson_interval(7, 10, Z95), (0.39677814534597083, 0.892208733443606));
+        close(
+            wilson_interval(7, 10, Z95),
+            (0.39677814534597083, 0.892208733443606),
+        );
         close(wilson_interval(0, 10, Z95), (0.0, 0.2775328030260577));
-        close(wilson_interval(50, 100, Z95), (0.40383152963549296, 0.596168470364507));
+        close(
+            wilson_interval(50, 100, Z95),
+            (0.40383152963549296, 0.596168470364507),
+        );
         assert_eq!(wilson_interval(0, 0, Z95), (0.0, 0.0));
         let (lo, hi) = wilson_interval(10, 10, Z95);
         assert!(hi > 1.0 - 1e-12 && lo > 0.7, "{lo} {hi}");
@@ -181,7 +190,10 @@ mod tests {
         //   (1000, 1100) -> 0.030720707864242296
         //   (500000, 501000) -> 0.31803654084032257
         let close = |got: f64, want: f64| {
-            assert!((got - want).abs() <= 1e-9 * want.max(1e-300), "{got} vs {want}");
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1e-300),
+                "{got} vs {want}"
+            );
         };
         assert_eq!(mcnemar_exact_p(0, 0), 1.0);
         close(mcnemar_exact_p(5, 0), 0.0625);

@@ -92,7 +92,9 @@ pub fn read_dataset(kind: DatasetKind, request: &ProfileRequest) -> Result<ReadD
                 kind.name(),
                 &sha[..16]
             ),
-            None => "no pinned sha256 to compare with; the file's own sha256 is recorded".to_owned(),
+            None => {
+                "no pinned sha256 to compare with; the file's own sha256 is recorded".to_owned()
+            }
             _ => String::new(),
         };
         return Ok(ReadDataset {

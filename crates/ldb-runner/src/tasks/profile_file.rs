@@ -95,7 +95,9 @@ fn toml_to_json(v: &toml::Value) -> Value {
     match v {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(n) => Value::from(*n),
-        toml::Value::Float(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+        toml::Value::Float(x) => {
+            serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number)
+        }
         toml::Value::Boolean(b) => Value::Bool(*b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
         toml::Value::Array(a) => Value::Array(a.iter().map(toml_to_json).collect()),
@@ -237,11 +239,11 @@ pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
             return Err(c.err("the prompt is empty"));
         }
         let mut t = Task::single_prompt(prompt, origin, scorer);
-        if let Some(e) = t
-            .scorer
-            .as_ref()
-            .and(c.string(c.table(&top, "scorer")?.unwrap_or(&Table::new()), "expected", "scorer.")?)
-        {
+        if let Some(e) = t.scorer.as_ref().and(c.string(
+            c.table(&top, "scorer")?.unwrap_or(&Table::new()),
+            "expected",
+            "scorer.",
+        )?) {
             t.items[0].expected_answer = Some(e);
         }
         t

@@ -38,7 +38,12 @@ fn builtins_score_their_own_answers() {
     let t = load_profile(&req("needle-32k")).unwrap();
     assert_eq!(t.profile, "needle-32000");
     let expected = t.items[0].expected_answer.clone().unwrap();
-    assert!(t.scorer.unwrap().score(&t.items[0], &answer(&expected)).correct());
+    assert!(
+        t.scorer
+            .unwrap()
+            .score(&t.items[0], &answer(&expected))
+            .correct()
+    );
     assert_eq!(load_profile(&req("needle")).unwrap().profile, "needle-8000");
 }
 
@@ -58,7 +63,10 @@ fn reference_profiles_name_our_equivalents() {
         assert!(e.contains(ours) && !e.contains('\n'), "{name}: {e}");
     }
     let e = load_profile(&req("nope")).unwrap_err().0;
-    assert!(e.contains("unknown test profile") && e.contains("gsm8k"), "{e}");
+    assert!(
+        e.contains("unknown test profile") && e.contains("gsm8k"),
+        "{e}"
+    );
 }
 
 const GSM: &str = "{\"question\": \"q1\", \"answer\": \"w\\n#### 5\"}\n{\"question\": \"q2\", \"answer\": \"w\\n#### 6\"}\n{\"question\": \"q3\", \"answer\": \"w\\n#### 7\"}\n{\"question\": \"q4\", \"answer\": \"w\\n#### 8\"}\n";
@@ -78,8 +86,16 @@ fn dataset_file_is_read_as_is_with_its_sha_and_count() {
     let info = t.dataset.clone().unwrap();
     assert_eq!(info.items_total, 4);
     assert_eq!(info.source, "dataset-file");
-    assert_eq!(info.sha256, ldb_core::eval::sha256::sha256_hex(GSM.as_bytes()));
-    assert!(info.note.contains("4 records instead of the published 1319"), "{}", info.note);
+    assert_eq!(
+        info.sha256,
+        ldb_core::eval::sha256::sha256_hex(GSM.as_bytes())
+    );
+    assert!(
+        info.note
+            .contains("4 records instead of the published 1319"),
+        "{}",
+        info.note
+    );
     // stride selection: items 0 and 2
     let ids: Vec<_> = t.items.iter().map(|i| i.item_id.clone().unwrap()).collect();
     assert_eq!(ids, vec!["gsm8k-0001", "gsm8k-0003"]);
@@ -99,7 +115,10 @@ fn cached_file_must_match_the_published_count_and_missing_files_say_how() {
         ..Default::default()
     };
     let e = load_profile(&r).unwrap_err().0;
-    assert!(e.contains("not cached") && e.contains("--dataset-file"), "{e}");
+    assert!(
+        e.contains("not cached") && e.contains("--dataset-file"),
+        "{e}"
+    );
     assert!(!e.contains('\n'));
     write(dir.path(), "gsm8k_test.jsonl", GSM);
     let e = load_profile(&r).unwrap_err().0;
@@ -128,10 +147,16 @@ fn gpqa_and_mmlu_files_load_with_letter_scoring() {
     assert_eq!(t.items[0].category.as_deref(), Some("Biology"));
     let letter = t.items[0].expected_answer.clone().unwrap();
     let s = t.scorer.unwrap();
-    assert!(s.score(&t.items[0], &answer(&format!("Answer: {letter}"))).correct());
+    assert!(
+        s.score(&t.items[0], &answer(&format!("Answer: {letter}")))
+            .correct()
+    );
     // E is not an option of a four-option item
     let r = s.score(&t.items[0], &answer("Answer: E"));
-    assert_eq!((r.label, r.detail.as_str()), (ScoreLabel::Fail, "unparseable"));
+    assert_eq!(
+        (r.label, r.detail.as_str()),
+        (ScoreLabel::Fail, "unparseable")
+    );
     let jsonl = r#"{"question_id": 9, "question": "Q", "options": ["a","b","c","d","e"], "answer": "E", "category": "law"}"#;
     let r = ProfileRequest {
         name: Some("mmlupro".into()),
@@ -140,7 +165,12 @@ fn gpqa_and_mmlu_files_load_with_letter_scoring() {
     };
     let t = load_profile(&r).unwrap();
     assert_eq!(t.profile, "mmlu-pro");
-    assert!(t.scorer.unwrap().score(&t.items[0], &answer("Answer: E")).correct());
+    assert!(
+        t.scorer
+            .unwrap()
+            .score(&t.items[0], &answer("Answer: E"))
+            .correct()
+    );
 }
 
 #[test]
@@ -184,9 +214,18 @@ score_source = "content"
         t.request_overrides["chat_template_kwargs"]["enable_thinking"],
         serde_json::Value::Bool(false)
     );
-    assert!(t.scorer.unwrap().score(&t.items[0], &answer("It is 42.")).correct());
+    assert!(
+        t.scorer
+            .unwrap()
+            .score(&t.items[0], &answer("It is 42."))
+            .correct()
+    );
 
-    let g = write(dir.path(), "gen.toml", "generate = \"needle\"\ngenerate_tokens = 2000\n");
+    let g = write(
+        dir.path(),
+        "gen.toml",
+        "generate = \"needle\"\ngenerate_tokens = 2000\n",
+    );
     let t = load_profile(&ProfileRequest {
         file: Some(g),
         ..Default::default()
@@ -201,10 +240,19 @@ fn toml_mistakes_are_one_line_errors_naming_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     for (text, want) in [
         ("prompt = \"x\"\npromt = \"y\"\n", "unknown key \"promt\""),
-        ("prompt = \"x\"\n[defaults]\nmax_token = 5\n", "unknown key defaults.\"max_token\""),
-        ("prompt = \"x\"\n[scorer]\nkind = \"regex\"\nregex = \"a\"\n", "unknown key scorer.\"regex\""),
+        (
+            "prompt = \"x\"\n[defaults]\nmax_token = 5\n",
+            "unknown key defaults.\"max_token\"",
+        ),
+        (
+            "prompt = \"x\"\n[scorer]\nkind = \"regex\"\nregex = \"a\"\n",
+            "unknown key scorer.\"regex\"",
+        ),
         ("prompt = \"x\"\ndataset = \"gsm8k\"\n", "exactly one of"),
-        ("prompt = \"x\"\n[scorer]\nkind = \"vibes\"\n", "unknown scorer kind"),
+        (
+            "prompt = \"x\"\n[scorer]\nkind = \"vibes\"\n",
+            "unknown scorer kind",
+        ),
         ("prompt = \"x\"\n[defaults]\nruns = -1\n", "defaults.runs"),
         ("prompt = [unclosed\n", "invalid TOML"),
     ] {
