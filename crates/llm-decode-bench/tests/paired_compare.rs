@@ -19,13 +19,13 @@ fn result(dir: &Path, name: &str, model: &str, verdicts: &[(&str, bool)]) -> Str
         })).collect::<Vec<_>>(),
     });
     let p = dir.join(name);
-    std::fs::write(&p, doc.to_string()).unwrap();
+    std::fs::write(&p, doc.to_string()).expect("write result");
     p.display().to_string()
 }
 
 #[test]
 fn compares_two_files_and_writes_json_only_with_output() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("tempdir");
     // 12 items: the baseline gets all right, the candidate misses 10
     let ids: Vec<String> = (1..=12).map(|i| format!("gsm8k-{i:04}")).collect();
     let a: Vec<(&str, bool)> = ids.iter().map(|i| (i.as_str(), true)).collect();
@@ -45,7 +45,7 @@ fn compares_two_files_and_writes_json_only_with_output() {
         "{stdout}"
     );
     // nothing written without --output (not even the default result file)
-    let entries = std::fs::read_dir(dir.path()).unwrap().count();
+    let entries = std::fs::read_dir(dir.path()).expect("read dir").count();
     assert_eq!(entries, 2);
 
     let outp = dir.path().join("cmp.json");
@@ -55,26 +55,27 @@ fn compares_two_files_and_writes_json_only_with_output() {
         "--compare-candidate",
         &pb,
         "--output",
-        outp.to_str().unwrap(),
+        outp.to_str().expect("utf-8"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&outp).unwrap()).unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outp).expect("written")).expect("JSON");
     assert_eq!(doc["metadata"]["mode"], "paired_comparison");
     assert_eq!(doc["comparison"]["paired_items"], 12);
     assert_eq!(doc["comparison"]["flips_baseline_only_correct"], 10);
     // exact: 2 * 0.5^10
-    let p = doc["comparison"]["mcnemar_exact_p"].as_f64().unwrap();
+    let p = doc["comparison"]["mcnemar_exact_p"].as_f64().expect("p");
     assert!((p - 2.0 / 1024.0).abs() < 1e-15, "{p}");
 }
 
 #[test]
 fn bad_inputs_are_one_line_errors_naming_the_file_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("tempdir");
     let good = result(dir.path(), "a.json", "base", &[("x", true)]);
     let other = result(dir.path(), "b.json", "cand", &[("y", true)]);
     let missing = dir.path().join("nope.json").display().to_string();
     let not_result = dir.path().join("cells.json");
-    std::fs::write(&not_result, "{\"cells\": []}").unwrap();
+    std::fs::write(&not_result, "{\"cells\": []}").expect("write");
     let not_result = not_result.display().to_string();
     for (a, b, named) in [
         (&good, &missing, &missing),

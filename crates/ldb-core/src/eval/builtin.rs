@@ -141,9 +141,9 @@ mod tests {
         for n in (7..=60).step_by(7) {
             on[n] = false;
         }
-        for p in 2..=60usize {
+        for (p, lamp) in on.iter_mut().enumerate().skip(2) {
             if (2..p).all(|d| p % d != 0) {
-                on[p] = !on[p];
+                *lamp = !*lamp;
             }
         }
         assert_eq!(on.iter().filter(|&&x| x).count() as u64, LAMPS_ANSWER);
@@ -159,8 +159,7 @@ mod tests {
             let line = a
                 .prompt
                 .lines()
-                .filter(|l| l.contains(&format!("crate {code} moved")))
-                .last()
+                .rfind(|l| l.contains(&format!("crate {code} moved")))
                 .unwrap();
             line.split("to bay ").nth(1).unwrap()[..2].parse().unwrap()
         };
