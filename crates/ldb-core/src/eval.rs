@@ -6,6 +6,13 @@
 //! each finished output to the task's [`score::Scorer`]; profiles and datasets
 //! only produce tasks, so a new profile never touches the runner.
 
+pub mod builtin;
+pub mod datasets;
+pub mod mc_letter;
+pub mod numeric;
+pub mod paired;
 pub mod regex_scorer;
 pub mod score;
+pub mod sha256;
+pub mod stats;
 pub mod task;

@@ -31,6 +31,14 @@ pub fn write_to(w: &mut impl Write, doc: &ResultDocument) -> io::Result<()> {
     w.write_all(doc.to_json_string().as_bytes())
 }
 
+/// Writes any JSON value (pretty, newline-terminated) to `path` atomically:
+/// the standalone paired comparison's document.
+pub fn write_value_atomic(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned());
+    text.push('\n');
+    write_bytes_atomic(path, |f| f.write_all(text.as_bytes()))
+}
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The atomic-replace protocol around a `fill` step that writes the contents.

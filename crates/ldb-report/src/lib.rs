@@ -28,6 +28,7 @@ pub mod json;
 pub mod jsonl;
 mod load;
 pub mod markdown;
+pub mod paired;
 pub mod text;
 
 pub use error::{ReportError, Result};

@@ -17,6 +17,7 @@ pub(crate) mod decode;
 pub(crate) mod format;
 mod hardware;
 mod open_loop;
+mod paired;
 mod prefill;
 mod slo;
 mod style;
@@ -28,6 +29,7 @@ use std::io::{self, Write};
 use ldb_core::document::ResultDocument;
 use ldb_core::result::{DecodeMode, RunStatus};
 
+pub use paired::render_paired;
 use style::{Tone, paint};
 use table::panel;
 

@@ -81,6 +81,17 @@ pub async fn bench(a: BenchArgs, argv: Vec<String>) -> i32 {
 }
 
 async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
+    // the standalone paired comparison reads two files and contacts no server
+    if a.compare_candidate.is_some() {
+        return crate::paired::run_standalone(&a, &argv);
+    }
+    if a.compare_baseline.is_some() {
+        // the completion-stats run calls ldb_report::paired::compare_with_baseline
+        // after it finished; until then the flag alone has nothing to compare
+        return Err(AppError::config(
+            "--compare-baseline needs --compare-candidate FILE or a completion-stats run",
+        ));
+    }
     if let Some(m) = a.display_mode.as_deref()
         && parse_mode(m).is_none()
     {

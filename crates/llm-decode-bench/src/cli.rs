@@ -340,6 +340,14 @@ pub struct BenchArgs {
     /// not depend on it.
     #[arg(long, value_name = "SPEC")]
     pub slo: Option<String>,
+    /// Paired per-item comparison against this earlier completion-stats result: with
+    /// --compare-candidate, compare the two files without contacting a server.
+    #[arg(long, value_name = "FILE")]
+    pub compare_baseline: Option<PathBuf>,
+    /// The second completion-stats result of a standalone paired comparison (needs
+    /// --compare-baseline); the comparison JSON is written only when --output is given.
+    #[arg(long, value_name = "FILE")]
+    pub compare_candidate: Option<PathBuf>,
     /// Benchmark the built-in simulator (scenario name or TOML file; default quickstart).
     #[arg(long, num_args = 0..=1, default_missing_value = "quickstart")]
     pub sim: Option<String>,

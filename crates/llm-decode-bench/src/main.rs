@@ -10,6 +10,7 @@ mod compat;
 mod config;
 mod error;
 mod fdlimit;
+mod paired;
 mod report;
 mod selftest;
 
