@@ -164,6 +164,7 @@ fn done_spans(
     match status {
         CellStatus::Error => return word("ERROR", "err", theme::error()),
         CellStatus::SkippedUser => return word("skipped", "skip", theme::warn()),
+        CellStatus::SkippedSlo => return word("skip SLO", "slo", theme::dim()),
         CellStatus::SkippedKv | CellStatus::SkippedContext => {
             return vec![Span::styled("∅", theme::dim())];
         }
