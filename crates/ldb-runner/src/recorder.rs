@@ -255,6 +255,11 @@ fn done_state(cell: &CellResult) -> MatrixCellState {
         ttfo_p50: cell.latency.ttfo.map_or(f64::NAN, |d| d.p50),
         status: cell.ext.status,
         effective: cell.sched.effective_concurrency,
+        tps_ci95: cell
+            .ext
+            .repeat_stats
+            .get("aggregate_tps")
+            .and_then(|m| m.ci95),
     }
 }
 
