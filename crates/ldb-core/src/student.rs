@@ -161,7 +161,7 @@ pub fn t_cdf(t: f64, df: f64) -> f64 {
 /// The `p` quantile of Student's t with `df` degrees of freedom (0 < p < 1),
 /// by bisection on [`t_cdf`].
 pub fn t_quantile(p: f64, df: f64) -> f64 {
-    if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
+    if p.is_nan() || p <= 0.0 || p >= 1.0 || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     let (mut lo, mut hi) = (-1.0, 1.0);
@@ -205,7 +205,7 @@ pub fn welch(a: &MeanCi, b: &MeanCi) -> Option<Welch> {
     let (na, nb) = (f64::from(a.n), f64::from(b.n));
     let (va, vb) = (sa * sa / na, sb * sb / nb);
     let se2 = va + vb;
-    if !(se2 > 0.0) || !se2.is_finite() {
+    if !se2.is_finite() || se2 <= 0.0 {
         return None;
     }
     let t = (b.mean - a.mean) / se2.sqrt();
