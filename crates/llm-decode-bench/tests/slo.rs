@@ -234,7 +234,7 @@ fn bad_repeat_search_and_preset_input_is_a_one_line_error_with_exit_code_2() {
 #[test]
 fn a_preset_with_an_explicit_key_judges_the_merged_targets() {
     let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/default.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/problems.json");
     let o = run(&[
         "report",
         golden.to_str().expect("path"),
