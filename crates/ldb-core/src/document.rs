@@ -175,6 +175,30 @@ pub struct Metadata {
     /// The open-loop settings (absent for closed-loop runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopSettings>,
+    /// `--repeat N`: measurements asked per cell of the primary matrix
+    /// (absent for 1, as in files written before the key existed).
+    #[serde(skip_serializing_if = "is_single")]
+    pub repeat: u32,
+    /// `--slo-search` / `--slo-bisect` as run (absent when neither was on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_search: Option<SloSearchSettings>,
+}
+
+/// How the run searched for the SLO frontier.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SloSearchSettings {
+    /// `--slo-search`: levels above two consecutive failures were skipped.
+    pub search: bool,
+    /// `--slo-bisect`: levels between the last pass and the first failure were measured.
+    pub bisect: bool,
+    /// The targets the run judged with, `key=seconds,…`.
+    pub spec: String,
+}
+
+/// 0 (files without the key) and 1 both mean one measurement per cell.
+fn is_single(n: &u32) -> bool {
+    *n <= 1
 }
 
 /// How an open-loop run (`--request-rate`) sent its requests.

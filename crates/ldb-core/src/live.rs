@@ -85,6 +85,9 @@ pub enum MatrixCellState {
         status: CellStatus,
         /// Effective concurrency.
         effective: f64,
+        /// `--repeat`: half width of the 95 % interval of `tps` (the mean of
+        /// the repeats so far); `None` for a single measurement.
+        tps_ci95: Option<f64>,
     },
 }
 

@@ -46,6 +46,9 @@ pub enum CellStatus {
     SkippedContext,
     /// Not run or cut short: the user skipped it (`s`) or stopped the run.
     SkippedUser,
+    /// Not run: `--slo-search` stopped raising the concurrency at this
+    /// context after two consecutive levels failed the SLO.
+    SkippedSlo,
 }
 
 impl CellStatus {
@@ -53,7 +56,10 @@ impl CellStatus {
     pub fn is_skip(self) -> bool {
         matches!(
             self,
-            CellStatus::SkippedKv | CellStatus::SkippedContext | CellStatus::SkippedUser
+            CellStatus::SkippedKv
+                | CellStatus::SkippedContext
+                | CellStatus::SkippedUser
+                | CellStatus::SkippedSlo
         )
     }
 
@@ -74,6 +80,7 @@ impl CellStatus {
             CellStatus::SkippedKv => "skipped_kv",
             CellStatus::SkippedContext => "skipped_context",
             CellStatus::SkippedUser => "skipped_user",
+            CellStatus::SkippedSlo => "skipped_slo",
         }
     }
 }
@@ -341,6 +348,14 @@ pub struct CellExtras {
         deserialize_with = "wire::present"
     )]
     pub goodput: Option<Option<f64>>,
+    /// `--repeat N` (N > 1): each measurement of the cell, in the order
+    /// measured (see `crate::repeat`). Absent for a single measurement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<crate::repeat::RepeatEntry>,
+    /// `--repeat N`: mean, standard deviation and 95 % interval of each
+    /// headline metric over the repeats. Absent for a single measurement.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub repeat_stats: std::collections::BTreeMap<String, crate::student::MeanCi>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

@@ -13,6 +13,7 @@
 mod cell;
 mod frontier;
 mod goodput;
+mod presets;
 mod spec;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use crate::document::ResultDocument;
 pub use cell::{CellVerdict, judge_cell};
 pub use frontier::{FrontierPoint, frontier};
 pub use goodput::{goodput, request_meets};
+pub use presets::{preset, preset_names};
 pub use spec::{Metric, Percentile, SloError, SloSpec, Target};
 
 /// The run-level SLO block of the result file (key `slo`; absent without `--slo`).

@@ -39,6 +39,11 @@ pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 pub const SIGNIFICANCE_NOTE: &str = "Each cell is a single measurement per run: \
      differences carry no significance test, and a change near the threshold may be run-to-run noise.";
 
+/// The sentence when cells carry repeats on both sides.
+pub const REPEATS_NOTE: &str = "Cells measured several times (--repeat) are compared by their means; \
+     * marks a change that Welch's t-test finds significant (two-sided p < 0.05), and cells \
+     with a single measurement on either side carry no test.";
+
 /// A run as named in the output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunLabel {
@@ -146,6 +151,26 @@ impl CompareReport {
     /// Some new run regressed against the base.
     pub fn has_regression(&self) -> bool {
         self.comparisons.iter().any(Comparison::has_regression)
+    }
+
+    /// Some change was tested for significance (both sides carried repeats).
+    pub fn tested(&self) -> bool {
+        self.comparisons.iter().any(|c| {
+            c.cells.iter().any(|cell| {
+                cell.changes
+                    .iter()
+                    .any(|(_, ch)| ch.significance != Significance::NotTestedSingleRun)
+            })
+        })
+    }
+
+    /// The sentence about significance this report carries.
+    pub fn significance_note(&self) -> &'static str {
+        if self.tested() {
+            REPEATS_NOTE
+        } else {
+            SIGNIFICANCE_NOTE
+        }
     }
 }
 

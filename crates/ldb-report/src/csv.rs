@@ -9,7 +9,9 @@
 use std::io::Write;
 
 use ldb_core::document::ResultDocument;
+use ldb_core::repeat::RepeatEntry;
 use ldb_core::result::{CellResult, Dist};
+use ldb_core::student::MeanCi;
 
 /// One column: its name and how a cell fills it.
 struct Column {
@@ -100,6 +102,51 @@ const COLUMNS: &[Column] = &[
         .unwrap_or_default()
         .join(" ")),
     col!("goodput", |c| of(c.ext.goodput.flatten())),
+    // --repeat: empty for cells measured once.
+    col!("repeat", |_| String::new()),
+    col!("repeat_count", |c| if c.ext.repeats.is_empty() {
+        String::new()
+    } else {
+        c.ext.repeats.len().to_string()
+    }),
+    col!("aggregate_tps_std_dev", |c| stat(c, "aggregate_tps", |m| m
+        .std_dev)),
+    col!("aggregate_tps_ci95", |c| stat(c, "aggregate_tps", |m| m
+        .ci95)),
+    col!("per_request_avg_tps_ci95", |c| stat(
+        c,
+        "per_request_avg_tps",
+        |m| m.ci95
+    )),
+    col!("ttft_p99_ci95", |c| stat(c, "ttft_p99", |m| m.ci95)),
+    col!("window_start_unix", |c| of(c.ext.window_start_unix)),
+];
+
+/// A `repeat_stats` figure of the cell, empty when it has none.
+fn stat(c: &CellResult, key: &str, pick: fn(&MeanCi) -> Option<f64>) -> String {
+    of(c.ext.repeat_stats.get(key).and_then(pick))
+}
+
+/// The columns a repeat row (`kind` `decode_repeat` or `burst_repeat`)
+/// fills: the cell's key, the repeat's status and the values each repeat
+/// keeps; the others stay empty.
+const REPEAT_COLUMNS: &[&str] = &[
+    "concurrency",
+    "context_tokens",
+    "benchmark_mode",
+    "status",
+    "aggregate_tps",
+    "per_request_avg_tps",
+    "ttft_p50",
+    "ttft_p90",
+    "ttft_p99",
+    "ttfo_p50",
+    "ttfo_p99",
+    "token_gap_p50",
+    "token_gap_p99",
+    "token_gap_max",
+    "repeat",
+    "window_start_unix",
 ];
 
 /// The header row, in file order.
@@ -119,10 +166,33 @@ pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
             let row =
                 std::iter::once(kind.to_string()).chain(COLUMNS.iter().map(|col| (col.value)(c)));
             out.write_record(row)?;
+            for r in &c.ext.repeats {
+                out.write_record(repeat_row(kind, c, r))?;
+            }
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// One repeat of a repeated cell, as its own row after the cell's row.
+fn repeat_row(kind: &str, cell: &CellResult, r: &RepeatEntry) -> Vec<String> {
+    let mut one = CellResult {
+        concurrency: cell.concurrency,
+        context_tokens: cell.context_tokens,
+        benchmark_mode: cell.benchmark_mode,
+        ..CellResult::default()
+    };
+    one.ext.status = r.status;
+    one.ext.window_start_unix = r.window_start_unix;
+    ldb_core::repeat::apply_values(&mut one, r);
+    std::iter::once(format!("{kind}_repeat"))
+        .chain(COLUMNS.iter().map(|col| match col.name {
+            "repeat" => r.repeat.to_string(),
+            n if REPEAT_COLUMNS.contains(&n) => (col.value)(&one),
+            _ => String::new(),
+        }))
+        .collect()
 }
 
 #[cfg(test)]
@@ -140,6 +210,37 @@ mod tests {
                     .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_')
             );
         }
+    }
+
+    #[test]
+    fn a_repeated_cell_has_a_row_per_repeat_after_its_own() {
+        let mut doc = ResultDocument::default();
+        let cell = |tps: f64| CellResult {
+            concurrency: 4,
+            aggregate_tps: Some(tps),
+            ..CellResult::default()
+        };
+        let mut c = cell(100.0);
+        ldb_core::repeat::add(&mut c, cell(110.0), 2);
+        doc.results.push(c);
+        doc.results.push(cell(50.0));
+        let mut buf = Vec::new();
+        write(&doc, &mut buf).expect("written");
+        let mut r = ::csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<_> = r.records().map(|x| x.expect("parses")).collect();
+        let at = |n: &str| header().iter().position(|h| *h == n).expect("column");
+        let kinds: Vec<&str> = rows.iter().map(|r| &r[0]).collect();
+        assert_eq!(
+            kinds,
+            ["decode", "decode_repeat", "decode_repeat", "decode"]
+        );
+        assert_eq!(&rows[0][at("aggregate_tps")], "105");
+        assert_eq!(&rows[0][at("repeat_count")], "2");
+        assert_eq!(&rows[1][at("repeat")], "1");
+        assert_eq!(&rows[2][at("aggregate_tps")], "110");
+        assert_eq!(&rows[2][at("total_tokens")], "");
+        assert_eq!(&rows[3][at("repeat")], "");
+        assert!(rows.iter().all(|r| r.len() == header().len()));
     }
 
     #[test]

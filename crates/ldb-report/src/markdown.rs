@@ -254,6 +254,7 @@ fn cell_text(c: &CellResult, value: CellText) -> String {
         CellStatus::SkippedKv => "skip KV".into(),
         CellStatus::SkippedContext => "skip ctx".into(),
         CellStatus::SkippedUser => "skip".into(),
+        CellStatus::SkippedSlo => "skip SLO".into(),
     }
 }
 

@@ -129,6 +129,18 @@ pub struct RunConfig {
     pub max_in_flight: u64,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
+    /// `--repeat N`: each cell of the primary matrix is measured N times,
+    /// pass after pass over the matrix (≥ 1).
+    pub repeat: u32,
+    /// `--slo` (with any `--slo-preset`), when the run itself acts on it:
+    /// `--slo-search` and `--slo-bisect` judge cells as they finish.
+    pub slo: Option<ldb_core::slo::SloSpec>,
+    /// `--slo-search`: stop raising concurrency at a context after two
+    /// consecutive levels failed the SLO.
+    pub slo_search: bool,
+    /// `--slo-bisect`: measure the levels between the last passing and the
+    /// first failing concurrency of each context (bisection).
+    pub slo_bisect: bool,
     /// Simulator scenario name when `--sim` was used.
     pub sim_scenario: String,
     /// Command-line arguments as given (redacted later) for diagnostics.
@@ -201,6 +213,10 @@ impl Default for RunConfig {
             rate_request_count: 0,
             max_in_flight: 0,
             stop_at_saturation: false,
+            repeat: 1,
+            slo: None,
+            slo_search: false,
+            slo_bisect: false,
             sim_scenario: String::new(),
             argv: Vec::new(),
         }

@@ -29,6 +29,7 @@ pub mod resume;
 pub mod run;
 pub mod selftest;
 mod server_watch;
+mod slo_search;
 mod stall;
 pub mod standalone;
 mod startup;

@@ -44,10 +44,15 @@ pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptP
         .event(format!("decode warmup done C=1 ctx={}", format_context(x)));
 }
 
-/// The primary matrix in plan order. The first measured cell of each
-/// integrated-prefill context records its scout as the prefill row, unless
-/// the file being resumed holds that row already. Cells carried over from
-/// that file are passed by (the recorder holds them).
+/// The primary matrix in plan order, `--repeat N` times: pass 1 over every
+/// cell, then pass 2 over the cells that measured, and so on, so a drift of
+/// the server over time spreads over all cells instead of biasing the last
+/// ones. The first measured cell of each integrated-prefill context records
+/// its scout as the prefill row, unless the file being resumed holds that
+/// row already. Cells carried over from that file are passed by (the
+/// recorder holds them); partly repeated ones are measured for the passes
+/// they miss. `--slo-search` skips levels in pass 1; `--slo-bisect` follows
+/// the last pass.
 pub(crate) async fn decode_matrix(
     rc: &RunCtx,
     plan: &RunPlan,
@@ -64,41 +69,129 @@ pub(crate) async fn decode_matrix(
     });
     let mut recorded: Vec<u64> = plan.prefill_carried.clone();
     let t0 = rc.clock.now();
+    let passes = rc.cfg.repeat.max(1);
     let todo: Vec<&PlannedCell> = plan.cells.iter().filter(|p| p.carried.is_none()).collect();
-    let total = todo.len() as f64;
+    let total: f64 = todo
+        .iter()
+        .map(|p| f64::from(passes.saturating_sub(p.carried_repeats)))
+        .sum();
     let mode = if request_mode {
         ldb_core::result::DecodeMode::RequestCount
     } else {
         ldb_core::result::DecodeMode::Duration
     };
-    for (idx, planned) in todo.into_iter().enumerate() {
-        if rc.controls.stop.is_cancelled() {
-            break;
+    let mut done = 0.0;
+    'passes: for pass in 1..=passes {
+        if passes > 1 {
+            rc.live.event(format!("repeat pass {pass} of {passes}"));
         }
-        let (c, x) = (planned.concurrency, planned.context);
-        let (done, elapsed) = (idx as f64, rc.clock.now() - t0);
-        let eta = (done > 0.0).then(|| elapsed / done * (total - done));
-        rec.cell_started(c, x, rc.clock.now(), eta);
-        let gone = server_watch::gone(rc);
-        let cell = match (&planned.skip, gone) {
-            (Some(inf), _) => skip_cell(&rc.live, c, x, inf),
-            (None, Some(why)) => server_watch::gone_cell(c, x, mode, &why),
-            (None, None) => {
-                let record = plan.integrated_prefill.contains(&x) && !recorded.contains(&x);
-                let out = run_planned(rc, planned, prompts, record).await;
-                if let Some(p) = out.prefill {
-                    recorded.push(x);
-                    rec.prefill_row(x, p);
+        for planned in &todo {
+            if rc.controls.stop.is_cancelled() {
+                break 'passes;
+            }
+            let (c, x) = (planned.concurrency, planned.context);
+            if pass <= planned.carried_repeats {
+                continue;
+            }
+            // Later passes repeat only cells that pass 1 measured.
+            if pass > 1 && !rec.measured(c, x) {
+                continue;
+            }
+            let gone = server_watch::gone(rc);
+            if pass > 1 && gone.is_some() {
+                break 'passes;
+            }
+            let elapsed = rc.clock.now() - t0;
+            let eta = (done > 0.0).then(|| elapsed / done * (total - done));
+            done += 1.0;
+            rec.cell_started(c, x, rc.clock.now(), eta);
+            let search = search_skip(rc, rec, c, x).filter(|_| pass == 1);
+            let cell = match (&planned.skip, gone, search) {
+                (Some(inf), _, _) => skip_cell(&rc.live, c, x, inf),
+                (None, Some(why), _) => server_watch::gone_cell(c, x, mode, &why),
+                (None, None, Some(why)) => slo_skip_cell(&rc.live, c, x, mode, why),
+                (None, None, None) => {
+                    let record = plan.integrated_prefill.contains(&x) && !recorded.contains(&x);
+                    let out = run_planned(rc, c, x, prompts, record).await;
+                    if let Some(p) = out.prefill {
+                        recorded.push(x);
+                        rec.prefill_row(x, p);
+                    }
+                    let mut cell = out.cell;
+                    server_watch::after_cell(rc, &mut cell).await;
+                    cell
                 }
+            };
+            let stop = stopped(rc, &cell);
+            rec.decode_cell(cell, stop, pass);
+            if server_watch::gone(rc).is_none() {
+                pause(rc).await;
+            }
+        }
+    }
+    if rc.cfg.slo_bisect {
+        bisect(rc, prompts, rec).await;
+    }
+}
+
+/// `--slo-search`: why the cell is skipped, when the search says so.
+fn search_skip(rc: &RunCtx, rec: &Recorder, c: u32, x: u64) -> Option<String> {
+    let spec = rc.cfg.slo.as_ref().filter(|_| rc.cfg.slo_search)?;
+    crate::slo_search::search_skip(spec, &rc.cfg.concurrency, rec.results(), c, x)
+}
+
+/// A cell `--slo-search` does not measure.
+fn slo_skip_cell(
+    live: &Live,
+    c: u32,
+    x: u64,
+    mode: ldb_core::result::DecodeMode,
+    why: String,
+) -> CellResult {
+    live.event(format!(
+        "cell skipped C={c} ctx={} (SLO): {why}",
+        format_context(x)
+    ));
+    CellResult::skipped(c, x, mode, CellStatus::SkippedSlo, why)
+}
+
+/// `--slo-bisect`: per context, measure the midpoint between the highest
+/// passing and the lowest failing level until they are adjacent. Each new
+/// level is measured `--repeat` times back to back (the next level depends
+/// on its verdict, so its repeats cannot be spread over passes).
+async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
+    let Some(spec) = rc.cfg.slo.as_ref() else {
+        return;
+    };
+    for &x in &rc.cfg.contexts {
+        while let Some((pass, fail)) = crate::slo_search::bisect_gap(spec, rec.results(), x) {
+            if rc.controls.stop.is_cancelled() || server_watch::gone(rc).is_some() {
+                return;
+            }
+            let mid = pass + (fail - pass) / 2;
+            rc.live.event(format!(
+                "slo bisect ctx={}: C={pass} passes, C={fail} fails, measuring C={mid}",
+                format_context(x)
+            ));
+            for repeat in 1..=rc.cfg.repeat.max(1) {
+                if rc.controls.stop.is_cancelled() {
+                    return;
+                }
+                let out = run_planned(rc, mid, x, prompts, false).await;
                 let mut cell = out.cell;
                 server_watch::after_cell(rc, &mut cell).await;
-                cell
+                let stop = stopped(rc, &cell);
+                rec.decode_cell(cell, stop, repeat);
+                pause(rc).await;
             }
-        };
-        let stop = stopped(rc, &cell);
-        rec.decode_cell(cell, stop);
-        if server_watch::gone(rc).is_none() {
-            pause(rc).await;
+            if !rec.measured(mid, x) {
+                // The level could not be measured: the gap cannot close.
+                rc.live.event(format!(
+                    "slo bisect ctx={}: C={mid} was not measured; bisection stops",
+                    format_context(x)
+                ));
+                break;
+            }
         }
     }
 }
@@ -106,11 +199,11 @@ pub(crate) async fn decode_matrix(
 /// One measured cell of the primary matrix, sustained or request-count.
 async fn run_planned(
     rc: &RunCtx,
-    planned: &PlannedCell,
+    c: u32,
+    x: u64,
     prompts: &PromptPlan,
     record_prefill: bool,
 ) -> CellOutput {
-    let (c, x) = (planned.concurrency, planned.context);
     let messages = prompts.messages(x, &format!("ctx{x}"));
     if rc.cfg.request_count > 0 {
         let spec = BurstSpec {

@@ -47,6 +47,10 @@ pub struct PlannedCell {
     pub carried: Option<CellStatus>,
     /// `--resume`: the same for the cell's Burst / E2E result.
     pub burst_carried: Option<CellStatus>,
+    /// `--resume` with `--repeat N`: repeats of this cell the file already
+    /// holds when they are fewer than N (the cell is then measured for the
+    /// missing ones only, in the passes after them); 0 otherwise.
+    pub carried_repeats: u32,
 }
 
 /// A prefill context beyond the prompt limit: recorded as skipped.
@@ -218,6 +222,7 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
                 skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
                 carried: None,
                 burst_carried: None,
+                carried_repeats: 0,
             })
             .collect()
     };
@@ -304,7 +309,10 @@ pub fn beyond_prefill_limit(context: u64, max_prefill: u64, model_context: u64) 
 /// prefill row. Ramp-up on a slow server, long prefills and request-count
 /// cells (whose length depends on the server) come on top.
 fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
-    let measured = p.cells_to_measure().count() as f64;
+    let measured: f64 = p
+        .cells_to_measure()
+        .map(|c| f64::from(cfg.repeat.max(1).saturating_sub(c.carried_repeats)))
+        .sum();
     let per_cell = if cfg.request_count > 0 {
         CELL_OVERHEAD_S
     } else {
@@ -392,6 +400,12 @@ impl fmt::Display for RunPlan {
         for (i, c) in self.cells.iter().enumerate() {
             let what = match (&c.carried, &c.skip) {
                 (Some(st), _) => format!("carried over ({})", st.as_str()),
+                (None, None) if c.carried_repeats > 0 => {
+                    format!(
+                        "measure the repeats after {} carried over",
+                        c.carried_repeats
+                    )
+                }
                 (None, None) => "measure".to_string(),
                 (None, Some(inf)) => format!("skip: {}", inf.reason()),
             };

@@ -92,9 +92,29 @@ impl Recorder {
         });
     }
 
-    /// A finished cell of the primary matrix. The first measured cell of a
+    /// The primary matrix's cells recorded so far.
+    pub(crate) fn results(&self) -> &[CellResult] {
+        &self.doc.results
+    }
+
+    /// The cell has a record that was measured (not skipped), which later
+    /// repeats add to.
+    pub(crate) fn measured(&self, c: u32, x: u64) -> bool {
+        self.doc
+            .results
+            .iter()
+            .any(|r| r.concurrency == c && r.context_tokens == x && !r.ext.status.is_skip())
+    }
+
+    /// A finished cell of the primary matrix; `repeat` is its 1-based
+    /// repeat number (`--repeat`): repeats after the first are added to the
+    /// cell's record (`ldb_core::repeat`). The first measured cell of a
     /// context also records the prompt tokens the server counted for it.
-    pub(crate) fn decode_cell(&mut self, cell: CellResult, stopped: bool) {
+    pub(crate) fn decode_cell(&mut self, cell: CellResult, stopped: bool, repeat: u32) {
+        if repeat > 1 {
+            self.repeat_cell(cell, stopped, repeat);
+            return;
+        }
         self.note_served_prompt(&cell);
         let md = &mut self.doc.metadata;
         if md.usage_mode.is_none()
@@ -109,6 +129,31 @@ impl Recorder {
         // A cell cut short by stopping the run is not a result.
         if !stopped {
             self.doc.results.push(cell);
+        }
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
+    /// Repeat `repeat` of a measured cell: added to its record. A repeat the
+    /// user skipped or stopped is not a measurement and is dropped.
+    fn repeat_cell(&mut self, cell: CellResult, stopped: bool, repeat: u32) {
+        let (c, x) = (cell.concurrency, cell.context_tokens);
+        let record = self
+            .doc
+            .results
+            .iter_mut()
+            .find(|r| r.concurrency == c && r.context_tokens == x);
+        match record {
+            Some(r) if !stopped && !cell.ext.status.is_skip() => {
+                ldb_core::repeat::add(r, cell, repeat);
+                let state = done_state(r);
+                self.live.update(|s| set_cell(s, c, x, state));
+            }
+            Some(r) => {
+                let state = done_state(r);
+                self.live.update(|s| set_cell(s, c, x, state));
+            }
+            None if !stopped => self.doc.results.push(cell),
+            None => {}
         }
         self.save(ldb_core::result::RunStatus::InProgress);
     }
@@ -248,6 +293,11 @@ fn done_state(cell: &CellResult) -> MatrixCellState {
         ttfo_p50: cell.latency.ttfo.map_or(f64::NAN, |d| d.p50),
         status: cell.ext.status,
         effective: cell.sched.effective_concurrency,
+        tps_ci95: cell
+            .ext
+            .repeat_stats
+            .get("aggregate_tps")
+            .and_then(|m| m.ci95),
     }
 }
 
@@ -332,7 +382,7 @@ mod tests {
     fn every_fact_is_saved_and_the_last_save_says_complete() {
         let (mut r, saved) = recorder();
         r.prefill_row(1024, PrefillEntry::default());
-        r.decode_cell(cell(1, 1024, 1030.0), false);
+        r.decode_cell(cell(1, 1024, 1030.0), false, 1);
         r.burst_cell(cell(1, 0, 0.0), false);
         let doc = r.close(false);
         let saved = saved.lock().expect("lock");
@@ -370,8 +420,8 @@ mod tests {
             .metadata
             .prompt_tokens_by_context
             .insert("1024".into(), 1024);
-        r.decode_cell(cell(1, 1024, 1030.0), false);
-        r.decode_cell(cell(2, 1024, 1100.0), false);
+        r.decode_cell(cell(1, 1024, 1030.0), false, 1);
+        r.decode_cell(cell(2, 1024, 1100.0), false, 1);
         let doc = r.close(true);
         assert_eq!(doc.metadata.prompt_tokens_served_by_context["1024"], 1030);
         assert_eq!(doc.metadata.prompt_tokens_by_context["1024"], 1024);
@@ -399,7 +449,7 @@ mod tests {
             false,
         );
         live.event("resuming");
-        r.decode_cell(cell(2, 0, 0.0), false);
+        r.decode_cell(cell(2, 0, 0.0), false, 1);
         let doc = r.close(false);
         assert_eq!(doc.event_log.len(), 2);
         assert_eq!(doc.event_log[0], "09:00:00 benchmark start");
@@ -411,7 +461,7 @@ mod tests {
     #[test]
     fn a_cell_cut_by_stopping_the_run_is_not_a_result() {
         let (mut r, _) = recorder();
-        r.decode_cell(cell(1, 0, 0.0), true);
+        r.decode_cell(cell(1, 0, 0.0), true, 1);
         r.burst_cell(cell(1, 0, 0.0), true);
         let doc = r.close(true);
         assert!(doc.results.is_empty() && doc.burst_results.is_empty());

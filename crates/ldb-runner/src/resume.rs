@@ -119,7 +119,9 @@ pub fn resumed_document(
                 if burst {
                     p.burst_carried.is_some()
                 } else {
-                    p.carried.is_some()
+                    // Partly repeated cells keep their record: the run adds
+                    // the missing repeats to it.
+                    p.carried.is_some() || p.carried_repeats > 0
                 }
             })
             .map(|p| (p.concurrency, p.context))

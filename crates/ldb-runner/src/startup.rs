@@ -128,6 +128,14 @@ pub(crate) fn metadata(cfg: &RunConfig, d: &Discovery, kv: &KvBudget, warm_ctx: 
             max_in_flight: cfg.max_in_flight,
             stop_at_saturation: cfg.stop_at_saturation,
         }),
+        repeat: cfg.repeat,
+        slo_search: (cfg.slo_search || cfg.slo_bisect).then(|| {
+            ldb_core::document::SloSearchSettings {
+                search: cfg.slo_search,
+                bisect: cfg.slo_bisect,
+                spec: cfg.slo.as_ref().map(ToString::to_string).unwrap_or_default(),
+            }
+        }),
         ..Metadata::default()
     }
 }

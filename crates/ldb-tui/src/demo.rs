@@ -42,6 +42,7 @@ fn done(tps: f64, c: u32, ctx: u64) -> MatrixCellState {
         ttfo_p50: f64::NAN,
         status: CellStatus::Ok,
         effective: f64::from(c),
+        tps_ci95: None,
     }
 }
 
@@ -127,6 +128,7 @@ pub fn mid_decode() -> LiveSnapshot {
             ttfo_p50: f64::NAN,
             status: CellStatus::CapacityLimited,
             effective: 12.6,
+            tps_ci95: None,
         },
     );
     set(&mut s, 32768, 1, done(128.7, 1, 32768));
@@ -141,6 +143,7 @@ pub fn mid_decode() -> LiveSnapshot {
             ttfo_p50: f64::NAN,
             status: CellStatus::Error,
             effective: 2.0,
+            tps_ci95: None,
         },
     );
     set(&mut s, 32768, 4, MatrixCellState::Running);
@@ -196,6 +199,7 @@ fn skipped(status: CellStatus) -> MatrixCellState {
         ttfo_p50: f64::NAN,
         status,
         effective: 0.0,
+        tps_ci95: None,
     }
 }
 

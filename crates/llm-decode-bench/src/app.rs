@@ -99,8 +99,21 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
             "invalid --display-mode: {m:?} (use screen or plain)"
         )));
     }
-    let slo = parse_slo(a.slo.as_deref())?;
+    let slo = parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    cfg.slo = slo.clone();
+    if slo.is_none() {
+        for (given, flag) in [
+            (a.slo_search, "--slo-search"),
+            (a.slo_bisect, "--slo-bisect"),
+        ] {
+            if given {
+                return Err(AppError::Config(format!(
+                    "invalid {flag}: needs targets to judge: add --slo SPEC or --slo-preset NAME"
+                )));
+            }
+        }
+    }
     let most = cfg.concurrency.iter().copied().max().unwrap_or(1);
     // a stream holds a socket, two when the simulator runs in this process
     let ends = if a.sim.is_some() { 2 } else { 1 };
@@ -449,11 +462,23 @@ fn publish_hardware(live: &Live, monitor: &MonitorHandle) {
     });
 }
 
-/// `--slo`, checked before anything is sent.
-pub(crate) fn parse_slo(spec: Option<&str>) -> Result<Option<SloSpec>, AppError> {
-    spec.map(SloSpec::parse)
+/// `--slo` over `--slo-preset` (its keys win), checked before anything is sent.
+pub(crate) fn parse_slo(
+    spec: Option<&str>,
+    preset: Option<&str>,
+) -> Result<Option<SloSpec>, AppError> {
+    let explicit = spec
+        .map(SloSpec::parse)
         .transpose()
-        .map_err(|e| AppError::Config(e.to_string()))
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    let preset = preset
+        .map(ldb_core::slo::preset)
+        .transpose()
+        .map_err(|e| AppError::Config(e.to_string()))?;
+    Ok(match (preset, explicit) {
+        (Some(p), Some(e)) => Some(p.overridden_by(&e)),
+        (p, e) => e.or(p),
+    })
 }
 
 /// `--html` on a run: where the page goes and how a failed write is told.

@@ -140,6 +140,10 @@ pub struct ReportArgs {
     /// --slo verdicts; see --help of the benchmark for the keys).
     #[arg(long, value_name = "SPEC")]
     pub slo: Option<String>,
+    /// Judge the saved cells against a named set of public targets (see --help of the
+    /// benchmark); --slo keys override its keys.
+    #[arg(long, value_name = "NAME")]
+    pub slo_preset: Option<String>,
 }
 
 /// `sim` flags.
@@ -348,6 +352,22 @@ pub struct BenchArgs {
     /// --compare-baseline); the comparison JSON is written only when --output is given.
     #[arg(long, value_name = "FILE")]
     pub compare_candidate: Option<PathBuf>,
+    /// Named public latency targets (MLPerf Inference server limits, e.g. mlperf-llama2-70b,
+    /// mlperf-llama3.1-405b-interactive; docs/slo.md lists them); --slo keys override its keys.
+    #[arg(long, value_name = "NAME")]
+    pub slo_preset: Option<String>,
+    /// Stop raising the concurrency at a context once two consecutive levels failed the SLO
+    /// (needs --slo or --slo-preset; the skipped cells are recorded as skipped_slo).
+    #[arg(long)]
+    pub slo_search: bool,
+    /// After the matrix, measure the levels between the last passing and the first failing
+    /// concurrency of each context (bisection) so the SLO frontier is the highest passing level.
+    #[arg(long)]
+    pub slo_bisect: bool,
+    /// Measure every cell of the matrix N times, pass after pass over the matrix; the report
+    /// shows mean ± 95 % confidence interval (default 1).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
     /// Benchmark the built-in simulator (scenario name or TOML file; default quickstart).
     #[arg(long, num_args = 0..=1, default_missing_value = "quickstart")]
     pub sim: Option<String>,

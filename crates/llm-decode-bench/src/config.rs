@@ -254,11 +254,38 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         rate_request_count: open_loop.count,
         max_in_flight: open_loop.max_in_flight,
         stop_at_saturation: a.stop_at_saturation,
+        repeat: repeat(a, open_loop.on)?,
+        slo_search: a.slo_search,
+        slo_bisect: a.slo_bisect,
         // in open loop --request-count counts each rate cell's requests
         request_count: if open_loop.on { 0 } else { a.request_count },
         argv,
         ..d
     })
+}
+
+/// `--repeat N`: at least 1, and only for the concurrency matrix.
+fn repeat(a: &BenchArgs, open_loop: bool) -> Result<u32, ConfigError> {
+    let n = a.repeat.unwrap_or(1);
+    if n == 0 {
+        return Err(bad(
+            "--repeat",
+            "0 measures nothing; give the number of times to measure each cell (1 or more)",
+        ));
+    }
+    if n > 1 && open_loop {
+        return Err(bad(
+            "--repeat",
+            "applies to the concurrency matrix, not to open-loop runs (--request-rate)",
+        ));
+    }
+    if n > 1 && a.prefill_only {
+        return Err(bad(
+            "--repeat",
+            "a --prefill-only run measures no decode cell",
+        ));
+    }
+    Ok(n)
 }
 
 /// The open-loop flags, checked together.

@@ -52,7 +52,7 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
              --requests-jsonl take one file (use compare to set runs side by side)",
         ));
     }
-    let slo = crate::app::parse_slo(a.slo.as_deref())?;
+    let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
     let mut docs = Vec::with_capacity(a.results.len());
     for path in &a.results {
         let mut doc = ldb_report::load_result_file(path).map_err(AppError::config)?;

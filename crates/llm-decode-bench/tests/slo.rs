@@ -186,3 +186,65 @@ fn a_bad_slo_is_a_one_line_error_with_exit_code_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unknown key \"itl_p99\""));
 }
+
+#[test]
+fn bad_repeat_search_and_preset_input_is_a_one_line_error_with_exit_code_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("never.json");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--repeat", "0"], "invalid --repeat"),
+        (&["--slo-bisect"], "invalid --slo-bisect"),
+        (&["--slo-search"], "invalid --slo-search"),
+        (&["--slo-preset", "mlperf-gpt9"], "unknown --slo-preset"),
+        (
+            &["--repeat", "2", "--request-rate", "1"],
+            "invalid --repeat",
+        ),
+    ];
+    for (flags, want) in cases {
+        // An unreachable port: the input is refused before anything is sent.
+        let mut args = vec![
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "9",
+            "--output",
+            out.to_str().expect("path"),
+        ];
+        args.extend_from_slice(flags);
+        let o = run(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{flags:?}: {err}");
+        assert!(!out.exists());
+    }
+    let golden =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/default.json");
+    let o = run(&[
+        "report",
+        golden.to_str().expect("path"),
+        "--slo-preset",
+        "nope",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown --slo-preset \"nope\""));
+}
+
+#[test]
+fn a_preset_with_an_explicit_key_judges_the_merged_targets() {
+    let golden =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/problems.json");
+    let o = run(&[
+        "report",
+        golden.to_str().expect("path"),
+        "--slo-preset",
+        "mlperf-llama2-70b",
+        "--slo",
+        "ttft_p99=1000",
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(stdout.contains("ttft_p99=1000"), "{stdout}");
+    assert!(stdout.contains("tpot_p99=0.2"), "{stdout}");
+}

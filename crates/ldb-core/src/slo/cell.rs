@@ -52,6 +52,10 @@ fn value(c: &CellResult, t: &Target) -> Option<f64> {
         // zeros are placeholders, not latencies.
         Metric::E2e => (c.latency.completed_request_count > 0)
             .then(|| pick(&c.latency.request_latency, t.percentile)),
+        // Zeros are placeholders: no request had two tokens.
+        Metric::Tpot => {
+            Some(pick(&c.latency.inter_token_latency, t.percentile)).filter(|v| *v > 0.0)
+        }
     };
     v.filter(|v| v.is_finite())
 }

@@ -1,7 +1,7 @@
 //! Goodput: the cell's tok/s delivered by requests that met every
 //! per-request target.
 //!
-//! Per request, only TTFT, TTFO and end-to-end latency can be judged: the
+//! Per request, TTFT, TTFO, TPOT and end-to-end latency can be judged: the
 //! result keeps no per-request token-gap percentiles, so a `token_gap_*`
 //! target is judged on the cell alone and does not enter goodput.
 
@@ -50,6 +50,11 @@ pub fn request_meets(spec: &SloSpec, s: &RequestSample, cut_at: Option<f64>) -> 
         || (check(Metric::Ttft, s.first_token_s.map(|_| s.ttft))
             && check(Metric::Ttfo, (s.ttfo > 0.0).then_some(s.ttfo))))
         && check(Metric::E2e, s.completed.then_some(s.latency))
+        // A request with fewer than two tokens has no time per output
+        // token: the target does not apply to it.
+        && spec
+            .request_bound(Metric::Tpot)
+            .is_none_or(|b| s.inter_token_latency_avg <= 0.0 || s.inter_token_latency_avg <= b)
 }
 
 /// The request's share of the window's tokens, estimated: its output

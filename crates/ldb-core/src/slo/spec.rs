@@ -17,10 +17,20 @@ pub enum Metric {
     TokenGap,
     /// Request latency of completed requests (`e2e`).
     E2e,
+    /// Time per output token of a request after its first, (last token −
+    /// first token) / (tokens − 1) (`tpot`; MLPerf's TPOT), over requests:
+    /// the cell's `inter_token_latency` distribution.
+    Tpot,
 }
 
 impl Metric {
-    const ALL: [Metric; 4] = [Metric::Ttft, Metric::Ttfo, Metric::TokenGap, Metric::E2e];
+    const ALL: [Metric; 5] = [
+        Metric::Ttft,
+        Metric::Ttfo,
+        Metric::TokenGap,
+        Metric::E2e,
+        Metric::Tpot,
+    ];
 
     /// The key prefix.
     pub fn as_str(self) -> &'static str {
@@ -29,6 +39,7 @@ impl Metric {
             Metric::Ttfo => "ttfo",
             Metric::TokenGap => "token_gap",
             Metric::E2e => "e2e",
+            Metric::Tpot => "tpot",
         }
     }
 }
@@ -95,7 +106,7 @@ impl fmt::Display for SloError {
 impl std::error::Error for SloError {}
 
 fn known_keys() -> String {
-    "ttft|ttfo|token_gap|e2e followed by _p50|_p90|_p99".into()
+    "ttft|ttfo|token_gap|e2e|tpot followed by _p50|_p90|_p99".into()
 }
 
 fn parse_key(key: &str) -> Option<(Metric, Percentile)> {
@@ -161,6 +172,30 @@ impl SloSpec {
         }
         targets.sort_by_key(|t| (t.metric, t.percentile));
         Ok(SloSpec { targets })
+    }
+
+    /// A spec of the given targets (one per key), put in the fixed order.
+    pub(crate) fn from_targets(mut targets: Vec<Target>) -> SloSpec {
+        targets.sort_by_key(|t| (t.metric, t.percentile));
+        SloSpec { targets }
+    }
+
+    /// This spec with every target of `explicit` added, replacing a target
+    /// of the same key (`--slo` over `--slo-preset`).
+    pub fn overridden_by(&self, explicit: &SloSpec) -> SloSpec {
+        let mut targets: Vec<Target> = self
+            .targets
+            .iter()
+            .filter(|t| {
+                !explicit
+                    .targets
+                    .iter()
+                    .any(|e| e.metric == t.metric && e.percentile == t.percentile)
+            })
+            .copied()
+            .collect();
+        targets.extend(explicit.targets.iter().copied());
+        SloSpec::from_targets(targets)
     }
 
     /// The targets, ordered by metric then percentile.

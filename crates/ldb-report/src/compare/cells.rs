@@ -186,8 +186,7 @@ pub fn compare_cells(
                 .map(|&m| {
                     let value = |c: Option<&CellResult>| {
                         c.filter(|_| outcome == Outcome::Compared)
-                            .and_then(|c| m.value(c))
-                            .map(Estimate::single)
+                            .and_then(|c| Estimate::of_cell(c, m.key(), m.value(c)))
                     };
                     (
                         m,

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::cells::{CellComparison, PrefillComparison};
 use super::metric::{Change, Estimate};
-use super::{CompareReport, Comparison, RunLabel, SIGNIFICANCE_NOTE};
+use super::{CompareReport, Comparison, RunLabel};
 
 /// Layout version of the JSON; raised when a key changes meaning or goes away.
 pub const COMPARE_FORMAT: u32 = 1;
@@ -16,8 +16,8 @@ pub fn to_json(r: &CompareReport) -> Value {
         "compare_format": COMPARE_FORMAT,
         "threshold_pct": r.threshold_pct,
         "forced": r.forced,
-        "significance": "not_tested_single_run",
-        "significance_note": SIGNIFICANCE_NOTE,
+        "significance": if r.tested() { "welch_t_test" } else { "not_tested_single_run" },
+        "significance_note": r.significance_note(),
         "regression": r.has_regression(),
         "comparisons": r.comparisons.iter().map(comparison).collect::<Vec<_>>(),
     })
@@ -87,12 +87,23 @@ fn prefill(p: &PrefillComparison) -> Value {
 
 fn change(ch: &Change) -> Value {
     let v = |e: Option<Estimate>| e.map(|e| e.value);
-    json!({
+    let mut out = json!({
         "base": v(ch.base),
         "new": v(ch.new),
         "change_pct": ch.change_pct,
         "better": ch.direction.as_str(),
         "verdict": ch.verdict.as_str(),
         "significance": ch.significance.as_str(),
-    })
+    });
+    // Only runs with repeats have these: a single run's output is unchanged.
+    let spread = |e: Option<Estimate>| {
+        e.and_then(|e| e.repeats)
+            .map(|r| json!({ "n": r.n, "std_dev": r.std_dev }))
+    };
+    if let Some(p) = ch.p_value {
+        out["p_value"] = json!(p);
+        out["base_repeats"] = spread(ch.base).unwrap_or(Value::Null);
+        out["new_repeats"] = spread(ch.new).unwrap_or(Value::Null);
+    }
+    out
 }

@@ -2,6 +2,7 @@
 //! change of one metric between two runs.
 
 use ldb_core::result::CellResult;
+use ldb_core::student::{MeanCi, welch};
 
 /// Which way a metric improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,13 +104,11 @@ impl CellMetric {
     }
 }
 
-/// One run's value of a metric, with room for the spread of repeated
-/// measurements.
+/// One run's value of a metric, with the spread of repeated measurements
+/// when the cell carries them (`--repeat N`).
 ///
-/// Runs carry one measurement per cell today, so `repeats` is always `None`
-/// and no change is tested for significance. When a cell carries repeats,
-/// `value` is their mean and `repeats` their summary; a significance test
-/// (Welch's t-test on the two summaries) then needs nothing more than this.
+/// With repeats, `value` is their mean and `repeats` their summary, and a
+/// change between two such estimates is tested with Welch's t-test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     /// The measured value (the mean of the repeats when there are some).
@@ -126,6 +125,18 @@ impl Estimate {
             repeats: None,
         }
     }
+
+    /// The estimate of `key` in a cell: the mean and spread of its repeats
+    /// when it has two or more with a value, else the cell's own value.
+    pub fn of_cell(c: &CellResult, key: &str, value: Option<f64>) -> Option<Estimate> {
+        match c.ext.repeat_stats.get(key) {
+            Some(m) if m.n >= 2 => Some(Estimate {
+                value: m.mean,
+                repeats: m.std_dev.map(|std_dev| RepeatSummary { n: m.n, std_dev }),
+            }),
+            _ => value.map(Estimate::single),
+        }
+    }
 }
 
 /// Mean, sample standard deviation and count of a cell's repeated measurements.
@@ -137,6 +148,10 @@ pub struct RepeatSummary {
     pub std_dev: f64,
 }
 
+/// Significance level of the test: a change is significant when the
+/// two-sided p-value is below it.
+pub const ALPHA: f64 = 0.05;
+
 /// Whether a change is statistically significant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -144,20 +159,53 @@ pub enum Significance {
     /// Not tested: at least one side is a single measurement, so a change of
     /// any size may be run-to-run noise.
     NotTestedSingleRun,
+    /// Both sides carry repeats and Welch's t-test gives p < 0.05.
+    Significant,
+    /// Both sides carry repeats and Welch's t-test gives p ≥ 0.05: the
+    /// change may be run-to-run noise.
+    NotSignificant,
 }
 
 impl Significance {
-    /// Judges two estimates. Every run is a single measurement per cell
-    /// today, so nothing is tested yet; once cells carry repeats on both
-    /// sides, this is where Welch's t-test over their summaries decides.
-    pub fn assess(_base: &Estimate, _new: &Estimate) -> Significance {
-        Significance::NotTestedSingleRun
+    /// Judges two estimates.
+    pub fn assess(base: &Estimate, new: &Estimate) -> Significance {
+        Self::test(base, new).0
+    }
+
+    /// Welch's t-test (two-sided) when both sides carry repeats: the
+    /// verdict and the p-value. Two sides without any spread have no t;
+    /// equal means are then not significant (p = 1), different ones are
+    /// (p = 0).
+    pub fn test(base: &Estimate, new: &Estimate) -> (Significance, Option<f64>) {
+        let (Some(b), Some(n)) = (base.repeats, new.repeats) else {
+            return (Significance::NotTestedSingleRun, None);
+        };
+        let side = |e: &Estimate, r: RepeatSummary| MeanCi {
+            n: r.n,
+            mean: e.value,
+            std_dev: Some(r.std_dev),
+            ci95: None,
+        };
+        let p = match welch(&side(base, b), &side(new, n)) {
+            Some(w) => w.p_value,
+            None if b.n < 2 || n.n < 2 => return (Significance::NotTestedSingleRun, None),
+            None if base.value == new.value => 1.0,
+            None => 0.0,
+        };
+        let s = if p < ALPHA {
+            Significance::Significant
+        } else {
+            Significance::NotSignificant
+        };
+        (s, Some(p))
     }
 
     /// The JSON word.
     pub fn as_str(self) -> &'static str {
         match self {
             Significance::NotTestedSingleRun => "not_tested_single_run",
+            Significance::Significant => "significant",
+            Significance::NotSignificant => "not_significant",
         }
     }
 }
@@ -203,6 +251,8 @@ pub struct Change {
     pub verdict: Verdict,
     /// Whether the change is significant.
     pub significance: Significance,
+    /// The two-sided p-value of Welch's t-test, when both sides carry repeats.
+    pub p_value: Option<f64>,
 }
 
 impl Change {
@@ -239,9 +289,9 @@ impl Change {
                 }
             }
         };
-        let significance = match (&base, &new) {
-            (Some(b), Some(n)) => Significance::assess(b, n),
-            _ => Significance::NotTestedSingleRun,
+        let (significance, p_value) = match (&base, &new) {
+            (Some(b), Some(n)) => Significance::test(b, n),
+            _ => (Significance::NotTestedSingleRun, None),
         };
         Change {
             base,
@@ -250,6 +300,7 @@ impl Change {
             direction,
             verdict,
             significance,
+            p_value,
         }
     }
 }
@@ -306,6 +357,47 @@ mod tests {
         assert_eq!(
             change(0.0, 0.0, Direction::LowerIsBetter).change_pct,
             Some(0.0)
+        );
+    }
+
+    fn repeated(values: &[f64]) -> Estimate {
+        let m = MeanCi::of(values).unwrap();
+        Estimate {
+            value: m.mean,
+            repeats: Some(RepeatSummary {
+                n: m.n,
+                std_dev: m.std_dev.unwrap(),
+            }),
+        }
+    }
+
+    #[test]
+    fn repeats_on_both_sides_are_tested_with_welch() {
+        // Independent check (python3, the t density integrated numerically,
+        // see docs/methodology.md): t = -4.4996604, df = 3.3534671,
+        // p = 0.0161005.
+        let base = repeated(&[100.0, 102.0, 98.0, 101.0]);
+        let new = repeated(&[90.0, 95.0, 93.0]);
+        let c = Change::between(Some(base), Some(new), Direction::HigherIsBetter, 5.0);
+        assert_eq!(c.significance, Significance::Significant);
+        assert!((c.p_value.unwrap() - 0.016_100_5).abs() < 1e-6, "{c:?}");
+        assert_eq!(c.verdict, Verdict::Regression);
+        // Beyond the threshold but within the noise: not significant.
+        let noisy = repeated(&[80.0, 120.0, 100.0]);
+        let wide = repeated(&[70.0, 130.0, 90.0]);
+        let c = Change::between(Some(noisy), Some(wide), Direction::HigherIsBetter, 5.0);
+        assert_eq!(c.significance, Significance::NotSignificant);
+        assert!(c.p_value.unwrap() > 0.5);
+        // One side single: not tested, no p-value.
+        let c = Change::between(
+            Some(base),
+            Some(Estimate::single(90.0)),
+            Direction::HigherIsBetter,
+            5.0,
+        );
+        assert_eq!(
+            (c.significance, c.p_value),
+            (Significance::NotTestedSingleRun, None)
         );
     }
 

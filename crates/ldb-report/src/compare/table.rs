@@ -5,7 +5,7 @@ use ldb_core::numfmt::context;
 
 use super::cells::{CellComparison, Layer, Outcome, PrefillComparison};
 use super::metric::{CellMetric, Change, Verdict};
-use super::{CompareReport, Comparison, RunLabel, SIGNIFICANCE_NOTE};
+use super::{CompareReport, Comparison, RunLabel};
 
 /// Plain text for a terminal: one block per new run.
 pub fn render_text(r: &CompareReport) -> String {
@@ -51,10 +51,11 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
         if md { "\n" } else { "" },
         num(r.threshold_pct)
     ));
+    let note = r.significance_note();
     out.push_str(&if md {
-        format!("_{SIGNIFICANCE_NOTE}_\n")
+        format!("_{note}_\n")
     } else {
-        format!("{SIGNIFICANCE_NOTE}\n")
+        format!("{note}\n")
     });
     out.push('\n');
     settings(out, c, r.forced, md);
@@ -279,11 +280,17 @@ fn pct(ch: &Change) -> String {
     let Some(p) = ch.change_pct else {
         return "n/a".into();
     };
-    let mark = match ch.verdict {
+    let verdict = match ch.verdict {
         Verdict::Regression => " ✗",
         Verdict::Improvement => " ✓",
         _ => "",
     };
+    let star = if ch.significance == super::metric::Significance::Significant {
+        "*"
+    } else {
+        ""
+    };
+    let mark = format!("{verdict}{star}");
     // Below a rounding step there is no sign to show (and no "-0.0").
     if p.abs() < 0.05 {
         return format!("0.0%{mark}");

@@ -46,17 +46,29 @@ fn per_context(
     x: &dyn Fn(&CellResult) -> Option<f64>,
     value: &dyn Fn(&CellResult, bool) -> Option<f64>,
 ) -> Vec<Series> {
+    per_context_of(page, |d| &d.results, suffix, x, value)
+}
+
+/// [`per_context`] over the cells `pick` chooses (`results` or `burst_results`).
+fn per_context_of(
+    page: &Page<'_>,
+    pick: fn(&ResultDocument) -> &[CellResult],
+    suffix: &str,
+    x: &dyn Fn(&CellResult) -> Option<f64>,
+    value: &dyn Fn(&CellResult, bool) -> Option<f64>,
+) -> Vec<Series> {
     let mut out = Vec::new();
     for i in page.inputs {
         let doc: &ResultDocument = i.doc;
         let m = &doc.metadata;
-        let g = Grid::new(&m.context_lengths, &m.concurrency_levels, &doc.results);
+        let cells = pick(doc);
+        let g = Grid::new(&m.context_lengths, &m.concurrency_levels, cells);
         let show = page.show_hidden(doc);
         for &ctx in &g.contexts {
             let mut row: Vec<&CellResult> = g
                 .concs
                 .iter()
-                .filter_map(|&c| cells::find(&doc.results, ctx, c))
+                .filter_map(|&c| cells::find(cells, ctx, c))
                 .collect();
             // Lines run in concurrency order (also on the Pareto view, where
             // x is not the concurrency), whatever order the levels were given in.
@@ -243,7 +255,85 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         ),
         &tpj,
     ));
+    out.push_str(&optional(page));
     out.push_str("</section>\n");
+    out
+}
+
+/// Figures drawn only when some file has their data (not in
+/// [`super::CHART_IDS`]): the Burst / E2E matrix and the SLO frontier.
+fn optional(page: &Page<'_>) -> String {
+    let mut out = String::new();
+    let conc_spec = |id, title, note, y_desc| Spec {
+        id,
+        title,
+        note,
+        x_desc: "concurrency (requests, log scale)",
+        y_desc,
+        x_log2: true,
+        x_fmt: whole,
+    };
+    if page.inputs.iter().any(|i| !i.doc.burst_results.is_empty()) {
+        let burst = per_context_of(
+            page,
+            |d| &d.burst_results,
+            " burst",
+            &conc,
+            &rate(|c| c.aggregate_tps),
+        );
+        out.push_str(&figure(
+            &conc_spec(
+                "chart-burst",
+                "Burst / E2E aggregate tok/s vs concurrency",
+                "Output tokens per second of a finite batch of requests, first request sent to \
+                 last token received (--run-burst), one line per context.",
+                "aggregate tok/s",
+            ),
+            &burst,
+        ));
+    }
+    if page.inputs.iter().any(|i| i.doc.slo.is_some()) {
+        out.push_str(&figure(
+            &Spec {
+                id: "chart-slo-frontier",
+                title: "SLO frontier: highest passing concurrency vs context",
+                note: "Per context, the highest concurrency whose cell met every --slo target with \
+                       status ok (no point where none did).",
+                x_desc: "context (tokens)",
+                y_desc: "concurrency",
+                x_log2: false,
+                x_fmt: ctx_tick,
+            },
+            &frontier(page),
+        ));
+    }
+    out
+}
+
+/// One series per file (and one for its burst matrix when judged): the
+/// SLO frontier's concurrency by context.
+fn frontier(page: &Page<'_>) -> Vec<Series> {
+    let mut out = Vec::new();
+    for i in page.inputs {
+        let Some(slo) = &i.doc.slo else {
+            continue;
+        };
+        for (which, map) in [("decode", &slo.frontier), ("burst", &slo.burst_frontier)] {
+            let points: Vec<(f64, f64)> = map
+                .iter()
+                .filter_map(|(ctx, p)| p.map(|p| (*ctx as f64, f64::from(p.concurrency))))
+                .collect();
+            if map.is_empty() {
+                continue;
+            }
+            let name = if page.multi() {
+                format!("{} {which}", i.name)
+            } else {
+                which.to_string()
+            };
+            out.push(Series { name, points });
+        }
+    }
     out
 }
 

@@ -255,3 +255,21 @@ fn a_cell_without_a_value_is_not_plotted() {
     assert!(figure_of(&html, "chart-prefill").contains("no data"));
     assert!(html.contains("prefill 1k: skipped, beyond the model context"));
 }
+
+#[test]
+fn burst_and_slo_frontier_charts_appear_only_with_their_data() {
+    let plain = page(&synthetic_result(4, 2, 3));
+    assert!(!plain.contains("id=\"chart-burst\""));
+    assert!(!plain.contains("id=\"chart-slo-frontier\""));
+    let mut doc = synthetic_result(4, 2, 3);
+    doc.burst_results = doc.results.clone();
+    ldb_core::slo::evaluate(
+        &ldb_core::slo::SloSpec::parse("ttft_p99=1000").expect("spec"),
+        &mut doc,
+    );
+    let html = page(&doc);
+    for id in ["chart-burst", "chart-slo-frontier"] {
+        let f = figure_of(&html, id);
+        assert!(f.contains("<svg"), "{id} has no chart: {f}");
+    }
+}

@@ -18,6 +18,8 @@ pub(crate) struct Seen {
     pub skip_kv: bool,
     pub skip_ctx: bool,
     pub skip_user: bool,
+    pub skip_slo: bool,
+    pub repeats: u32,
     pub no_tokens: bool,
     pub failed_requests: bool,
     pub mismatch: bool,
@@ -30,6 +32,7 @@ impl Seen {
             CellStatus::SkippedKv => self.skip_kv = true,
             CellStatus::SkippedContext => self.skip_ctx = true,
             CellStatus::SkippedUser => self.skip_user = true,
+            CellStatus::SkippedSlo => self.skip_slo = true,
             CellStatus::NoTokens => self.no_tokens = true,
             CellStatus::Ok | CellStatus::CapacityLimited => {}
         }
@@ -100,6 +103,7 @@ pub(crate) fn status_word(status: CellStatus) -> Option<&'static str> {
         CellStatus::SkippedKv => Some("skip KV"),
         CellStatus::SkippedContext => Some("skip ctx"),
         CellStatus::SkippedUser => Some("skip"),
+        CellStatus::SkippedSlo => Some("skip SLO"),
         CellStatus::NoTokens => Some("0 tok"),
     }
 }
@@ -146,7 +150,13 @@ pub(crate) fn value_text(
         "∅".to_string()
     } else {
         match value {
-            Some(v) if !(zero_dash && v == 0.0) => format!("{v:.1}"),
+            Some(v) if !(zero_dash && v == 0.0) => {
+                let ci = ci_suffix(cell, v);
+                if !ci.is_empty() {
+                    seen.repeats = seen.repeats.max(ldb_core::repeat::count(cell));
+                }
+                format!("{v:.1}{ci}")
+            }
             _ => "-".to_string(),
         }
     };
@@ -166,6 +176,19 @@ pub(crate) fn value_text(
         out.push_str(&n);
     }
     out
+}
+
+/// ` ± 2.3` after a repeated cell's mean (`--repeat`): the half width of
+/// its 95 % interval, for whichever headline value `v` is (matched by value:
+/// the record holds each mean exactly). Empty for a single measurement.
+pub(crate) fn ci_suffix(cell: &CellResult, v: f64) -> String {
+    ["aggregate_tps", "per_request_avg_tps"]
+        .iter()
+        .filter_map(|k| cell.ext.repeat_stats.get(*k))
+        .find(|m| m.mean == v)
+        .and_then(|m| m.ci95)
+        .map(|h| format!(" ± {h:.1}"))
+        .unwrap_or_default()
 }
 
 /// True when the cell has client request samples behind its statistics.

@@ -116,6 +116,13 @@ pub(crate) fn legend(seen: &Seen) -> Vec<String> {
     if seen.error {
         out.push("ERROR = the cell failed; its reason is listed under the table.".to_string());
     }
+    if seen.repeats > 1 {
+        out.push(format!(
+            "mean ± h = mean of the cell's repeats (--repeat {}) ± the half width of its 95 % \
+             confidence interval (Student t).",
+            seen.repeats
+        ));
+    }
     let mut skips = Vec::new();
     if seen.skip_kv {
         skips.push("skip KV = C × (context + max tokens) does not fit the KV budget");
@@ -125,6 +132,9 @@ pub(crate) fn legend(seen: &Seen) -> Vec<String> {
     }
     if seen.skip_user {
         skips.push("skip = skipped by the user or cut short by a stop");
+    }
+    if seen.skip_slo {
+        skips.push("skip SLO = not measured: --slo-search saw two lower levels fail the SLO");
     }
     if seen.no_tokens {
         skips.push("0 tok = no output tokens arrived inside the window");

@@ -8,12 +8,16 @@ use ldb_core::result::{CellResult, CellStatus};
 use super::{RunPlan, estimate_seconds};
 use crate::config::RunConfig;
 
-/// The status of the first finished result for cell `(c, x)`, if any.
-fn finished(cells: &[CellResult], c: u32, x: u64) -> Option<CellStatus> {
+/// The first finished result for cell `(c, x)`, if any.
+fn finished_record(cells: &[CellResult], c: u32, x: u64) -> Option<&CellResult> {
     cells
         .iter()
         .find(|r| r.concurrency == c && r.context_tokens == x && r.ext.status.is_finished())
-        .map(|r| r.ext.status)
+}
+
+/// The status of the first finished result for cell `(c, x)`, if any.
+fn finished(cells: &[CellResult], c: u32, x: u64) -> Option<CellStatus> {
+    finished_record(cells, c, x).map(|r| r.ext.status)
 }
 
 /// Mark what `doc` (the file being resumed) already holds: finished cells
@@ -25,9 +29,20 @@ fn finished(cells: &[CellResult], c: u32, x: u64) -> Option<CellStatus> {
 /// dropped when nothing is; the estimate counts only what is left.
 pub fn mark_carried(plan: &mut RunPlan, cfg: &RunConfig, doc: &ResultDocument) {
     let burst = cfg.run_burst && cfg.request_count == 0;
+    let wanted = cfg.repeat.max(1);
     for cell in &mut plan.cells {
         let (c, x) = (cell.concurrency, cell.context);
         cell.carried = finished(&doc.results, c, x);
+        // With --repeat, a measured cell holding fewer repeats than asked is
+        // measured again for the missing ones; its record is kept.
+        let held = finished_record(&doc.results, c, x)
+            .filter(|r| !r.ext.status.is_skip())
+            .map_or(0, ldb_core::repeat::count);
+        cell.carried_repeats = 0;
+        if cell.carried.is_some() && held > 0 && held < wanted {
+            cell.carried = None;
+            cell.carried_repeats = held;
+        }
         cell.burst_carried = if burst {
             finished(&doc.burst_results, c, x)
         } else {
@@ -172,6 +187,42 @@ mod tests {
         assert_eq!(p.cells_to_measure().count(), 0);
         assert_eq!((p.decode_warmup, p.prefill_warmup), (None, None));
         assert_eq!(p.estimated_seconds, 0.0);
+    }
+
+    #[test]
+    fn cells_with_fewer_repeats_than_asked_are_measured_for_the_rest() {
+        let mut cfg = cfg();
+        cfg.repeat = 3;
+        let mut p = plan(&cfg, LIMITS);
+        let fresh = p.clone();
+        let mut two = cell(1, 0, CellStatus::Ok);
+        ldb_core::repeat::add(&mut two, cell(1, 0, CellStatus::Ok), 2);
+        let mut three = cell(2, 0, CellStatus::Ok);
+        ldb_core::repeat::add(&mut three, cell(2, 0, CellStatus::Ok), 2);
+        ldb_core::repeat::add(&mut three, cell(2, 0, CellStatus::Ok), 3);
+        let doc = ResultDocument {
+            // One repeat (a file of a single run), two, three, a skip.
+            results: vec![
+                cell(1, 1024, CellStatus::Ok),
+                two,
+                three,
+                cell(2, 1024, CellStatus::SkippedUser),
+            ],
+            ..ResultDocument::default()
+        };
+        mark_carried(&mut p, &cfg, &doc);
+        let got: Vec<(bool, u32)> = p
+            .cells
+            .iter()
+            .map(|c| (c.carried.is_some(), c.carried_repeats))
+            .collect();
+        assert_eq!(got, [(false, 2), (false, 1), (true, 0), (true, 0)]);
+        // 1 + 2 repeats left instead of 4 × 3.
+        assert!(p.estimated_seconds < fresh.estimated_seconds);
+        assert!(
+            p.to_string()
+                .contains("measure the repeats after 2 carried over")
+        );
     }
 
     #[test]

@@ -125,8 +125,10 @@ fn cell_spans(cell: &MatrixCell, snap: &LiveSnapshot, detail: Detail) -> Vec<Spa
             ttfo_p50,
             status,
             effective,
+            tps_ci95,
         } => done_spans(
             *tps,
+            *tps_ci95,
             Latency {
                 ttft: *ttft_p50,
                 itl: *itl_p50,
@@ -151,6 +153,7 @@ struct Latency {
 
 fn done_spans(
     tps: Option<f64>,
+    ci95: Option<f64>,
     lat: Latency,
     status: CellStatus,
     effective: f64,
@@ -164,6 +167,7 @@ fn done_spans(
     match status {
         CellStatus::Error => return word("ERROR", "err", theme::error()),
         CellStatus::SkippedUser => return word("skipped", "skip", theme::warn()),
+        CellStatus::SkippedSlo => return word("skip SLO", "slo", theme::dim()),
         CellStatus::SkippedKv | CellStatus::SkippedContext => {
             return vec![Span::styled("∅", theme::dim())];
         }
@@ -183,6 +187,13 @@ fn done_spans(
             theme::value()
         },
     )];
+    // --repeat: the mean of the repeats so far ± its 95 % interval.
+    if let Some(h) = ci95.filter(|_| precise) {
+        spans.push(Span::styled(
+            format!("±{}", format::tps(h, precise)),
+            theme::dim(),
+        ));
+    }
     if limited {
         // open-loop rate cells have no concurrency to compare with: a
         // saturated one gets the bare marker
