@@ -282,6 +282,7 @@ fn rate_done_state(row: &ldb_core::open_loop::RateResult) -> MatrixCellState {
             row.status
         },
         effective: 0.0,
+        tps_ci95: None,
     }
 }
 
