@@ -19,9 +19,9 @@ mod hardware;
 mod open_loop;
 mod prefill;
 mod slo;
-mod style;
+pub(crate) mod style;
 mod summary;
-mod table;
+pub(crate) mod table;
 
 use std::io::{self, Write};
 

@@ -5,6 +5,9 @@
 
 mod app;
 mod cli;
+mod cli_cstats;
+mod cstats;
+mod cstats_config;
 mod compare;
 mod compat;
 mod config;

@@ -1,0 +1,183 @@
+//! Wiring of the completion-stats mode: configuration, the shared startup
+//! (simulator, hardware sampler, P2P check), stop signals, progress lines,
+//! the run, the report and the result file.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ldb_core::cstats::{CsDocument, CsRun, Phase};
+use ldb_runner::cstats::{CsEvent, CsHooks, run_completion_stats};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{MonitorAdapter, Startup, StopSignals, exit_now, start_builtin_sim, terminal_width};
+use crate::cli::BenchArgs;
+use crate::config::ConfigError;
+use crate::cstats_config::build_cs;
+use crate::error::{AppError, exit};
+
+/// `--completion-stats` / `--test-profile` / `--profile-file`.
+pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
+    let mut cfg = build_cs(&mut a, argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    let most = cfg.max_concurrency() as u64;
+    let ends = if a.sim.is_some() { 2 } else { 1 };
+    crate::fdlimit::ensure_open_files(ends * most + crate::fdlimit::BASE_FILES, &format!("C = {most}"))?;
+    let output = cfg.base.output.clone();
+    ldb_report::json::prepare_output(&output).map_err(|e| AppError::Output(e.to_string()))?;
+    let sim = match a.sim.clone() {
+        Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg.base).await?),
+        None => None,
+    };
+    let startup = Startup::collect(&a, &cfg.base).await;
+    let stop = CancellationToken::new();
+    let save_lock: Arc<Mutex<()>> = Arc::default();
+    watch_signals(&stop, &save_lock, &output);
+    let save_error: Arc<Mutex<Option<String>>> = Arc::default();
+    let hooks = CsHooks {
+        stop: stop.clone(),
+        save: save_to(output.clone(), save_error.clone(), save_lock),
+        progress: Arc::new(Progress::default().into_fn()),
+        hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
+        p2p: startup.p2p.clone(),
+    };
+    let title = cfg.task.title.clone();
+    eprintln!("{title}: {} @ {}", cfg.base.model.as_deref().unwrap_or("(first listed model)"), cfg.base.server_label);
+    let result = run_completion_stats(cfg, hooks).await;
+    startup.monitor.stop();
+    if let Some(s) = sim {
+        s.shutdown().await;
+    }
+    let outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
+    let mut doc = outcome.doc;
+    // INTEGRATOR: --compare-baseline. Set `baseline` from the flag once the
+    // paired comparison (evalcore) is on main; `paired_comparison` is the
+    // call site that embeds it as `comparison` and saves the file again.
+    let baseline: Option<&Path> = None;
+    if let Some(path) = baseline {
+        match paired_comparison(path, &doc) {
+            Ok(c) => {
+                doc.comparison = Some(c);
+                if let Err(e) = ldb_report::cstats::write_atomic(&output, &doc) {
+                    return Err(AppError::Output(e.to_string()));
+                }
+            }
+            Err(e) => eprintln!("warning: --compare-baseline: {e}"),
+        }
+    }
+    let opts = ldb_report::text::TextOptions {
+        width: terminal_width(),
+        show_capacity_limited_values: false,
+        color: std::io::stdout().is_terminal(),
+    };
+    let mut out = std::io::stdout().lock();
+    if outcome.interrupted {
+        let _ = writeln!(out, "Interrupted by user. Saving partial results...");
+    }
+    let _ = ldb_report::cstats::render(&doc, &opts, &mut out);
+    if let Some(e) = save_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(AppError::Output(e));
+    }
+    let _ = writeln!(out, "Results saved to {}", output.display());
+    Ok(if outcome.interrupted {
+        exit::INTERRUPTED
+    } else if doc.all_summary.completed == 0 {
+        exit::INVALID_CELLS
+    } else {
+        exit::OK
+    })
+}
+
+/// The paired per-item comparison of this run with a baseline result file,
+/// as the `comparison` object (§ paired comparison in docs/completion-stats.md).
+/// INTEGRATOR: replace the body with evalcore's comparison of
+/// `ldb_report::load…(baseline)` against `doc`.
+fn paired_comparison(baseline: &Path, doc: &CsDocument) -> Result<Value, String> {
+    let _ = doc;
+    Err(format!(
+        "{}: the paired comparison is not available in this build",
+        baseline.display()
+    ))
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP stop the run softly (the partial result is
+/// saved and reported, exit 130); a second one exits at once.
+fn watch_signals(stop: &CancellationToken, save_lock: &Arc<Mutex<()>>, output: &Path) {
+    let (stop, save_lock, output) = (stop.clone(), save_lock.clone(), output.to_path_buf());
+    tokio::spawn(async move {
+        let mut signals = StopSignals::new();
+        while signals.next().await {
+            if stop.is_cancelled() {
+                exit_now(&save_lock, &output);
+            }
+            eprintln!("stopping: the requests in flight are cancelled, the result so far is kept");
+            stop.cancel();
+        }
+    });
+}
+
+/// The save hook: atomic write under the save lock; the first failure is
+/// kept for the exit code.
+fn save_to(
+    output: std::path::PathBuf,
+    error: Arc<Mutex<Option<String>>>,
+    lock: Arc<Mutex<()>>,
+) -> Box<dyn Fn(&CsDocument) + Send + Sync> {
+    Box::new(move |doc| {
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = ldb_report::cstats::write_atomic(&output, doc) {
+            error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e.to_string());
+        }
+    })
+}
+
+/// Plain progress lines on stderr: one per batch, one per finished request.
+#[derive(Default)]
+struct Progress {
+    done: Mutex<(usize, usize)>,
+}
+
+impl Progress {
+    fn into_fn(self) -> impl Fn(CsEvent) + Send + Sync {
+        move |e| match e {
+            CsEvent::Note(s) => eprintln!("  {s}"),
+            CsEvent::Batch {
+                phase,
+                concurrency,
+                count,
+            } => {
+                *self.done.lock().unwrap_or_else(|p| p.into_inner()) = (0, count);
+                eprintln!("{} C={concurrency}: {count} request(s)", phase.as_str());
+            }
+            CsEvent::Run(r) => {
+                let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
+                d.0 += 1;
+                eprintln!("  [{}/{}] {}", d.0, d.1, run_line(&r));
+            }
+        }
+    }
+}
+
+fn run_line(r: &CsRun) -> String {
+    if r.phase == Phase::PrefillScout {
+        return format!(
+            "scout: {} prompt tok, TTFT {:.3}s",
+            r.prompt_tokens.unwrap_or(0),
+            r.ttft.unwrap_or(0.0)
+        );
+    }
+    let verdict = match (&r.error, &r.score_label, r.cancelled) {
+        (_, _, true) => "cancelled".to_owned(),
+        (Some(e), _, _) => format!("ERR {e}"),
+        (None, Some(l), _) => l.to_uppercase(),
+        _ => "-".to_owned(),
+    };
+    let answer: String = r.final_answer.chars().take(80).collect();
+    format!(
+        "#{} {} tok, {:.1} tok/s, {verdict}: {answer}",
+        r.run_index, r.completion_tokens, r.gen_tok_s
+    )
+}
