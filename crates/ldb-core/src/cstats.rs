@@ -5,6 +5,7 @@
 
 pub mod adaptive;
 pub mod document;
+pub mod live;
 pub mod run;
 pub mod sha256;
 pub mod summary;
@@ -14,5 +15,6 @@ pub use adaptive::{AdaptiveRule, LevelVerdict, normalize_levels};
 pub use document::{
     Accuracy, CategorySummary, CsDocument, CsMetadata, CsMethodology, LevelSummary,
 };
+pub use live::{CsEvent, CsLive, LiveLevel};
 pub use run::{CsRun, Phase};
 pub use summary::{Dist, RunSummary, summarize_runs, union_seconds};

@@ -99,8 +99,11 @@ pub fn render_lines(doc: &CsDocument, opts: &TextOptions) -> Vec<String> {
         out.push(String::new());
     }
     if !doc.category_summaries.is_empty() {
-        let mut t = Table::new("Per-category Accuracy", &["category", "scored", "correct", "accuracy"])
-            .right(&[1, 2, 3]);
+        let mut t = Table::new(
+            "Per-category Accuracy",
+            &["category", "scored", "correct", "accuracy"],
+        )
+        .right(&[1, 2, 3]);
         for c in &doc.category_summaries {
             t.push(vec![
                 Cell::plain(c.category.clone()),
@@ -125,7 +128,11 @@ fn profile_table(doc: &CsDocument) -> Table {
     let mut row = |k: &str, v: String| t.push(vec![Cell::plain(k), Cell::plain(v)]);
     row(
         "profile",
-        if md.test_profile.is_empty() { "custom prompt".into() } else { md.test_profile.clone() },
+        if md.test_profile.is_empty() {
+            "custom prompt".into()
+        } else {
+            md.test_profile.clone()
+        },
     );
     row("model", format!("{} @ {}", md.model, md.server));
     row("prompt", md.prompt_source.clone());
@@ -150,8 +157,10 @@ fn profile_table(doc: &CsDocument) -> Table {
     );
     row(
         "max tokens",
-        md.max_tokens
-            .map_or_else(|| "omitted (server/model default)".into(), |n| n.to_string()),
+        md.max_tokens.map_or_else(
+            || "omitted (server/model default)".into(),
+            |n| n.to_string(),
+        ),
     );
     row(
         "scoring",
@@ -184,7 +193,10 @@ fn profile_table(doc: &CsDocument) -> Table {
         );
     }
     if let Some(kv) = md.kv_budget {
-        row("KV budget", format!("{kv} ({})", md.kv_source.clone().unwrap_or_default()));
+        row(
+            "KV budget",
+            format!("{kv} ({})", md.kv_source.clone().unwrap_or_default()),
+        );
     }
     if let Some(m) = md.max_running_requests {
         row("max running", m.to_string());
@@ -205,7 +217,11 @@ fn selected_table(doc: &CsDocument, c: usize, s: &RunSummary) -> Table {
         );
         row(
             "Wilson 95% CI",
-            format!("{:.2}% .. {:.2}%", a.wilson95_low * 100.0, a.wilson95_high * 100.0),
+            format!(
+                "{:.2}% .. {:.2}%",
+                a.wilson95_low * 100.0,
+                a.wilson95_high * 100.0
+            ),
         );
         row("truncated (no answer)", a.truncated_no_answer.to_string());
         row("unparseable (format)", a.unparseable.to_string());
@@ -216,14 +232,29 @@ fn selected_table(doc: &CsDocument, c: usize, s: &RunSummary) -> Table {
             "completion tokens avg/p50/p90/p99",
             format!("{:.1} / {:.0} / {:.0} / {:.0}", d.avg, d.p50, d.p90, d.p99),
         );
-        row("completion tokens min/max/std", format!("{:.0} / {:.0} / {:.1}", d.min, d.max, d.std));
+        row(
+            "completion tokens min/max/std",
+            format!("{:.0} / {:.0} / {:.1}", d.min, d.max, d.std),
+        );
     }
     if s.estimated_token_runs > 0 {
-        row("estimated token counts", format!("{} runs (no usage from the server)", s.estimated_token_runs));
+        row(
+            "estimated token counts",
+            format!("{} runs (no usage from the server)", s.estimated_token_runs),
+        );
     }
-    row("elapsed avg", format!("{:.2}s", s.elapsed.unwrap_or_default().avg));
-    row("TTFT avg", format!("{:.3}s", s.ttft.unwrap_or_default().avg));
-    row("aggregate gen tok/s", format!("{:.1}", s.aggregate_gen_tok_s));
+    row(
+        "elapsed avg",
+        format!("{:.2}s", s.elapsed.unwrap_or_default().avg),
+    );
+    row(
+        "TTFT avg",
+        format!("{:.3}s", s.ttft.unwrap_or_default().avg),
+    );
+    row(
+        "aggregate gen tok/s",
+        format!("{:.1}", s.aggregate_gen_tok_s),
+    );
     row(
         "mean per-request gen tok/s",
         format!("{:.1}", s.gen_tok_s.unwrap_or_default().avg),
@@ -232,9 +263,16 @@ fn selected_table(doc: &CsDocument, c: usize, s: &RunSummary) -> Table {
 }
 
 fn failed_table(runs: &[CsRun]) -> Table {
-    let mut t = Table::new("Failed Final Answers", &["#", "item", "C", "tokens", "score", "final answer"])
-        .right(&[0, 2, 3])
-        .title_suffix(&format!(" (first {} of {})", FAILED_ROWS.min(runs.len()), runs.len()));
+    let mut t = Table::new(
+        "Failed Final Answers",
+        &["#", "item", "C", "tokens", "score", "final answer"],
+    )
+    .right(&[0, 2, 3])
+    .title_suffix(&format!(
+        " (first {} of {})",
+        FAILED_ROWS.min(runs.len()),
+        runs.len()
+    ));
     for r in runs.iter().take(FAILED_ROWS) {
         let label = match (&r.error, &r.score_label) {
             (Some(_), _) => "ERR".to_owned(),
@@ -246,7 +284,9 @@ fn failed_table(runs: &[CsRun]) -> Table {
             (None, Some(p)) if !r.score_detail.is_empty() => {
                 format!("[{p}; {}] {}", r.score_detail, r.final_answer)
             }
-            (None, _) if !r.score_detail.is_empty() => format!("[{}] {}", r.score_detail, r.final_answer),
+            (None, _) if !r.score_detail.is_empty() => {
+                format!("[{}] {}", r.score_detail, r.final_answer)
+            }
             _ => r.final_answer.clone(),
         };
         if answer.chars().count() > ANSWER_CHARS {
@@ -277,7 +317,10 @@ pub fn score_text(s: &RunSummary) -> String {
     };
     let pass = s.score_counts.get("pass").copied().unwrap_or(0);
     if s.exact > 0 || s.near > 0 {
-        format!("EXACT {} / NEAR {} / FAIL {}{trunc}", s.exact, s.near, s.fail)
+        format!(
+            "EXACT {} / NEAR {} / FAIL {}{trunc}",
+            s.exact, s.near, s.fail
+        )
     } else if pass > 0 || s.fail > 0 {
         format!("PASS {pass} / FAIL {}{trunc}", s.fail)
     } else {
@@ -286,5 +329,8 @@ pub fn score_text(s: &RunSummary) -> String {
 }
 
 fn join(v: &[usize]) -> String {
-    v.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

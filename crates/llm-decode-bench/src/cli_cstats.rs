@@ -103,25 +103,120 @@ impl CsArgs {
             ("--prompt-file", self.prompt_file.is_some()),
             ("--dataset-file", self.dataset_file.is_some()),
             ("--allow-download", self.allow_download),
-            ("--completion-stats-min-results", self.completion_stats_min_results.is_some()),
-            ("--completion-stats-runs", self.completion_stats_runs.is_some()),
-            ("--completion-stats-concurrency", self.completion_stats_concurrency.is_some()),
+            (
+                "--completion-stats-min-results",
+                self.completion_stats_min_results.is_some(),
+            ),
+            (
+                "--completion-stats-runs",
+                self.completion_stats_runs.is_some(),
+            ),
+            (
+                "--completion-stats-concurrency",
+                self.completion_stats_concurrency.is_some(),
+            ),
             (
                 "--completion-stats-concurrency-levels",
                 self.completion_stats_concurrency_levels.is_some(),
             ),
-            ("--completion-stats-probe-waves", self.completion_stats_probe_waves.is_some()),
-            ("--completion-stats-min-improvement", self.completion_stats_min_improvement.is_some()),
-            ("--completion-stats-patience", self.completion_stats_patience.is_some()),
-            ("--completion-stats-auto-stop", self.completion_stats_auto_stop),
-            ("--no-completion-stats-auto-stop", self.no_completion_stats_auto_stop),
-            ("--completion-stats-correct-regex", self.completion_stats_correct_regex.is_some()),
-            ("--completion-stats-score-source", self.completion_stats_score_source.is_some()),
-            ("--completion-stats-save-text", self.completion_stats_save_text),
-            ("--completion-stats-no-prefill-scout", self.completion_stats_no_prefill_scout),
-            ("--completion-stats-temperature", self.completion_stats_temperature.is_some()),
-            ("--completion-stats-top-p", self.completion_stats_top_p.is_some()),
+            (
+                "--completion-stats-probe-waves",
+                self.completion_stats_probe_waves.is_some(),
+            ),
+            (
+                "--completion-stats-min-improvement",
+                self.completion_stats_min_improvement.is_some(),
+            ),
+            (
+                "--completion-stats-patience",
+                self.completion_stats_patience.is_some(),
+            ),
+            (
+                "--completion-stats-auto-stop",
+                self.completion_stats_auto_stop,
+            ),
+            (
+                "--no-completion-stats-auto-stop",
+                self.no_completion_stats_auto_stop,
+            ),
+            (
+                "--completion-stats-correct-regex",
+                self.completion_stats_correct_regex.is_some(),
+            ),
+            (
+                "--completion-stats-score-source",
+                self.completion_stats_score_source.is_some(),
+            ),
+            (
+                "--completion-stats-save-text",
+                self.completion_stats_save_text,
+            ),
+            (
+                "--completion-stats-no-prefill-scout",
+                self.completion_stats_no_prefill_scout,
+            ),
+            (
+                "--completion-stats-temperature",
+                self.completion_stats_temperature.is_some(),
+            ),
+            (
+                "--completion-stats-top-p",
+                self.completion_stats_top_p.is_some(),
+            ),
         ];
         flags.iter().find(|(_, on)| *on).map(|(f, _)| *f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+
+    fn parse(args: &[&str]) -> super::CsArgs {
+        let argv = std::iter::once("x").chain(args.iter().copied());
+        Cli::try_parse_from(argv).expect("parses").bench.cstats
+    }
+
+    #[test]
+    fn the_reference_aliases_parse() {
+        let c = parse(&[
+            "--profile",
+            "gsm8k",
+            "--profile-runs",
+            "5",
+            "--profile-concurrency",
+            "3",
+        ]);
+        assert_eq!(c.test_profile.as_deref(), Some("gsm8k"));
+        assert_eq!(
+            (c.completion_stats_runs, c.completion_stats_concurrency),
+            (Some(5), Some(3))
+        );
+        assert!(c.mode());
+        let c = parse(&[
+            "--completion-stats",
+            "--prompt",
+            "p",
+            "--no-completion-stats-auto-stop",
+        ]);
+        assert!(c.no_completion_stats_auto_stop && !c.completion_stats_auto_stop);
+        let c = parse(&[
+            "--no-completion-stats-auto-stop",
+            "--completion-stats-auto-stop",
+        ]);
+        assert!(!c.no_completion_stats_auto_stop, "the last one wins");
+        // unset flags stay unset, so profile defaults can tell
+        let c = parse(&["--completion-stats", "--prompt-file", "-"]);
+        assert_eq!(c.completion_stats_min_results, None);
+        assert_eq!(c.prompt_file.as_deref(), Some("-"));
+    }
+
+    #[test]
+    fn a_flag_outside_the_mode_is_named() {
+        assert_eq!(parse(&["--prompt", "p"]).stray_flag(), Some("--prompt"));
+        assert_eq!(parse(&[]).stray_flag(), None);
+        assert!(!parse(&["--prompt", "p"]).mode());
     }
 }

@@ -7,11 +7,14 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use ldb_core::cstats::{CsDocument, CsRun, Phase};
+use ldb_core::live::Control;
 use ldb_runner::cstats::{CsEvent, CsHooks, run_completion_stats};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{MonitorAdapter, Startup, StopSignals, exit_now, start_builtin_sim, terminal_width};
+use crate::app::{
+    MonitorAdapter, Startup, StopSignals, exit_now, start_builtin_sim, terminal_width,
+};
 use crate::cli::BenchArgs;
 use crate::config::ConfigError;
 use crate::cstats_config::build_cs;
@@ -22,28 +25,56 @@ pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
     let mut cfg = build_cs(&mut a, argv).map_err(|ConfigError(e)| AppError::Config(e))?;
     let most = cfg.max_concurrency() as u64;
     let ends = if a.sim.is_some() { 2 } else { 1 };
-    crate::fdlimit::ensure_open_files(ends * most + crate::fdlimit::BASE_FILES, &format!("C = {most}"))?;
+    crate::fdlimit::ensure_open_files(
+        ends * most + crate::fdlimit::BASE_FILES,
+        &format!("C = {most}"),
+    )?;
     let output = cfg.base.output.clone();
     ldb_report::json::prepare_output(&output).map_err(|e| AppError::Output(e.to_string()))?;
     let sim = match a.sim.clone() {
         Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg.base).await?),
         None => None,
     };
+    for line in config_lines(&cfg) {
+        eprintln!("{line}");
+    }
     let startup = Startup::collect(&a, &cfg.base).await;
     let stop = CancellationToken::new();
     let save_lock: Arc<Mutex<()>> = Arc::default();
-    watch_signals(&stop, &save_lock, &output);
     let save_error: Arc<Mutex<Option<String>>> = Arc::default();
+    let title = cfg.task.title.clone();
+    // the live view when stdout is a terminal, plain lines otherwise
+    let screen = a.display_mode.as_deref() != Some("plain")
+        && ldb_tui::choose_mode(None) == ldb_tui::DisplayMode::Screen;
+    let (view_tx, view_rx) = tokio::sync::watch::channel(ldb_core::cstats::CsLive::new(&title));
+    let (ctl_tx, ctl_rx) = tokio::sync::mpsc::channel::<Control>(8);
+    let ui = if screen {
+        ldb_tui::cstats::spawn_cs(view_rx, ctl_tx.clone())
+    } else {
+        None
+    };
+    let progress: Arc<dyn Fn(CsEvent) + Send + Sync> = if ui.is_some() {
+        Arc::new(move |e: CsEvent| view_tx.send_modify(|v| v.apply(e)))
+    } else {
+        eprintln!(
+            "{title}: {} @ {}",
+            cfg.base.model.as_deref().unwrap_or("(first listed model)"),
+            cfg.base.server_label
+        );
+        Arc::new(Progress::default().into_fn())
+    };
+    watch_stops(ctl_tx, ctl_rx, &stop, &save_lock, &output, progress.clone());
     let hooks = CsHooks {
         stop: stop.clone(),
         save: save_to(output.clone(), save_error.clone(), save_lock),
-        progress: Arc::new(Progress::default().into_fn()),
+        progress,
         hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
         p2p: startup.p2p.clone(),
     };
-    let title = cfg.task.title.clone();
-    eprintln!("{title}: {} @ {}", cfg.base.model.as_deref().unwrap_or("(first listed model)"), cfg.base.server_label);
     let result = run_completion_stats(cfg, hooks).await;
+    if let Some(ui) = ui {
+        ui.finish();
+    }
     startup.monitor.stop();
     if let Some(s) = sim {
         s.shutdown().await;
@@ -88,6 +119,54 @@ pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
     })
 }
 
+/// The configuration, told before the run starts (stderr).
+fn config_lines(cfg: &ldb_runner::cstats::CsConfig) -> Vec<String> {
+    let t = &cfg.task;
+    let mut v = vec![
+        format!("Configuration — {}", t.title),
+        format!(
+            "  Model: {} @ {}",
+            cfg.base.model.as_deref().unwrap_or("(first listed)"),
+            cfg.base.server_label
+        ),
+        format!("  Prompt: {}", t.prompt_source),
+    ];
+    if let Some(d) = &t.dataset {
+        v.push(format!(
+            "  Dataset: {} ({} items, sha256 {}…)",
+            d.name,
+            t.items.len(),
+            d.sha256.chars().take(16).collect::<String>()
+        ));
+    }
+    v.push(match cfg.fixed_concurrency {
+        Some(c) => format!("  Concurrency: {c}"),
+        None => format!(
+            "  Concurrency: adaptive {}",
+            cfg.levels
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    });
+    let runs = if cfg.fixed_concurrency.is_some() {
+        cfg.fixed_runs()
+    } else {
+        cfg.min_results
+    };
+    v.push(format!(
+        "  Measured runs: {runs} | Max tokens: {}",
+        cfg.max_tokens
+            .map_or("omitted (no client cap)".to_owned(), |n| n.to_string())
+    ));
+    v.push(format!(
+        "  Scoring: {}",
+        t.scorer.as_ref().map_or("off".to_owned(), |s| s.describe())
+    ));
+    v
+}
+
 /// The paired per-item comparison of this run with a baseline result file,
 /// as the `comparison` object (§ paired comparison in docs/completion-stats.md).
 /// INTEGRATOR: replace the body with evalcore's comparison of
@@ -100,18 +179,36 @@ fn paired_comparison(baseline: &Path, doc: &CsDocument) -> Result<Value, String>
     ))
 }
 
-/// Ctrl-C, SIGTERM and SIGHUP stop the run softly (the partial result is
-/// saved and reported, exit 130); a second one exits at once.
-fn watch_signals(stop: &CancellationToken, save_lock: &Arc<Mutex<()>>, output: &Path) {
+/// `q` in the live view, Ctrl-C, SIGTERM and SIGHUP stop the run softly
+/// (the partial result is saved and reported, exit 130); a second stop
+/// exits at once.
+fn watch_stops(
+    ctl_tx: tokio::sync::mpsc::Sender<Control>,
+    mut ctl_rx: tokio::sync::mpsc::Receiver<Control>,
+    stop: &CancellationToken,
+    save_lock: &Arc<Mutex<()>>,
+    output: &Path,
+    progress: Arc<dyn Fn(CsEvent) + Send + Sync>,
+) {
     let (stop, save_lock, output) = (stop.clone(), save_lock.clone(), output.to_path_buf());
     tokio::spawn(async move {
-        let mut signals = StopSignals::new();
-        while signals.next().await {
+        while let Some(c) = ctl_rx.recv().await {
+            if c != Control::Stop {
+                continue;
+            }
             if stop.is_cancelled() {
                 exit_now(&save_lock, &output);
             }
-            eprintln!("stopping: the requests in flight are cancelled, the result so far is kept");
+            progress(CsEvent::Stopping);
             stop.cancel();
+        }
+    });
+    tokio::spawn(async move {
+        let mut signals = StopSignals::new();
+        while signals.next().await {
+            if ctl_tx.send(Control::Stop).await.is_err() {
+                break;
+            }
         }
     });
 }
@@ -156,6 +253,12 @@ impl Progress {
                 let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
                 d.0 += 1;
                 eprintln!("  [{}/{}] {}", d.0, d.1, run_line(&r));
+            }
+            CsEvent::Level { .. } => {}
+            CsEvent::Stopping => {
+                eprintln!(
+                    "stopping: the requests in flight are cancelled, the result so far is kept"
+                )
             }
         }
     }

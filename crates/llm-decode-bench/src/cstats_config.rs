@@ -27,6 +27,19 @@ fn bad(msg: impl Into<String>) -> ConfigError {
 
 /// Build the configuration, or say in one line what is wrong.
 pub fn build_cs(a: &mut BenchArgs, argv: Vec<String>) -> Result<CsConfig, ConfigError> {
+    for (flag, on) in [
+        ("--resume", a.resume),
+        ("--dry-run", a.dry_run),
+        ("--html", a.html.is_some()),
+        ("--requests-jsonl", a.requests_jsonl.is_some()),
+        ("--slo", a.slo.is_some()),
+    ] {
+        if on {
+            return Err(bad(format!(
+                "{flag} applies to the decode matrix, not to the completion-stats mode"
+            )));
+        }
+    }
     let c = &a.cstats;
     check_numbers(c)?;
     let regex = c.completion_stats_correct_regex.clone();
@@ -49,9 +62,7 @@ pub fn build_cs(a: &mut BenchArgs, argv: Vec<String>) -> Result<CsConfig, Config
     let levels = normalize_levels(&levels_spec).map_err(bad)?;
     let mut task = load_task(c)?;
     let profile = !task.profile.is_empty() || c.profile_file.is_some();
-    let score_source = source
-        .or(task.defaults.score_source)
-        .unwrap_or_default();
+    let score_source = source.or(task.defaults.score_source).unwrap_or_default();
     // the generic scorer: a custom prompt always, a profile only when the
     // regex is given explicitly
     let pattern = match (&regex, profile) {
@@ -89,7 +100,9 @@ pub fn build_cs(a: &mut BenchArgs, argv: Vec<String>) -> Result<CsConfig, Config
             .or_else(|| task.one_item_per_run.then_some(items))
             .unwrap_or(0),
     };
-    let mut min_results = c.completion_stats_min_results.unwrap_or(DEFAULT_MIN_RESULTS);
+    let mut min_results = c
+        .completion_stats_min_results
+        .unwrap_or(DEFAULT_MIN_RESULTS);
     if requested_runs > 0 {
         min_results = requested_runs;
     }
@@ -128,10 +141,7 @@ pub fn build_cs(a: &mut BenchArgs, argv: Vec<String>) -> Result<CsConfig, Config
 /// The shared settings (server, model, KV, timeouts, output). The matrix's
 /// own checks reject `--max-tokens 0`, which this mode allows (no cap), so
 /// they see a placeholder.
-fn base_config(
-    a: &mut BenchArgs,
-    argv: Vec<String>,
-) -> Result<ldb_runner::RunConfig, ConfigError> {
+fn base_config(a: &mut BenchArgs, argv: Vec<String>) -> Result<ldb_runner::RunConfig, ConfigError> {
     let max_tokens = a.max_tokens.replace(1);
     let base = build(a, a.sim.is_some(), argv);
     a.max_tokens = max_tokens;
@@ -140,8 +150,14 @@ fn base_config(
 
 fn check_numbers(c: &CsArgs) -> Result<(), ConfigError> {
     let at_least_one = [
-        ("--completion-stats-min-results", c.completion_stats_min_results),
-        ("--completion-stats-probe-waves", c.completion_stats_probe_waves),
+        (
+            "--completion-stats-min-results",
+            c.completion_stats_min_results,
+        ),
+        (
+            "--completion-stats-probe-waves",
+            c.completion_stats_probe_waves,
+        ),
         ("--completion-stats-patience", c.completion_stats_patience),
     ];
     for (flag, v) in at_least_one {
@@ -249,7 +265,11 @@ fn read_prompt_file(f: &str) -> Result<(String, String), ConfigError> {
         })?;
         (b, format!("file:{f}"))
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|e| bad(format!("--prompt-file {f}: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        bad(format!(
+            "--prompt-file {f}: not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     Ok((text, source))
 }

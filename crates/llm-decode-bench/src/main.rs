@@ -6,11 +6,11 @@
 mod app;
 mod cli;
 mod cli_cstats;
-mod cstats;
-mod cstats_config;
 mod compare;
 mod compat;
 mod config;
+mod cstats;
+mod cstats_config;
 mod error;
 mod fdlimit;
 mod report;

@@ -107,7 +107,10 @@ fn fixed_mode_reports_the_scripted_truth() {
     assert_eq!(doc["selected_concurrency"], 2);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 8, "fixed mode runs exactly N");
-    assert!(runs.iter().all(|r| r["phase"] == "profile" && r["concurrency"] == 2));
+    assert!(
+        runs.iter()
+            .all(|r| r["phase"] == "profile" && r["concurrency"] == 2)
+    );
     // two whole cycles of the four answers: 40, 25, 60, 30 twice
     let s = &doc["selected_summary"];
     assert_eq!(s["completed"], 8);
@@ -187,7 +190,10 @@ fn adaptive_mode_picks_the_level_where_the_simulator_is_fastest() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let doc = read(&out);
     schema_check(&doc);
-    assert_eq!(doc["metadata"]["concurrency_levels_requested"], serde_json::json!([1, 2, 4, 8]));
+    assert_eq!(
+        doc["metadata"]["concurrency_levels_requested"],
+        serde_json::json!([1, 2, 4, 8])
+    );
     assert_eq!(doc["selected_concurrency"], 2);
     let levels: Vec<(u64, String, bool)> = doc["level_summaries"]
         .as_array()
@@ -263,7 +269,10 @@ fn a_stopped_run_keeps_a_valid_partial_result() {
     assert_eq!(doc["metadata"]["interrupted"], true);
     let runs = doc["runs"].as_array().unwrap();
     assert!(runs.len() < 6, "stopped early");
-    assert!(runs.iter().all(|r| r["cancelled"] == true && r["finish_reason"] == "client_cancelled"));
+    assert!(
+        runs.iter()
+            .all(|r| r["cancelled"] == true && r["finish_reason"] == "client_cancelled")
+    );
     assert!(text(&o.stdout).contains("Results saved to"));
 }
 
@@ -294,28 +303,86 @@ fn rejected(extra: &[&str]) -> String {
 fn bad_input_is_one_line_and_exit_2_before_anything_is_sent() {
     let (dir, _) = tmp("x");
     let missing = dir.path().join("missing.txt");
-    let e = rejected(&["--completion-stats", "--prompt-file", missing.to_str().unwrap()]);
-    assert!(e.contains("--prompt-file") && e.contains("no such file"), "{e}");
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt-file",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("--prompt-file") && e.contains("no such file"),
+        "{e}"
+    );
     let latin1 = dir.path().join("latin1.txt");
     std::fs::write(&latin1, b"caf\xe9 prompt").unwrap();
-    let e = rejected(&["--completion-stats", "--prompt-file", latin1.to_str().unwrap()]);
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt-file",
+        latin1.to_str().unwrap(),
+    ]);
     assert!(e.contains("not UTF-8"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--prompt-file", "b.txt"]);
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--prompt-file",
+        "b.txt",
+    ]);
     assert!(e.contains("--prompt and --prompt-file conflict"), "{e}");
     let e = rejected(&["--prompt", "a", "--test-profile", "gsm8k"]);
     assert!(e.contains("conflict"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--completion-stats-correct-regex", "(unclosed"]);
-    assert!(e.contains("invalid --completion-stats-correct-regex"), "{e}");
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--completion-stats-correct-regex",
+        "(unclosed",
+    ]);
+    assert!(
+        e.contains("invalid --completion-stats-correct-regex"),
+        "{e}"
+    );
     let e = rejected(&["--completion-stats"]);
-    assert!(e.contains("--prompt, --prompt-file, --test-profile or --profile-file"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--completion-stats-patience", "0"]);
+    assert!(
+        e.contains("--prompt, --prompt-file, --test-profile or --profile-file"),
+        "{e}"
+    );
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--completion-stats-patience",
+        "0",
+    ]);
     assert!(e.contains("--completion-stats-patience"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--completion-stats-score-source", "title"]);
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--completion-stats-score-source",
+        "title",
+    ]);
     assert!(e.contains("final_answer, content or output"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--completion-stats-concurrency-levels", "1,x"]);
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--completion-stats-concurrency-levels",
+        "1,x",
+    ]);
     assert!(e.contains("concurrency-levels"), "{e}");
     let e = rejected(&["--prompt", "a"]);
-    assert!(e.contains("--prompt only applies to the completion-stats mode"), "{e}");
-    let e = rejected(&["--completion-stats", "--prompt", "a", "--dataset-file", "d.jsonl"]);
+    assert!(
+        e.contains("--prompt only applies to the completion-stats mode"),
+        "{e}"
+    );
+    let e = rejected(&["--completion-stats", "--prompt", "a", "--resume"]);
+    assert!(e.contains("--resume applies to the decode matrix"), "{e}");
+    let e = rejected(&[
+        "--completion-stats",
+        "--prompt",
+        "a",
+        "--dataset-file",
+        "d.jsonl",
+    ]);
     assert!(e.contains("--dataset-file needs a dataset profile"), "{e}");
 }

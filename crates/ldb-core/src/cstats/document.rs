@@ -272,7 +272,10 @@ fn accuracy_of(runs: &[CsRun], total: usize, selected: usize, exhausted: bool) -
         },
         wilson95_low: lo,
         wilson95_high: hi,
-        unparseable: runs.iter().filter(|r| r.score_detail == "unparseable").count(),
+        unparseable: runs
+            .iter()
+            .filter(|r| r.score_detail == "unparseable")
+            .count(),
         truncated_no_answer: runs
             .iter()
             .filter(|r| r.score_label.as_deref() == Some("truncated"))
@@ -325,8 +328,11 @@ mod tests {
         assert_eq!(doc.selected_summary.as_ref().unwrap().completed, 2);
         assert_eq!(doc.all_summary.completed, 3);
         assert_eq!(doc.wrong_runs.len(), 1);
-        let acc = doc.accuracy.unwrap();
-        assert_eq!((acc.scored, acc.correct, acc.dataset_exhausted), (3, 1, true));
+        let acc = doc.accuracy.clone().unwrap();
+        assert_eq!(
+            (acc.scored, acc.correct, acc.dataset_exhausted),
+            (3, 1, true)
+        );
         assert!(acc.wilson95_low < 1.0 / 3.0 && acc.wilson95_high > 1.0 / 3.0);
         assert_eq!(doc.category_summaries.len(), 1);
         assert_eq!(doc.category_summaries[0].scored, 2);

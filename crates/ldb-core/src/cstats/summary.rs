@@ -118,8 +118,12 @@ pub fn summarize_runs<'a>(runs: impl IntoIterator<Item = &'a CsRun>) -> RunSumma
         s.estimated_token_runs += usize::from(r.estimated_tokens);
     }
     let count = |l: &str| s.score_counts.get(l).copied().unwrap_or(0);
-    (s.exact, s.near, s.fail, s.truncated) =
-        (count("exact"), count("near"), count("fail"), count("truncated"));
+    (s.exact, s.near, s.fail, s.truncated) = (
+        count("exact"),
+        count("near"),
+        count("fail"),
+        count("truncated"),
+    );
     let scored = s.correct + s.wrong;
     s.score_available = scored > 0;
     s.correct_rate = (scored > 0).then(|| s.correct as f64 / scored as f64);
@@ -132,9 +136,10 @@ pub fn summarize_runs<'a>(runs: impl IntoIterator<Item = &'a CsRun>) -> RunSumma
     s.e2e_tok_s = metric(|r| r.e2e_tok_s);
     let tokens: f64 = done.iter().map(|r| r.completion_tokens as f64).sum();
     let ratio = |den: f64| if den > 0.0 { tokens / den } else { 0.0 };
-    s.aggregate_gen_tok_s = ratio(union_seconds(done.iter().filter_map(|r| {
-        r.first_token_at.map(|f| (f, f + r.gen_elapsed))
-    })));
+    s.aggregate_gen_tok_s =
+        ratio(union_seconds(done.iter().filter_map(|r| {
+            r.first_token_at.map(|f| (f, f + r.gen_elapsed))
+        })));
     s.aggregate_e2e_tok_s = ratio(union_seconds(
         done.iter().map(|r| (r.sent_at, r.sent_at + r.elapsed)),
     ));

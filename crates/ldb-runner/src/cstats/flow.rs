@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ldb_client::Http;
 use ldb_client::stream::RunClock;
+pub use ldb_core::cstats::CsEvent;
 use ldb_core::cstats::{AdaptiveRule, CsDocument, CsRun, LevelSummary, Phase, summarize_runs};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -18,24 +19,6 @@ use crate::ctx::Hardware;
 use crate::kvbudget::kv_budget;
 use crate::live::Live;
 use crate::run::RunError;
-
-/// What the run tells the display.
-#[derive(Debug, Clone)]
-pub enum CsEvent {
-    /// A line for the log (startup, level verdicts).
-    Note(String),
-    /// A batch begins.
-    Batch {
-        /// Its phase.
-        phase: Phase,
-        /// Its concurrency.
-        concurrency: usize,
-        /// Requests it will send at most.
-        count: usize,
-    },
-    /// A request finished.
-    Run(Box<CsRun>),
-}
 
 /// Inputs besides the configuration.
 pub struct CsHooks {
@@ -179,10 +162,12 @@ async fn batch(
 async fn fixed(env: &BatchEnv, hooks: &CsHooks, st: &mut State, c: usize) {
     let runs = batch(env, hooks, st, Phase::Profile, c, env.cfg.fixed_runs()).await;
     st.doc.selected_concurrency = Some(c);
+    let summary = summarize_runs(&runs);
+    (hooks.progress)(level_event(c, Phase::Profile, &summary));
     st.doc.level_summaries.push(LevelSummary {
         concurrency: c,
         phase: Phase::Profile,
-        summary: summarize_runs(&runs),
+        summary,
         selected: true,
         improved: false,
     });
@@ -212,6 +197,14 @@ async fn adaptive(env: &BatchEnv, hooks: &CsHooks, st: &mut State) {
             runs.len(),
             if v.improved { " (best so far)" } else { "" }
         )));
+        (hooks.progress)(CsEvent::Level {
+            concurrency: c,
+            phase: Phase::Probe,
+            completed: summary.completed,
+            attempted: summary.attempted,
+            rate,
+            improved: v.improved,
+        });
         st.doc.level_summaries.push(LevelSummary {
             concurrency: c,
             phase: Phase::Probe,
@@ -250,12 +243,25 @@ async fn adaptive(env: &BatchEnv, hooks: &CsHooks, st: &mut State) {
         }
     }
     if !collected.is_empty() {
+        let summary = summarize_runs(&collected);
+        (hooks.progress)(level_event(best, Phase::Collect, &summary));
         st.doc.level_summaries.push(LevelSummary {
             concurrency: best,
             phase: Phase::Collect,
-            summary: summarize_runs(&collected),
+            summary,
             selected: true,
             improved: false,
         });
+    }
+}
+
+fn level_event(c: usize, phase: Phase, s: &ldb_core::cstats::RunSummary) -> CsEvent {
+    CsEvent::Level {
+        concurrency: c,
+        phase,
+        completed: s.completed,
+        attempted: s.attempted,
+        rate: s.aggregate_gen_tok_s,
+        improved: false,
     }
 }

@@ -133,8 +133,16 @@ pub(crate) fn record(
             String::new()
         },
         output_text: if save_text { full } else { String::new() },
-        reasoning_text: if save_text { texts.reasoning } else { String::new() },
-        content_text: if save_text { texts.content } else { String::new() },
+        reasoning_text: if save_text {
+            texts.reasoning
+        } else {
+            String::new()
+        },
+        content_text: if save_text {
+            texts.content
+        } else {
+            String::new()
+        },
         error,
         estimated_tokens: tokens > 0 && !out.track.has_usage(),
         cancelled: out.cancelled,
@@ -158,7 +166,8 @@ mod tests {
         task.request_overrides
             .insert("thinking".into(), json!({"type": "enabled"}));
         let item = task.items[0].clone();
-        let b: Value = serde_json::from_slice(&body("m", &task, &item, None, Some(0.0), None)).unwrap();
+        let b: Value =
+            serde_json::from_slice(&body("m", &task, &item, None, Some(0.0), None)).unwrap();
         assert!(b.get("max_tokens").is_none());
         assert!(b.get("ignore_eos").is_none());
         assert_eq!(b["stream_options"]["include_usage"], true);

@@ -89,7 +89,13 @@ fn part_piece(text: &[char], tokens: u32, j: u32) -> String {
     if len == 0 || k == 0 {
         return String::new();
     }
-    let slot = |c: u64| if len == 1 { k - 1 } else { c * (k - 1) / (len - 1) };
+    let slot = |c: u64| {
+        if len == 1 {
+            k - 1
+        } else {
+            c * (k - 1) / (len - 1)
+        }
+    };
     // the characters of slot j form one run: find its bounds
     let j = u64::from(j);
     let first = (0..len).find(|&c| slot(c) >= j).unwrap_or(len);
@@ -150,6 +156,9 @@ mod tests {
             FinishReason::Length
         );
         a.finish_reason = None;
-        assert_eq!(Script::of(&a).finish(FinishReason::Stop), FinishReason::Stop);
+        assert_eq!(
+            Script::of(&a).finish(FinishReason::Stop),
+            FinishReason::Stop
+        );
     }
 }
