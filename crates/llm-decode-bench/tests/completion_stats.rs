@@ -288,7 +288,7 @@ fn rejected(extra: &[&str]) -> String {
         &port,
         "--no-hw-monitor",
         "--output",
-        out.to_str().unwrap(),
+        out.to_str().expect("UTF-8 path"),
     ];
     args.extend_from_slice(extra);
     let o = run(&args);

@@ -118,7 +118,7 @@ pub(crate) fn record(
         gen_elapsed,
         ttft: first.map(|f| f - start),
         time_to_second_token: (s.time_to_second_token > 0.0)
-            .then(|| s.ttft + s.time_to_second_token),
+            .then_some(s.ttft + s.time_to_second_token),
         gen_tok_s: rate(gen_elapsed),
         e2e_tok_s: rate(elapsed),
         hit_max_tokens: output.hit_max_tokens(),
