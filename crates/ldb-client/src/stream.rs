@@ -127,6 +127,9 @@ pub struct StreamEnv {
     pub cancel: CancellationToken,
     /// Where to keep the tail of the generated text (output viewer), if anywhere.
     pub text_sink: Option<Arc<Mutex<String>>>,
+    /// Where to keep the whole reasoning and content, apart (completion
+    /// statistics score the answer), if anywhere.
+    pub texts: Option<Arc<Mutex<ChannelTexts>>>,
     /// Path of the completion route.
     pub path: &'static str,
     /// Fail a request whose tokens stop for this long after its first one
@@ -137,6 +140,15 @@ pub struct StreamEnv {
     /// `None`: the caller bounds the wait (a sustained cell cancels its
     /// streams at the window's end).
     pub first_token_timeout: Option<Duration>,
+}
+
+/// The whole text of one request, by channel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelTexts {
+    /// `delta.reasoning` / `delta.reasoning_content`.
+    pub reasoning: String,
+    /// `delta.content` (and a delta mixing both channels).
+    pub content: String,
 }
 
 /// The first-token limit of the requests no cell window bounds (burst
@@ -433,6 +445,13 @@ fn on_payload(
                 cut += 1;
             }
             s.drain(..cut);
+        }
+    }
+    if let (Some(texts), Some(text)) = (&env.texts, &chunk.text) {
+        let mut t = texts.lock().unwrap_or_else(|p| p.into_inner());
+        match chunk.channel {
+            ldb_core::chunk::Channel::Reasoning => t.reasoning.push_str(text),
+            _ => t.content.push_str(text),
         }
     }
     if chunk.finish_reason.is_some() && *producing {

@@ -164,6 +164,7 @@ fn env(base: &str, idle: Option<Duration>) -> StreamEnv {
         counters: Arc::new(CellCounters::default()),
         cancel: CancellationToken::new(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: idle,
         first_token_timeout: None,

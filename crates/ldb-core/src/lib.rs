@@ -13,6 +13,7 @@ pub mod arrivals;
 pub mod cellstats;
 pub mod chunk;
 pub mod client_load;
+pub mod cstats;
 pub mod document;
 pub mod engine;
 pub mod eval;

@@ -21,6 +21,7 @@
 //! `ldb-core` (the result model), `ldb-tui` (the live dashboard).
 
 pub mod compare;
+pub mod cstats;
 pub mod csv;
 mod error;
 pub mod html;

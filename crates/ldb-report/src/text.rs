@@ -20,9 +20,9 @@ mod open_loop;
 mod paired;
 mod prefill;
 mod slo;
-mod style;
+pub(crate) mod style;
 mod summary;
-mod table;
+pub(crate) mod table;
 
 use std::io::{self, Write};
 

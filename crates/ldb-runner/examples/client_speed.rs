@@ -224,6 +224,7 @@ async fn run(a: Args) -> Res<()> {
         counters: counters.clone(),
         cancel: cancel.clone(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
         first_token_timeout: None,

@@ -227,6 +227,7 @@ async fn batch(
             counters: counters.clone(),
             cancel: skip.child_token(),
             text_sink: sinks.get(slot as usize).cloned(),
+            texts: None,
             path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),

@@ -31,6 +31,7 @@ pub(crate) async fn scout(
         counters: Arc::new(CellCounters::default()),
         cancel: skip.clone(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
         first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),

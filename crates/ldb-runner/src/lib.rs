@@ -12,6 +12,7 @@ mod cell_io;
 mod cell_view;
 mod client_load;
 pub mod config;
+pub mod cstats;
 pub mod ctx;
 pub mod kvbudget;
 pub mod live;

@@ -189,6 +189,7 @@ async fn rate_cell(
             counters: counters.clone(),
             cancel: skip.child_token(),
             text_sink: None,
+            texts: None,
             path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),

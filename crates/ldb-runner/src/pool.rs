@@ -66,6 +66,7 @@ impl StreamPool {
                     counters: counters.clone(),
                     cancel: cancel.clone(),
                     text_sink: sinks.get(slot as usize).cloned(),
+                    texts: None,
                     path: "/v1/chat/completions",
                     idle_timeout: rc.cfg.idle_timeout(),
                     // The cell bounds the wait: its readiness limit, then

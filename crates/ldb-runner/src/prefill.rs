@@ -44,6 +44,7 @@ pub async fn probe(
         counters: Arc::new(CellCounters::default()),
         cancel: cancel.child_token(),
         text_sink: None,
+        texts: None,
         ..env_base.clone()
     };
     let body = chat_body(

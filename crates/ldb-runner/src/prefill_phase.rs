@@ -89,6 +89,7 @@ fn probe_env(rc: &RunCtx) -> StreamEnv {
         counters: Arc::new(CellCounters::default()),
         cancel: rc.controls.stop.child_token(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
         first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),

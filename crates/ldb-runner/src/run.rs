@@ -76,7 +76,7 @@ pub use crate::plan::test_order;
 /// Discovery, retried while the server is still starting (connection
 /// refused, HTTP 502/503/504, no answer) for up to `--wait-for-server`
 /// seconds; any other failure, or the time running out, is returned at once.
-async fn discover_when_up(
+pub(crate) async fn discover_when_up(
     http: &Http,
     cfg: &RunConfig,
     live: &Live,

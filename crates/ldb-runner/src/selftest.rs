@@ -158,6 +158,7 @@ async fn measure_level(
         counters: counters.clone(),
         cancel: cancel.clone(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
         first_token_timeout: None,

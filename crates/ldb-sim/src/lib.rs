@@ -36,8 +36,8 @@ pub use engine::stats::{EngineStats, Histogram};
 pub use error::{Result, SimError};
 pub use personality::Personality;
 pub use scenario::{
-    FaultConfig, KvConfig, OutputConfig, ReasoningField, Scenario, SchedulerConfig, ServerConfig,
-    SpecConfig, StepTimeConfig, TokenizerConfig,
+    FaultConfig, KvConfig, OutputConfig, ReasoningField, Scenario, SchedulerConfig, ScriptedAnswer,
+    ServerConfig, SpecConfig, StepTimeConfig, TokenizerConfig,
 };
 pub use server::{HttpStats, SimHandle, SimServer, SimStats, TruthProbe};
 pub use tokenizer::{ChatMessage, count_text, encode_chat, encode_prompt};

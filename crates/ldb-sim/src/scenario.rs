@@ -224,6 +224,48 @@ pub struct OutputConfig {
     /// chunk its chunk has an empty delta while usage still grows, as on vLLM.
     #[serde(default)]
     pub textless_token_every: u32,
+    /// Scripted answers for chat requests, served in request order and
+    /// cycling (empty = the generated filler text). Each fixes the answer's
+    /// text, its length in tokens and its finish reason, so a test knows the
+    /// truth the completion-stats mode should report.
+    #[serde(default)]
+    pub answers: Vec<ScriptedAnswer>,
+}
+
+/// One scripted chat answer (`output.answers`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAnswer {
+    /// The answer text (`delta.content`).
+    #[serde(default)]
+    pub content: String,
+    /// Thinking streamed before the content (`delta.reasoning…`).
+    #[serde(default)]
+    pub reasoning: String,
+    /// Length of the answer in tokens (usage `completion_tokens`), reasoning
+    /// included; the text is spread over these tokens. A request's
+    /// `max_tokens` below it cuts the answer (finish `length`).
+    pub completion_tokens: u32,
+    /// Of `completion_tokens`, how many carry the reasoning (default: half
+    /// when there is reasoning, else none).
+    #[serde(default)]
+    pub reasoning_tokens: Option<u32>,
+    /// `stop` (default) or `length`: what the answer's last chunk reports.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+impl ScriptedAnswer {
+    /// Tokens of the reasoning part.
+    pub fn reasoning_share(&self) -> u32 {
+        let n = self.completion_tokens;
+        match self.reasoning_tokens {
+            Some(r) => r.min(n),
+            None if self.reasoning.is_empty() => 0,
+            None if self.content.is_empty() => n,
+            None => (n / 2).max(1).min(n.saturating_sub(1)),
+        }
+    }
 }
 
 /// Which delta field carries reasoning text in the vLLM personality.

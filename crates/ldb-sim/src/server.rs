@@ -6,6 +6,7 @@ mod generate;
 mod info;
 mod metrics;
 mod request;
+mod script;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -84,6 +85,8 @@ pub(crate) struct AppState {
     pub http: Mutex<HttpStats>,
     pub fault_rng: Mutex<SmallRng>,
     pub next_id: AtomicU64,
+    /// Chat requests served a scripted answer so far (`output.answers`).
+    pub next_answer: AtomicU64,
     pub started_unix: u64,
     /// The simulator's start, for [`HttpStats::arrivals`].
     pub started: tokio::time::Instant,
@@ -177,6 +180,7 @@ impl SimServer {
             engine: engine.clone(),
             http: Mutex::new(HttpStats::default()),
             next_id: AtomicU64::new(0),
+            next_answer: AtomicU64::new(0),
             started_unix,
             started: tokio::time::Instant::now(),
             started_unix_f,

@@ -31,6 +31,7 @@
 //! See also: `ldb_core::live` (the snapshot model), `docs/dashboard.md`.
 
 mod app;
+pub mod cstats;
 pub mod demo;
 pub mod error;
 pub mod format;

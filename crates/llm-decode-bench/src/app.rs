@@ -20,7 +20,7 @@ use crate::error::{AppError, exit_with};
 pub use crate::error::exit;
 
 /// The runner's view of the telemetry monitor.
-struct MonitorAdapter(MonitorHandle);
+pub(crate) struct MonitorAdapter(pub(crate) MonitorHandle);
 
 impl Hardware for MonitorAdapter {
     fn mark(&self) -> usize {
@@ -85,11 +85,18 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     if a.compare_candidate.is_some() {
         return crate::paired::run_standalone(&a, &argv);
     }
+    if a.cstats.mode() {
+        return crate::cstats::run(a, argv).await;
+    }
+    if let Some(flag) = a.cstats.stray_flag() {
+        return Err(AppError::config(format!(
+            "{flag} only applies to the completion-stats mode (add --completion-stats)"
+        )));
+    }
     if a.compare_baseline.is_some() {
-        // the completion-stats run calls ldb_report::paired::compare_with_baseline
-        // after it finished; until then the flag alone has nothing to compare
         return Err(AppError::config(
-            "--compare-baseline needs --compare-candidate FILE or a completion-stats run",
+            "--compare-baseline needs --compare-candidate FILE or a completion-stats run \
+             (--completion-stats, --prompt, --test-profile)",
         ));
     }
     if let Some(m) = a.display_mode.as_deref()
@@ -225,7 +232,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
 
 /// The built-in simulator, in-process on a free loopback port; the run is
 /// pointed at it.
-async fn start_builtin_sim(
+pub(crate) async fn start_builtin_sim(
     name: &str,
     a: &mut BenchArgs,
     cfg: &mut ldb_runner::config::RunConfig,
@@ -250,15 +257,15 @@ async fn start_builtin_sim(
 
 /// What is gathered before the server is contacted: the hardware sampler,
 /// the host diagnostics and the NVIDIA P2P check.
-struct Startup {
-    monitor: MonitorHandle,
+pub(crate) struct Startup {
+    pub(crate) monitor: MonitorHandle,
     diagnostics: Value,
-    p2p: Value,
+    pub(crate) p2p: Value,
     p2p_lines: Option<(String, Option<Vec<String>>)>,
 }
 
 impl Startup {
-    async fn collect(a: &BenchArgs, cfg: &ldb_runner::config::RunConfig) -> Startup {
+    pub(crate) async fn collect(a: &BenchArgs, cfg: &ldb_runner::config::RunConfig) -> Startup {
         // Starting the sampler and collecting diagnostics run commands with
         // timeouts; keep them off the async workers.
         let monitor_cfg =
@@ -388,7 +395,7 @@ fn spawn_ui(
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP. The streams are made once: a signal
 /// arriving between two waits is then still seen.
-struct StopSignals {
+pub(crate) struct StopSignals {
     #[cfg(unix)]
     int: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
@@ -398,7 +405,7 @@ struct StopSignals {
 }
 
 impl StopSignals {
-    fn new() -> StopSignals {
+    pub(crate) fn new() -> StopSignals {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -413,7 +420,7 @@ impl StopSignals {
     }
 
     /// The next stop signal; false when none can be received.
-    async fn next(&mut self) -> bool {
+    pub(crate) async fn next(&mut self) -> bool {
         #[cfg(unix)]
         {
             async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
@@ -440,7 +447,7 @@ impl StopSignals {
 
 /// The second stop: wait for a save in progress to finish (holding the save
 /// lock so no other begins), give the terminal back and exit 130.
-fn exit_now(save_lock: &Mutex<()>, output: &std::path::Path) -> ! {
+pub(crate) fn exit_now(save_lock: &Mutex<()>, output: &std::path::Path) -> ! {
     let _held = save_lock.lock().unwrap_or_else(|p| p.into_inner());
     ldb_tui::terminal::restore();
     eprintln!(

@@ -374,6 +374,9 @@ pub struct BenchArgs {
     /// Engine personality of the simulator for --sim (default: the scenario's).
     #[arg(long)]
     pub sim_engine: Option<String>,
+    /// Completion-token statistics mode.
+    #[command(flatten)]
+    pub cstats: crate::cli_cstats::CsArgs,
 }
 
 #[cfg(test)]

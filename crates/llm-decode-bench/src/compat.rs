@@ -10,8 +10,6 @@ enum Gap {
     /// (CUDA peer-to-peer, AMD xGMI); they measure the interconnect, not the
     /// server, and are best run on their own.
     Fabric,
-    /// Completion-token statistics, test profiles and datasets: planned.
-    CompletionStats,
     /// The coding-peak probe after the matrix: planned.
     CodingPeak,
 }
@@ -22,10 +20,6 @@ impl Gap {
             Gap::Fabric => {
                 "the reference's GPU fabric diagnostics (P2P / xGMI helper binaries) are not part \
                  of this benchmark; run those tools on their own"
-            }
-            Gap::CompletionStats => {
-                "completion-token statistics, test profiles and datasets are not available in \
-                 this version yet"
             }
             Gap::CodingPeak => "the coding-peak probe is not available in this version yet",
         }
@@ -58,31 +52,6 @@ const MISSING: &[(&str, Gap)] = &[
     ("--amd-fabric-latency-iters", Gap::Fabric),
     ("--amd-fabric-max-nodes", Gap::Fabric),
     ("--amd-fabric-timeout", Gap::Fabric),
-    ("--completion-stats", Gap::CompletionStats),
-    ("--test-profile", Gap::CompletionStats),
-    ("--profile", Gap::CompletionStats),
-    ("--prompt", Gap::CompletionStats),
-    ("--prompt-file", Gap::CompletionStats),
-    ("--completion-stats-min-results", Gap::CompletionStats),
-    ("--completion-stats-runs", Gap::CompletionStats),
-    ("--profile-runs", Gap::CompletionStats),
-    ("--completion-stats-concurrency", Gap::CompletionStats),
-    ("--profile-concurrency", Gap::CompletionStats),
-    (
-        "--completion-stats-concurrency-levels",
-        Gap::CompletionStats,
-    ),
-    ("--completion-stats-probe-waves", Gap::CompletionStats),
-    ("--completion-stats-min-improvement", Gap::CompletionStats),
-    ("--completion-stats-patience", Gap::CompletionStats),
-    ("--completion-stats-auto-stop", Gap::CompletionStats),
-    ("--no-completion-stats-auto-stop", Gap::CompletionStats),
-    ("--completion-stats-correct-regex", Gap::CompletionStats),
-    ("--completion-stats-score-source", Gap::CompletionStats),
-    ("--completion-stats-save-text", Gap::CompletionStats),
-    ("--completion-stats-no-prefill-scout", Gap::CompletionStats),
-    ("--completion-stats-temperature", Gap::CompletionStats),
-    ("--completion-stats-top-p", Gap::CompletionStats),
     ("--coding-peak", Gap::CodingPeak),
     ("--coding-peak-runs", Gap::CodingPeak),
     ("--coding-peak-max-tokens", Gap::CodingPeak),
@@ -123,12 +92,8 @@ mod tests {
             m.starts_with("--p2pmark-only: the reference's GPU fabric"),
             "{m}"
         );
-        let m = reference_only_flag(&argv(&["--test-profile=gsm8k"])).expect("found");
-        assert!(
-            m.starts_with("--test-profile: completion-token statistics"),
-            "{m}"
-        );
-        // the paired comparison is ours now
+        // the completion-stats flags and the paired comparison are ours now
+        assert_eq!(reference_only_flag(&argv(&["--test-profile=gsm8k"])), None);
         assert_eq!(
             reference_only_flag(&argv(&["--compare-baseline", "a.json"])),
             None

@@ -5,9 +5,12 @@
 
 mod app;
 mod cli;
+mod cli_cstats;
 mod compare;
 mod compat;
 mod config;
+mod cstats;
+mod cstats_config;
 mod error;
 mod fdlimit;
 mod paired;

@@ -109,7 +109,7 @@ fn token_targeting_estimate_skips_the_exact_count() {
 fn reference_only_flags_are_explained_in_one_line() {
     for args in [
         &["--p2pmark-only"][..],
-        &["--completion-stats", "--prompt", "hi"],
+        &["--compare-baseline", "base.json"],
         &["--coding-peak-runs=3"],
     ] {
         let o = run(args);

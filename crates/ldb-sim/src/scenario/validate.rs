@@ -34,6 +34,21 @@ fn non_negative(key: &str, v: f64) -> Result<(), String> {
 impl Scenario {
     /// Check every value; the error names the key and the expected form.
     pub(super) fn validate(&self) -> Result<(), String> {
+        for (i, a) in self.output.answers.iter().enumerate() {
+            check(
+                a.completion_tokens >= 1,
+                &format!("output.answers[{i}].completion_tokens"),
+                "at least 1",
+                a.completion_tokens,
+            )?;
+            let fin = a.finish_reason.as_deref().unwrap_or("stop");
+            check(
+                matches!(fin, "stop" | "length"),
+                &format!("output.answers[{i}].finish_reason"),
+                "stop or length",
+                fin,
+            )?;
+        }
         check(
             !self.model.is_empty(),
             "model",

@@ -11,6 +11,8 @@ use crate::personality::Personality;
 use crate::scenario::ReasoningField;
 use crate::tokenizer::output_piece;
 
+use super::script::Script;
+
 /// llama.cpp `timings` values.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Timings {
@@ -37,6 +39,8 @@ pub(crate) struct Frames {
     pub continuous: bool,
     /// Every n-th token writes no text (0 = off); see `OutputConfig::textless_token_every`.
     pub textless_every: u32,
+    /// The scripted answer this stream writes instead of the filler text.
+    pub script: Option<Script>,
 }
 
 fn q(s: &str) -> String {
@@ -97,7 +101,21 @@ impl Frames {
             include_usage: false,
             continuous: false,
             textless_every: 0,
+            script: None,
         }
+    }
+
+    /// Write a scripted answer: its reasoning share replaces the scenario's.
+    pub(crate) fn set_script(&mut self, script: Script) {
+        if self.kind == Kind::Chat {
+            self.reasoning_tokens = script.reasoning_tokens;
+        }
+        self.script = Some(script);
+    }
+
+    /// The finish reason to write for the engine's `r`.
+    fn reason(&self, r: FinishReason) -> FinishReason {
+        self.script.as_ref().map_or(r, |s| s.finish(r))
     }
 
     /// The usage object. `last` marks the usage-only chunk at the end;
@@ -263,7 +281,7 @@ impl Frames {
         }
         buf.extend_from_slice(close);
         if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
-            match finish {
+            match finish.map(|r| self.reason(r)) {
                 Some(r) => {
                     let _ = write!(
                         buf,
@@ -286,6 +304,14 @@ impl Frames {
 
     /// The text of tokens `from .. from + n`, leaving out the textless ones.
     fn write_text(&self, buf: &mut Vec<u8>, from: u32, n: u32) {
+        if let Some(script) = &self.script {
+            for i in from..from + n {
+                let piece = q(&script.piece(i));
+                // the JSON string without its quotes: the frame has them
+                buf.extend_from_slice(&piece.as_bytes()[1..piece.len() - 1]);
+            }
+            return;
+        }
         if self.textless_every == 0 {
             return write_pieces(buf, from, n);
         }
@@ -327,6 +353,7 @@ impl Frames {
         n: u32,
         timings: Option<&Timings>,
     ) {
+        let reason = self.reason(reason);
         let r = reason.as_str();
         let chat = self.kind == Kind::Chat;
         match self.p {

@@ -16,6 +16,7 @@ use super::AppState;
 use super::errors::ApiError;
 use super::frames::{Frames, text_of};
 use super::request::{Kind, Prepared, prepare};
+use super::script::Script;
 use super::stream::{CancelGuard, StreamFaults, StreamState, collect, next_piece};
 use crate::engine::{Command, FinishReason, NewRequest, lock};
 use crate::personality::Personality;
@@ -54,7 +55,16 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
         return ApiError::Injected(f.error_status).into_response_for(p);
     }
     let req = match prepare(&st, kind, &headers, &body) {
-        Ok(r) => r,
+        Ok(mut r) => {
+            if kind == Kind::Chat {
+                r.script = Script::next(&st);
+                if let Some(s) = &r.script {
+                    // the scripted length is where the model stops
+                    r.stop_at = Some(s.total);
+                }
+            }
+            r
+        }
         Err(e) => {
             lock(&st.http).rejected += 1;
             return e.into_response_for(p);
@@ -121,6 +131,9 @@ fn stream_response(
     frames.include_usage = req.include_usage;
     frames.continuous = req.continuous_usage;
     frames.textless_every = cfg.output.textless_token_every;
+    if let Some(script) = req.script.clone() {
+        frames.set_script(script);
+    }
     let f = &cfg.faults;
     let nz = |v: u32| (v > 0).then_some(v);
     let mut faults = StreamFaults {
@@ -178,8 +191,18 @@ async fn full_response(
     } else {
         0
     };
-    let content = text_of(reasoning, total - reasoning);
-    let reason_text = text_of(0, reasoning);
+    let (reasoning, content, reason_text, reason) = match &req.script {
+        Some(s) => {
+            let (r, c) = s.texts(total);
+            (s.reasoning_tokens.min(total), c, r, s.finish(reason))
+        }
+        None => (
+            reasoning,
+            text_of(reasoning, total - reasoning),
+            text_of(0, reasoning),
+            reason,
+        ),
+    };
     let finish = reason.as_str();
     let mut usage = json!({"prompt_tokens": prompt, "total_tokens": prompt + total, "completion_tokens": total});
     let created = st.created();

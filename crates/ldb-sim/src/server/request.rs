@@ -58,6 +58,8 @@ pub(crate) struct Prepared {
     pub model: String,
     pub id: String,
     pub rid: Option<String>,
+    /// The scripted answer (`output.answers`), chosen after the checks.
+    pub script: Option<super::script::Script>,
 }
 
 /// Text of a message `content`: a string, or the text parts of an array.
@@ -276,5 +278,6 @@ pub(crate) fn prepare(
         model,
         id,
         rid,
+        script: None,
     })
 }

@@ -1,0 +1,107 @@
+//! The metadata and the methodology texts of a completion-stats result.
+
+use ldb_client::discovery::Discovery;
+use ldb_core::cstats::sha256::sha256_hex;
+use ldb_core::cstats::{CsMetadata, CsMethodology};
+use serde_json::Value;
+
+use super::config::CsConfig;
+use crate::kvbudget::KvBudget;
+
+/// The metadata as known after discovery.
+pub(crate) fn metadata(cfg: &CsConfig, d: &Discovery, kv: &KvBudget, p2p: &Value) -> CsMetadata {
+    let task = &cfg.task;
+    let prompt = task.items.first().map_or("", |i| i.prompt.as_str());
+    let ds = task.dataset.as_ref();
+    let omitted = cfg.max_tokens.is_none_or(|n| n == 0);
+    CsMetadata {
+        version: env!("CARGO_PKG_VERSION").into(),
+        mode: "completion_stats".into(),
+        interrupted: false,
+        server: ldb_core::redact::redact_url(&cfg.base.base_url),
+        engine: d.engine.as_str().into(),
+        server_version: Some(d.engine_version.clone()).filter(|v| !v.is_empty()),
+        kv_budget: (kv.budget > 0).then_some(kv.budget),
+        kv_source: Some(kv.source.clone()).filter(|s| !s.is_empty()),
+        max_running_requests: (d.max_running > 0).then_some(d.max_running),
+        model: d.model.clone(),
+        models: d.models.clone(),
+        test_profile: task.profile.clone(),
+        test_profile_description: task.description.clone(),
+        prompt_source: task.prompt_source.clone(),
+        prompt_chars: prompt.chars().count(),
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        max_tokens: cfg.max_tokens.filter(|_| !omitted),
+        token_limit_field: "max_tokens".into(),
+        max_tokens_omitted: omitted,
+        fixed_concurrency: cfg.fixed_concurrency,
+        requested_runs: cfg.requested_runs,
+        concurrency_levels_requested: cfg.levels.clone(),
+        min_results: cfg.min_results,
+        probe_waves: cfg.probe_waves,
+        auto_stop: cfg.auto_stop,
+        min_improvement: cfg.min_improvement,
+        patience: cfg.patience,
+        correct_regex: cfg.correct_regex.clone(),
+        score_source: cfg.score_source.as_str().into(),
+        profile_scorer: task
+            .scorer
+            .as_ref()
+            .map(|s| s.name().to_owned())
+            .unwrap_or_default(),
+        expected_answer: if task.one_item_per_run {
+            None
+        } else {
+            task.items.first().and_then(|i| i.expected_answer.clone())
+        },
+        approx_tolerance: None,
+        dataset_rows: ds.map(|d| d.items_total),
+        dataset_sha256: ds.map(|d| d.sha256.clone()),
+        dataset: ds.map(|d| d.name.clone()),
+        dataset_path: ds.map(|d| d.path.clone()),
+        dataset_source: ds.map(|d| d.source.clone()),
+        dataset_items_total: ds.map(|d| d.items_total),
+        dataset_items_selected: ds.map(|_| task.items.len()),
+        prompt_sha256: sha256_hex(prompt.as_bytes()),
+        prefill_scout: cfg.prefill_scout,
+        temperature: cfg.temperature,
+        top_p: cfg.top_p,
+        request_overrides: task.request_overrides.clone(),
+        system_prompt: task.system_prompt.is_some(),
+        nvidia_p2p_override_effective: p2p.get("effective").and_then(Value::as_bool),
+        p2pmark_status: "not_run".into(),
+        amd_fabric_status: "not_run".into(),
+    }
+}
+
+/// How the numbers are made, in words (docs/completion-stats.md has the
+/// long form).
+pub(crate) fn methodology() -> CsMethodology {
+    CsMethodology {
+        name: "completion-token statistics".into(),
+        prefill: "Unless turned off, one request with max_tokens = 1 is sent first; its time to \
+                  first token and prompt tokens describe the prompt's prefill. It is not part of \
+                  any statistic."
+            .into(),
+        adaptive_concurrency: "Without a fixed concurrency, levels are probed in rising order \
+                               with C x waves requests each (waves alone at C = 1). A level \
+                               improves on the best so far when its aggregate gen tok/s exceeds \
+                               best x (1 + min_improvement); the first level always sets the \
+                               best. After `patience` levels without improvement the probe stops \
+                               (unless auto-stop is off), and batches at the best level follow \
+                               until min-results runs have completed there."
+            .into(),
+        token_need: "Completion tokens come from the server's usage report (else one per \
+                     streamed chunk, flagged estimated_tokens). Statistics are over completed \
+                     runs: avg, min, max, p50/p90/p99 (linear interpolation) and population std. \
+                     Aggregate gen tok/s = sum of tokens / the time at least one request was \
+                     generating (union of the first-to-last output chunk intervals); with one \
+                     request at a time that is sum of tokens / sum of gen_elapsed. The e2e \
+                     aggregate uses send-to-end intervals."
+            .into(),
+        correctness: "Each completed run is judged by the task's scorer (a case-insensitive \
+                      regex on the chosen text, or a profile's scorer); correct_rate = correct / \
+                      scored. With a dataset, accuracy carries a Wilson 95% interval."
+            .into(),
+    }
+}
