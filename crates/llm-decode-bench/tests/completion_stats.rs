@@ -417,11 +417,11 @@ fn dataset_run(dir: &Path, name: &str, answers: [&str; 4], extra: &[&str]) -> (P
     let out = sub.join("result.json");
     let mut args = vec![
         "--sim",
-        sc.to_str().unwrap(),
+        sc.to_str().expect("UTF-8 path"),
         "--test-profile",
         "gsm8k",
         "--dataset-file",
-        data.to_str().unwrap(),
+        data.to_str().expect("UTF-8 path"),
         "--completion-stats-concurrency",
         "1",
         "--completion-stats-no-prefill-scout",
@@ -429,7 +429,7 @@ fn dataset_run(dir: &Path, name: &str, answers: [&str; 4], extra: &[&str]) -> (P
         "200",
         "--no-hw-monitor",
         "--output",
-        out.to_str().unwrap(),
+        out.to_str().expect("UTF-8 path"),
     ];
     args.extend_from_slice(extra);
     let o = run(&args);
