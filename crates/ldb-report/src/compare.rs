@@ -11,7 +11,8 @@
 //!    concurrency; per metric the change in percent of the base, judged
 //!    against the threshold in the metric's direction ([`metric`]); cells
 //!    present or valid in one run only are kept and listed;
-//! 3. prefill rows: matched by context, the headline rate.
+//! 3. prefill rows: matched by context, the headline rate;
+//! 4. open-loop rate cells ([`rates`]): matched by context and offered rate.
 //!
 //! Runs are single measurements per cell, so no change is tested for
 //! significance; [`metric::Estimate`] has room for repeats when runs carry them.
@@ -21,6 +22,7 @@
 pub mod cells;
 mod json;
 pub mod metric;
+pub mod rates;
 pub mod settings;
 mod table;
 
@@ -29,6 +31,7 @@ use ldb_core::document::ResultDocument;
 pub use cells::{CellComparison, CellKey, Layer, Outcome, PrefillComparison};
 pub use json::to_json;
 pub use metric::{CellMetric, Change, Direction, Estimate, Significance, Verdict};
+pub use rates::{RateComparison, RateMetric};
 pub use settings::SettingDiff;
 pub use table::{render_markdown, render_text};
 
@@ -86,6 +89,8 @@ pub struct Comparison {
     pub cells: Vec<CellComparison>,
     /// Every prefill context of either run.
     pub prefill: Vec<PrefillComparison>,
+    /// Every open-loop rate cell of either run.
+    pub rates: Vec<RateComparison>,
 }
 
 impl Comparison {
@@ -101,6 +106,7 @@ impl Comparison {
             settings: settings::differences(&base.1.metadata, &new.1.metadata),
             cells: cells::compare_cells(base.1, new.1, threshold_pct),
             prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
+            rates: rates::compare_rates(base.1, new.1, threshold_pct),
         }
     }
 
@@ -109,10 +115,11 @@ impl Comparison {
         self.settings.iter().filter(|d| d.blocking).collect()
     }
 
-    /// Cells and prefill rows whose overall verdict is `v`.
+    /// Cells, prefill rows and rate cells whose overall verdict is `v`.
     pub fn count(&self, v: Verdict) -> usize {
         self.cells.iter().filter(|c| c.verdict == v).count()
             + self.prefill.iter().filter(|p| p.verdict == v).count()
+            + self.rates.iter().filter(|r| r.verdict == v).count()
     }
 
     /// Some cell or prefill row regressed beyond the threshold.

@@ -427,3 +427,71 @@ fn the_simulator_at_half_speed_is_a_regression_of_about_half() {
     assert_eq!(code(&o), Some(0), "{}", describe(&o));
     assert!(text(&o.stdout).contains("improvement"));
 }
+
+/// An open-loop run (12 requests at a constant 4 req/s) of `scenario_file`.
+fn open_loop_run(d: &Dir, scenario_file: &str, out: &str) -> String {
+    let out = d.path(out).to_str().expect("path").to_string();
+    let o = run(&[
+        "--sim",
+        scenario_file,
+        "--request-rate",
+        "4",
+        "--arrival",
+        "constant",
+        "--request-count",
+        "12",
+        "--contexts",
+        "0",
+        "--max-tokens",
+        "32",
+        "--skip-prefill",
+        "--no-hw-monitor",
+        "--display-mode",
+        "plain",
+        "--output",
+        &out,
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", describe(&o));
+    out
+}
+
+/// Open-loop rate cells are compared too: at the same offered rate a server
+/// half as fast delivers the same tokens per second but each request takes
+/// about twice as long end to end — a regression of the latency, exit 1.
+#[test]
+fn open_loop_rate_cells_are_compared_by_context_and_rate() {
+    let d = Dir::new();
+    let fast = d.write("fast.toml", &scenario(0.02));
+    let slow = d.write("slow.toml", &scenario(0.04));
+    let (fast_run, slow_run) = (
+        open_loop_run(&d, &fast, "fast.json"),
+        open_loop_run(&d, &slow, "slow.json"),
+    );
+    let o = run(&["compare", "--format", "json", &fast_run, &slow_run]);
+    assert_eq!(code(&o), Some(1), "{}", describe(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON output");
+    let cmp = &j["comparisons"][0];
+    assert_eq!(cmp["comparable"], true, "{cmp}");
+    let cells = cmp["rate_cells"].as_array().expect("rate cells");
+    assert_eq!(cells.len(), 1, "{cmp}");
+    let cell = &cells[0];
+    assert_eq!(cell["request_rate"], 4.0);
+    assert_eq!(cell["verdict"], "regression", "{cell}");
+    let pct = |k: &str| {
+        cell["metrics"][k]["change_pct"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    // 32 tokens at 20 ms vs 40 ms a step: twice the time per request
+    assert!((60.0..140.0).contains(&pct("e2e_p99")), "{cell}");
+    assert_eq!(cell["metrics"]["e2e_p99"]["verdict"], "regression");
+    // the same requests arrive at the same rate (output tok/s, whose span
+    // ends with the last answer, drops a little with the longer tail)
+    assert!(pct("achieved_rate").abs() < 10.0, "{cell}");
+
+    // text form: the rate table and the summary count it
+    let o = run(&["compare", &fast_run, &slow_run]);
+    let t = text(&o.stdout);
+    assert!(t.contains("Open-loop rate cells"), "{t}");
+    assert!(t.contains("rate cells."), "{t}");
+}

@@ -67,7 +67,7 @@ impl Outcome {
         }
     }
 
-    fn of(base: Option<bool>, new: Option<bool>) -> Outcome {
+    pub(crate) fn of(base: Option<bool>, new: Option<bool>) -> Outcome {
         match (base, new) {
             (Some(true), Some(true)) => Outcome::Compared,
             (Some(true), Some(false)) => Outcome::BecameInvalid,

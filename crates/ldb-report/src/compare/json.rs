@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::cells::{CellComparison, PrefillComparison};
 use super::metric::{Change, Estimate};
+use super::rates::RateComparison;
 use super::{CompareReport, Comparison, RunLabel};
 
 /// Layout version of the JSON; raised when a key changes meaning or goes away.
@@ -44,6 +45,27 @@ fn comparison(c: &Comparison) -> Value {
         },
         "cells": c.cells.iter().map(cell).collect::<Vec<_>>(),
         "prefill": c.prefill.iter().map(prefill).collect::<Vec<_>>(),
+        "rate_cells": c.rates.iter().map(rate).collect::<Vec<_>>(),
+    })
+}
+
+fn rate(r: &RateComparison) -> Value {
+    let mut metrics = Map::new();
+    for (m, ch) in &r.changes {
+        metrics.insert(m.key().into(), change(ch));
+    }
+    let status = |s: Option<(ldb_core::result::CellStatus, bool)>| s.map(|(st, _)| st.as_str());
+    let saturated = |s: Option<(ldb_core::result::CellStatus, bool)>| s.map(|(_, sat)| sat);
+    json!({
+        "context_tokens": r.context_tokens,
+        "request_rate": r.request_rate,
+        "base_status": status(r.base_status),
+        "new_status": status(r.new_status),
+        "base_saturated": saturated(r.base_status),
+        "new_saturated": saturated(r.new_status),
+        "outcome": r.outcome.as_str(),
+        "verdict": r.verdict.as_str(),
+        "metrics": metrics,
     })
 }
 

@@ -115,7 +115,32 @@ fn blocking_pairs(b: &Metadata, n: &Metadata) -> Vec<Pair> {
             map(&n.prompt_tokens_by_context),
         ),
         pair("run_status", opt(&b.run_status), opt(&n.run_status)),
+        pair(
+            "open_loop.request_rates",
+            open_loop(b, |o| list(&o.request_rates)),
+            open_loop(n, |o| list(&o.request_rates)),
+        ),
+        pair(
+            "open_loop.arrival",
+            open_loop(b, |o| o.arrival.to_string()),
+            open_loop(n, |o| o.arrival.to_string()),
+        ),
+        pair(
+            "open_loop.request_count",
+            open_loop(b, |o| o.request_count.to_string()),
+            open_loop(n, |o| o.request_count.to_string()),
+        ),
+        pair(
+            "open_loop.max_in_flight",
+            open_loop(b, |o| o.max_in_flight.to_string()),
+            open_loop(n, |o| o.max_in_flight.to_string()),
+        ),
     ]
+}
+
+/// A setting of the open-loop mode, `(none)` for a closed-loop run.
+fn open_loop(m: &Metadata, f: impl Fn(&ldb_core::document::OpenLoopSettings) -> String) -> String {
+    m.open_loop.as_ref().map_or_else(|| "(none)".into(), f)
 }
 
 /// Where and by what the run was made: shown so a reader sees it, but a new
@@ -126,6 +151,12 @@ fn info_pairs(b: &Metadata, n: &Metadata) -> Vec<Pair> {
         pair("sim_scenario", text(&b.sim_scenario), text(&n.sim_scenario)),
         pair("version", text(&b.version), text(&n.version)),
         pair("max_error_rate", b.max_error_rate, n.max_error_rate),
+        // another seed draws another schedule from the same process
+        pair(
+            "open_loop.seed",
+            open_loop(b, |o| o.seed.to_string()),
+            open_loop(n, |o| o.seed.to_string()),
+        ),
         pair(
             "kv_budget_tokens",
             opt(&b.kv_budget_tokens),

@@ -5,6 +5,7 @@ use ldb_core::numfmt::context;
 
 use super::cells::{CellComparison, Layer, Outcome, PrefillComparison};
 use super::metric::{CellMetric, Change, Verdict};
+use super::rates::{RateComparison, RateMetric};
 use super::{CompareReport, Comparison, RunLabel};
 
 /// Plain text for a terminal: one block per new run.
@@ -76,6 +77,11 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
         out.push_str(&prefill_grid(&c.prefill).render(style));
         out.push('\n');
     }
+    if !c.rates.is_empty() {
+        heading(out, "Open-loop rate cells", md);
+        out.push_str(&rate_grid(&c.rates).render(style));
+        out.push('\n');
+    }
     let summary = summary_line(c);
     out.push_str(&if md {
         format!("**{summary}**\n")
@@ -138,9 +144,14 @@ fn settings(out: &mut String, c: &Comparison, forced: bool, md: bool) {
 
 fn summary_line(c: &Comparison) -> String {
     let n = |v| c.count(v);
-    let total = c.cells.len() + c.prefill.len();
+    let total = c.cells.len() + c.prefill.len() + c.rates.len();
+    let of = if c.rates.is_empty() {
+        "cells and prefill rows"
+    } else {
+        "cells, prefill rows and rate cells"
+    };
     format!(
-        "{} regression(s), {} improvement(s), {} unchanged, {} not compared, of {total} cells and prefill rows.",
+        "{} regression(s), {} improvement(s), {} unchanged, {} not compared, of {total} {of}.",
         n(Verdict::Regression),
         n(Verdict::Improvement),
         n(Verdict::Unchanged),
@@ -198,6 +209,50 @@ fn cell_grid(cells: &[&CellComparison]) -> Grid {
                 row.push(ch.map_or_else(|| "n/a".into(), pct));
             }
             row.push(verdict(c.verdict).into());
+            row
+        })
+        .collect();
+    Grid {
+        head,
+        rows,
+        left: 3,
+    }
+}
+
+fn rate_grid(rows: &[RateComparison]) -> Grid {
+    let mut head = vec![
+        "ctx".to_string(),
+        "R req/s".into(),
+        "status".into(),
+        "out tok/s base → new".into(),
+    ];
+    head.extend(RateMetric::ALL.iter().map(|m| m.label().to_string()));
+    head.push("verdict".into());
+    let word = |s: Option<(ldb_core::result::CellStatus, bool)>| match s {
+        None => "absent".to_string(),
+        Some((st, true)) => format!("{} saturated", st.as_str()),
+        Some((st, false)) => st.as_str().to_string(),
+    };
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let status = match r.outcome {
+                Outcome::OnlyInBase => format!("only in base ({})", word(r.base_status)),
+                Outcome::OnlyInNew => format!("only in new ({})", word(r.new_status)),
+                _ if r.base_status == r.new_status => word(r.base_status),
+                _ => format!("{} → {}", word(r.base_status), word(r.new_status)),
+            };
+            let tps = match r.changes.first().map(|(_, ch)| ch) {
+                Some(Change {
+                    base: Some(b),
+                    new: Some(n),
+                    ..
+                }) => format!("{:.1} → {:.1}", b.value, n.value),
+                _ => "-".into(),
+            };
+            let mut row = vec![context(r.context_tokens), num(r.request_rate), status, tps];
+            row.extend(r.changes.iter().map(|(_, ch)| pct(ch)));
+            row.push(verdict(r.verdict).into());
             row
         })
         .collect();
