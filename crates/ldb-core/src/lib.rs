@@ -12,6 +12,8 @@
 pub mod arrivals;
 pub mod cellstats;
 pub mod chunk;
+pub mod cjk;
+pub mod coding_peak;
 pub mod client_load;
 pub mod document;
 pub mod engine;

@@ -224,6 +224,11 @@ pub struct OutputConfig {
     /// chunk its chunk has an empty delta while usage still grows, as on vLLM.
     #[serde(default)]
     pub textless_token_every: u32,
+    /// The n-th generated token (1-based; 0 = never) writes a Han ideograph
+    /// instead of its word: a model drifting into Chinese at a known point,
+    /// for the coding-peak `cjk_chars` and the CJK watchdog.
+    #[serde(default)]
+    pub han_at_token: u32,
 }
 
 /// Which delta field carries reasoning text in the vLLM personality.

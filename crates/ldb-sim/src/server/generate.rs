@@ -121,6 +121,7 @@ fn stream_response(
     frames.include_usage = req.include_usage;
     frames.continuous = req.continuous_usage;
     frames.textless_every = cfg.output.textless_token_every;
+    frames.han_at = cfg.output.han_at_token;
     let f = &cfg.faults;
     let nz = |v: u32| (v > 0).then_some(v);
     let mut faults = StreamFaults {
