@@ -8,6 +8,7 @@
 mod assemble;
 pub mod burst;
 pub mod cell;
+pub mod coding_peak;
 mod cell_io;
 mod cell_view;
 mod client_load;
