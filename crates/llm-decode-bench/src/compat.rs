@@ -14,8 +14,6 @@ enum Gap {
     CompletionStats,
     /// The paired per-item comparison of completion-stats results: planned.
     PairedCompare,
-    /// The coding-peak probe after the matrix: planned.
-    CodingPeak,
 }
 
 impl Gap {
@@ -33,7 +31,6 @@ impl Gap {
                 "the paired comparison of completion-stats results is not available yet; to \
                  compare two benchmark results use `llm-decode-bench compare`"
             }
-            Gap::CodingPeak => "the coding-peak probe is not available in this version yet",
         }
     }
 }
@@ -91,11 +88,6 @@ const MISSING: &[(&str, Gap)] = &[
     ("--completion-stats-top-p", Gap::CompletionStats),
     ("--compare-baseline", Gap::PairedCompare),
     ("--compare-candidate", Gap::PairedCompare),
-    ("--coding-peak", Gap::CodingPeak),
-    ("--coding-peak-runs", Gap::CodingPeak),
-    ("--coding-peak-max-tokens", Gap::CodingPeak),
-    ("--coding-peak-prompt", Gap::CodingPeak),
-    ("--coding-peak-temperature", Gap::CodingPeak),
 ];
 
 /// The first reference-only flag on the command line (as `--flag` or

@@ -110,7 +110,7 @@ fn reference_only_flags_are_explained_in_one_line() {
     for args in [
         &["--p2pmark-only"][..],
         &["--completion-stats", "--prompt", "hi"],
-        &["--coding-peak-runs=3"],
+        &["--amd-fabric-only"],
     ] {
         let o = run(args);
         let err = text(&o.stderr);
