@@ -34,7 +34,9 @@ pub fn count_han(text: &str) -> u64 {
 
 /// Byte offset of the first Han ideograph in `text`, if any.
 pub fn first_han(text: &str) -> Option<usize> {
-    text.char_indices().find(|&(_, c)| is_han(c)).map(|(i, _)| i)
+    text.char_indices()
+        .find(|&(_, c)| is_han(c))
+        .map(|(i, _)| i)
 }
 
 #[cfg(test)]
@@ -67,7 +69,9 @@ mod tests {
 
     #[test]
     fn kana_hangul_punctuation_and_fullwidth_forms_are_not_han() {
-        for c in ['あ', 'ア', '한', '。', '、', '「', 'Ａ', '！', '〇', 'ー', 'a', '£', '😀'] {
+        for c in [
+            'あ', 'ア', '한', '。', '、', '「', 'Ａ', '！', '〇', 'ー', 'a', '£', '😀',
+        ] {
             assert!(!is_han(c), "{c}");
         }
         assert_eq!(count_han("ひらがな カタカナ 한국어 「」。"), 0);

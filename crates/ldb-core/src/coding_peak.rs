@@ -314,10 +314,14 @@ mod tests {
         let v = serde_json::to_value(Sample::failed(3, "HTTP 500")).expect("json");
         assert_eq!(v, json!({"run": 3, "ok": false, "error": "HTTP 500"}));
         // An ok run without usage keeps its measured keys, as null.
-        let v = serde_json::to_value(Sample::measured(1, &m(None, Some(0.1), 1.0, "x")))
-            .expect("json");
+        let v =
+            serde_json::to_value(Sample::measured(1, &m(None, Some(0.1), 1.0, "x"))).expect("json");
         assert_eq!(v["completion_tokens"], Value::Null);
-        assert!(v.as_object().expect("object").contains_key("generation_tok_s"));
+        assert!(
+            v.as_object()
+                .expect("object")
+                .contains_key("generation_tok_s")
+        );
     }
 
     #[test]
@@ -353,6 +357,10 @@ mod tests {
         assert_eq!(b["max_tokens"], 7);
         assert_eq!(b["temperature"], 0.2);
         assert!(b.get("ignore_eos").is_none());
-        assert!(chat_request("m", &msgs, 7, None).get("temperature").is_none());
+        assert!(
+            chat_request("m", &msgs, 7, None)
+                .get("temperature")
+                .is_none()
+        );
     }
 }

@@ -8,10 +8,10 @@
 mod assemble;
 pub mod burst;
 pub mod cell;
-pub mod coding_peak;
 mod cell_io;
 mod cell_view;
 mod client_load;
+pub mod coding_peak;
 pub mod config;
 pub mod ctx;
 pub mod kvbudget;

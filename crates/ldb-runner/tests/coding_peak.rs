@@ -32,7 +32,10 @@ async fn failed_runs_are_samples_and_the_probe_goes_on() {
     for (i, s) in p.samples.iter().enumerate() {
         assert_eq!(s.run, i as u32 + 1);
         assert!(!s.ok);
-        assert!(s.error.as_deref().is_some_and(|e| e.contains("500")), "{s:?}");
+        assert!(
+            s.error.as_deref().is_some_and(|e| e.contains("500")),
+            "{s:?}"
+        );
     }
     assert_eq!(p.summary.max_generation_tok_s, None);
     sim.shutdown().await;

@@ -193,7 +193,9 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     let _ = writeln!(out, "Results saved to {}", output.display());
     let peak = if a.coding_peak && !outcome.interrupted && outcome.server_down.is_none() {
         drop(out);
-        Some(crate::coding_peak::run(&a, &server, &mut outcome.doc, &controls, &output, &opts).await)
+        Some(
+            crate::coding_peak::run(&a, &server, &mut outcome.doc, &controls, &output, &opts).await,
+        )
     } else {
         None
     };

@@ -144,7 +144,10 @@ async fn watch(a: CjkWatchdogArgs) -> Result<i32, AppError> {
         a.model.clone()
     };
     let messages = build_messages(&a);
-    println!("[INFO] server {label}, model {model}, max_tokens {}", a.max_tokens);
+    println!(
+        "[INFO] server {label}, model {model}, max_tokens {}",
+        a.max_tokens
+    );
     if a.context_tokens > 0 {
         let chars = a.context_tokens * CHARS_PER_TOKEN;
         println!(
@@ -290,7 +293,9 @@ fn live_row(
 ) -> String {
     let since_first = first.map_or(0.0, |f| ev.t - f);
     let rate = match ev.completion_tokens {
-        Some(tok) if since_first > 0.0 => format!("{:.1} tok/s │ tok {tok}", tok as f64 / since_first),
+        Some(tok) if since_first > 0.0 => {
+            format!("{:.1} tok/s │ tok {tok}", tok as f64 / since_first)
+        }
         Some(tok) => format!("— tok/s │ tok {tok}"),
         None if since_first > 0.0 => format!("{:.1} chunks/s", chunks as f64 / since_first),
         None => "— chunks/s".to_string(),
@@ -325,7 +330,10 @@ fn print_iteration(it: &Iteration, stopped: bool, color: bool) {
         println!(
             "{}",
             paint(
-                &format!("[CJK] {} Han ideograph(s) in iteration #{}{early}", it.han, it.n),
+                &format!(
+                    "[CJK] {} Han ideograph(s) in iteration #{}{early}",
+                    it.han, it.n
+                ),
                 "1;37;41",
                 color
             )
@@ -376,10 +384,7 @@ mod tests {
         };
         assert_eq!(it.rate_total(), Some(40.0));
         assert_eq!(it.rate_generation(), Some(50.0));
-        let no_usage = Iteration {
-            tokens: None,
-            ..it
-        };
+        let no_usage = Iteration { tokens: None, ..it };
         assert_eq!(no_usage.rate_generation(), None);
         let mut t = Totals::default();
         t.add(it);

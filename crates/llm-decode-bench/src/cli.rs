@@ -74,7 +74,12 @@ pub struct CjkWatchdogArgs {
     #[arg(long, default_value_t = 5000)]
     pub port: u16,
     /// API key sent as `Authorization: Bearer` (empty: none; never printed).
-    #[arg(long, env = "LLM_BENCH_API_KEY", hide_env_values = true, default_value = "")]
+    #[arg(
+        long,
+        env = "LLM_BENCH_API_KEY",
+        hide_env_values = true,
+        default_value = ""
+    )]
     pub api_key: String,
     /// Model name (empty: the first model the server lists).
     #[arg(long, default_value = "")]

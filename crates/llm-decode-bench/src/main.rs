@@ -5,8 +5,8 @@
 
 mod app;
 mod cjk_watchdog;
-mod coding_peak;
 mod cli;
+mod coding_peak;
 mod compare;
 mod compat;
 mod config;

@@ -142,7 +142,10 @@ fn the_api_key_is_sent_but_never_printed() {
     let wrong = "sk-wrong-key-456";
     let (code, out, err) = watchdog(&s, &["--api-key", wrong, "--model", "sim-watch"]);
     assert_eq!(code, Some(3), "{out}\n{err}");
-    assert!(out.contains("[ERR]") || err.contains("error"), "{out}\n{err}");
+    assert!(
+        out.contains("[ERR]") || err.contains("error"),
+        "{out}\n{err}"
+    );
     assert!(!out.contains(wrong) && !err.contains(wrong));
 }
 

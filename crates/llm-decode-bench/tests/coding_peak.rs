@@ -66,12 +66,7 @@ fn peak_run(scenario_text: &str, extra: &[&str]) -> (Value, String) {
     args.extend_from_slice(extra);
     let o = run(&args);
     let stdout = text(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        text(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
     let raw = std::fs::read_to_string(&out).expect("result file");
     (serde_json::from_str(&raw).expect("JSON"), stdout)
 }
@@ -203,7 +198,15 @@ fn bad_coding_peak_values_are_refused_before_anything_is_sent() {
         ("--coding-peak-max-tokens", "0"),
         ("--coding-peak-temperature", "-1"),
     ] {
-        let o = run(&["--coding-peak", flag, value, "--host", "127.0.0.1", "--port", "9"]);
+        let o = run(&[
+            "--coding-peak",
+            flag,
+            value,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "9",
+        ]);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}");
         assert!(text(&o.stderr).contains(flag), "{}", text(&o.stderr));
     }

@@ -19,7 +19,13 @@ fn lines(cx: &Ctx<'_>, p: &CodingPeak) -> Vec<String> {
     let opt_rate = |v: Option<f64>| v.map_or_else(|| "—".to_string(), rate);
     let mut summary = Table::new(
         "Coding Peak",
-        &["runs", "median tok/s", "mean tok/s", "max tok/s", "CJK runs"],
+        &[
+            "runs",
+            "median tok/s",
+            "mean tok/s",
+            "max tok/s",
+            "CJK runs",
+        ],
     )
     .title_suffix(&format!(
         "single stream, max_tokens {}, no ignore_eos",
@@ -38,7 +44,15 @@ fn lines(cx: &Ctx<'_>, p: &CodingPeak) -> Vec<String> {
     out.push(String::new());
     let mut runs = Table::new(
         "Coding Peak runs",
-        &["run", "finish", "tokens", "TTFT s", "gen tok/s", "total tok/s", "CJK"],
+        &[
+            "run",
+            "finish",
+            "tokens",
+            "TTFT s",
+            "gen tok/s",
+            "total tok/s",
+            "CJK",
+        ],
     )
     .right(&[0, 2, 3, 4, 5, 6]);
     for r in &p.samples {

@@ -34,12 +34,7 @@ impl Overlay {
         let mut out = std::io::stdout().lock();
         // Make room, then confine scrolling to the rows above the overlay and
         // put the cursor at the bottom of that region.
-        let _ = write!(
-            out,
-            "\n\n\x1b[1;{}r\x1b[{};1H",
-            rows - 2,
-            rows - 2
-        );
+        let _ = write!(out, "\n\n\x1b[1;{}r\x1b[{};1H", rows - 2, rows - 2);
         let _ = out.flush();
         Some(o)
     }
