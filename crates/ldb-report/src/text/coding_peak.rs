@@ -97,3 +97,54 @@ fn clip(s: &str, n: usize) -> String {
         format!("{}…", s.chars().take(n).collect::<String>())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ldb_core::coding_peak::{CodingPeak, Measured, Sample};
+    use ldb_core::document::ResultDocument;
+
+    use crate::text::{TextOptions, render_coding_peak, render_to_string};
+
+    fn doc() -> ResultDocument {
+        let m = Measured {
+            finish_reason: Some("stop".into()),
+            completion_tokens: Some(120),
+            first_token: Some(0.2),
+            end: 1.4,
+            content: "def sieve(n): 水".into(),
+            reasoning: String::new(),
+        };
+        let samples = vec![
+            Sample::measured(1, &m),
+            Sample::failed(2, "HTTP 500 from http://127.0.0.1:1/v1/chat/completions: boom"),
+            Sample::measured(3, &m),
+        ];
+        ResultDocument {
+            coding_peak: Some(CodingPeak::new("p", 3, 2000, None, samples)),
+            ..ResultDocument::default()
+        }
+    }
+
+    #[test]
+    fn the_tables_show_the_summary_and_every_run() {
+        let d = doc();
+        let text = render_coding_peak(&d, &TextOptions::default());
+        assert!(text.contains("Coding Peak"), "{text}");
+        assert!(text.contains("2/3"), "{text}");
+        assert!(text.contains("ERROR: HTTP 500"), "{text}");
+        // 120 tokens over 1.2 s of generation.
+        assert!(text.contains("100"), "{text}");
+        assert!(render_to_string(&d, &TextOptions::default()).contains("Coding Peak runs"));
+        assert_eq!(
+            render_coding_peak(&ResultDocument::default(), &TextOptions::default()),
+            ""
+        );
+    }
+
+    #[test]
+    fn the_section_survives_a_save_and_a_load() {
+        let d = doc();
+        let back = ResultDocument::from_json_str(&d.to_json_string()).expect("loads");
+        assert_eq!(back.coding_peak, d.coding_peak);
+    }
+}
