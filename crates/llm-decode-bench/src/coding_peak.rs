@@ -64,6 +64,17 @@ pub async fn run(
     print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
     ldb_report::json::write_atomic(output, doc).map_err(|e| AppError::Output(e.to_string()))?;
     println!("Results saved to {}", output.display());
+    if let Some(path) = &a.html {
+        // The page was last written with the matrix; add the probe to it.
+        let name = ldb_report::html::name_of(output);
+        let inputs = [ldb_report::html::Input { name: &name, doc }];
+        let html_opts = ldb_report::html::HtmlOptions {
+            show_capacity_limited_values: opts.show_capacity_limited_values,
+        };
+        if let Err(e) = ldb_report::html::write_atomic(path, &inputs, &html_opts) {
+            eprintln!("warning: the HTML report was not updated with the coding peak: {e}");
+        }
+    }
     Ok(None)
 }
 

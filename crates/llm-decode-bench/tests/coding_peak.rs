@@ -37,9 +37,11 @@ han_at_token = {han_at_token}
     )
 }
 
-/// A tiny matrix, then the probe; the result file's JSON and stdout.
-fn peak_run(scenario_text: &str, extra: &[&str]) -> (Value, String) {
+/// A tiny matrix, then the probe; the result file's JSON, stdout and the
+/// HTML page.
+fn peak_run(scenario_text: &str, extra: &[&str]) -> (Value, String, String) {
     let (dir, out) = tmp("peak.json");
+    let html = dir.path().join("page.html");
     let sc = dir.path().join("sc.toml");
     std::fs::write(&sc, scenario_text).expect("scenario written");
     let mut args = vec![
@@ -62,18 +64,21 @@ fn peak_run(scenario_text: &str, extra: &[&str]) -> (Value, String) {
         "--output",
         out.to_str().expect("path"),
         "--coding-peak",
+        "--html",
+        html.to_str().expect("path"),
     ];
     args.extend_from_slice(extra);
     let o = run(&args);
     let stdout = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
     let raw = std::fs::read_to_string(&out).expect("result file");
-    (serde_json::from_str(&raw).expect("JSON"), stdout)
+    let page = std::fs::read_to_string(&html).expect("HTML page");
+    (serde_json::from_str(&raw).expect("JSON"), stdout, page)
 }
 
 #[test]
 fn runs_to_max_tokens_at_the_simulators_rate() {
-    let (doc, stdout) = peak_run(
+    let (doc, stdout, page) = peak_run(
         &scenario(0, 0),
         &["--coding-peak-runs", "3", "--coding-peak-max-tokens", "40"],
     );
@@ -127,11 +132,12 @@ fn runs_to_max_tokens_at_the_simulators_rate() {
     assert!(stdout.contains("Coding Peak"), "{stdout}");
     assert!(stdout.contains("3/3"), "{stdout}");
     assert_eq!(stdout.matches("Results saved to").count(), 2, "{stdout}");
+    assert!(page.contains("id=\"coding-peak\""));
 }
 
 #[test]
 fn stops_at_the_models_end_and_counts_han_ideographs() {
-    let (doc, _) = peak_run(
+    let (doc, _, _) = peak_run(
         &scenario(25, 10),
         &[
             "--coding-peak-runs",

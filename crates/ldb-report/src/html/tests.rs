@@ -255,3 +255,33 @@ fn a_cell_without_a_value_is_not_plotted() {
     assert!(figure_of(&html, "chart-prefill").contains("no data"));
     assert!(html.contains("prefill 1k: skipped, beyond the model context"));
 }
+
+#[test]
+fn the_coding_peak_section_appears_only_with_the_probe() {
+    let plain = ResultDocument::default();
+    assert!(!page(&plain).contains("id=\"coding-peak\""));
+    let m = ldb_core::coding_peak::Measured {
+        finish_reason: Some("stop".into()),
+        completion_tokens: Some(90),
+        first_token: Some(0.1),
+        end: 1.0,
+        content: "<b>".into(),
+        reasoning: String::new(),
+    };
+    let doc = ResultDocument {
+        coding_peak: Some(ldb_core::coding_peak::CodingPeak::new(
+            "p",
+            2,
+            100,
+            None,
+            vec![
+                ldb_core::coding_peak::Sample::measured(1, &m),
+                ldb_core::coding_peak::Sample::failed(2, "x"),
+            ],
+        )),
+        ..ResultDocument::default()
+    };
+    let html = page(&doc);
+    assert!(html.contains("id=\"coding-peak\""), "{html}");
+    assert!(html.contains("<td>1/2</td><td>100.0</td>"), "{html}");
+}

@@ -116,7 +116,10 @@ mod tests {
         };
         let samples = vec![
             Sample::measured(1, &m),
-            Sample::failed(2, "HTTP 500 from http://127.0.0.1:1/v1/chat/completions: boom"),
+            Sample::failed(
+                2,
+                "HTTP 500 from http://127.0.0.1:1/v1/chat/completions: boom",
+            ),
             Sample::measured(3, &m),
         ];
         ResultDocument {
