@@ -131,8 +131,10 @@ enum End {
 }
 
 async fn watch(a: CjkWatchdogArgs) -> Result<i32, AppError> {
-    let (base, label) = crate::config::server_address(&a.host, Some(a.port))
+    let (base, _) = crate::config::server_address(&a.host, Some(a.port))
         .map_err(|crate::config::ConfigError(e)| AppError::Config(e))?;
+    // The address requests go to, without any credentials a URL may hold.
+    let label = ldb_core::redact::redact_url(&base);
     let key = Some(a.api_key.clone()).filter(|k| !k.is_empty());
     let http = Http::new(&base, key, 1).map_err(|e| AppError::Server(e.to_string()))?;
     let model = if a.model.is_empty() {

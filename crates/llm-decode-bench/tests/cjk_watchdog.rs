@@ -7,7 +7,7 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, run, text, tmp};
+use common::{bin, free_port, run, signal, text, tmp};
 
 fn scenario(han_at_token: u32, api_key: Option<&str>) -> String {
     let key = api_key.map_or(String::new(), |k| format!("api_key = \"{k}\"\n"));
@@ -110,6 +110,17 @@ fn a_clean_stream_exits_0_after_one_iteration() {
     assert!(out.contains("CJK: 0"), "{out}");
     // The echoed text (simulated words) is there, reasoning included.
     assert!(out.contains("engine"), "{out}");
+
+    // A URL without a port gets --port; one with a port keeps it.
+    let port = s.port.to_string();
+    let url = format!("http://127.0.0.1:{port}");
+    for host in ["http://127.0.0.1", url.as_str()] {
+        let other_port = if host == url { "9" } else { port.as_str() };
+        let o = run(&["cjk-watchdog", "--host", host, "--port", other_port]);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{host}: {out}{}", text(&o.stderr));
+        assert!(out.contains(&format!("server {url},")), "{out}");
+    }
 }
 
 #[test]
@@ -182,4 +193,32 @@ fn bad_flags_are_one_line_errors_with_exit_2() {
     let o = run(&["cjk-watchdog", "--version"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
+    let s = sim(0, None);
+    let child = bin()
+        .args([
+            "cjk-watchdog",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &s.port.to_string(),
+            "--max-tokens",
+            "40",
+            "--loop",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watchdog starts");
+    // A clean scenario loops until stopped: let it run a few iterations.
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&child, "-INT");
+    let o = child.wait_with_output().expect("exits");
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{out}{}", text(&o.stderr));
+    assert!(out.contains("Iteration #2"), "{out}");
+    assert!(out.contains("stopped: interrupted (Ctrl-C)"), "{out}");
 }
