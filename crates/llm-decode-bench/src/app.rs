@@ -191,6 +191,9 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return Err(AppError::Output(e));
     }
     let _ = writeln!(out, "Results saved to {}", output.display());
+    if a.coding_peak && (outcome.interrupted || outcome.server_down.is_some()) {
+        let _ = writeln!(out, "Coding peak not run: the matrix did not finish.");
+    }
     let peak = if a.coding_peak && !outcome.interrupted && outcome.server_down.is_none() {
         drop(out);
         Some(
