@@ -8,6 +8,7 @@ pub mod error;
 pub mod http;
 pub mod scrape;
 pub mod stream;
+pub mod text_stream;
 
 pub use error::{ClientError, Result};
 pub use http::Http;

@@ -251,6 +251,8 @@ pub struct ResultDocument {
     pub methodology: Value,
     /// `--slo` targets and frontier (absent without `--slo`).
     pub slo: Option<SloSummary>,
+    /// The `--coding-peak` probe (absent without it).
+    pub coding_peak: Option<crate::coding_peak::CodingPeak>,
 }
 
 /// The file as written: the document's fields by reference, in file order,
@@ -279,6 +281,8 @@ struct DocumentOut<'a> {
     slo: Option<&'a SloSummary>,
     #[serde(serialize_with = "null_as_empty")]
     methodology: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coding_peak: Option<&'a crate::coding_peak::CodingPeak>,
 }
 
 /// `{"status": "not_run"}`: fabric benchmarks this tool does not run.
@@ -322,6 +326,7 @@ impl Serialize for ResultDocument {
             rate_results: &self.rate_results,
             slo: self.slo.as_ref(),
             methodology: &self.methodology,
+            coding_peak: self.coding_peak.as_ref(),
         }
         .serialize(s)
     }

@@ -12,7 +12,9 @@
 pub mod arrivals;
 pub mod cellstats;
 pub mod chunk;
+pub mod cjk;
 pub mod client_load;
+pub mod coding_peak;
 pub mod cstats;
 pub mod document;
 pub mod engine;

@@ -5,12 +5,14 @@
 //! **Per-Request tok/s**, **Client request latency: p50 / p90 ms**,
 //! **Hardware Summary** and **Whole-run GPU Power**, **Phase 3** (burst grid
 //! and p50 table, or a "not run" note), the **SLO** verdicts and frontier
-//! (only with `--slo`) and the **Primary Summary** (prefill and
-//! aggregate decode side by side when the terminal is wide enough).
+//! (only with `--slo`), the **Primary Summary** (prefill and
+//! aggregate decode side by side when the terminal is wide enough) and the
+//! **Coding Peak** (only with `--coding-peak`).
 //!
 //! `docs/report.md` describes every table, column and marker.
 
 mod burst;
+mod coding_peak;
 // The HTML report reuses the cell grammar, legend and formats.
 pub(crate) mod cells;
 pub(crate) mod decode;
@@ -142,6 +144,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
             out.push(String::new());
         }
         out.extend(summary::section(&cx));
+        out.extend(coding_peak::section(&cx));
         return out;
     }
     if !doc.results.is_empty() {
@@ -153,6 +156,24 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     out.extend(burst::section(&cx));
     out.extend(slo::section(&cx));
     out.extend(summary::section(&cx));
+    out.extend(coding_peak::section(&cx));
+    out
+}
+
+/// The **Coding Peak** tables alone (printed after the probe, which runs
+/// once the report of the matrix is out); empty without the section.
+pub fn render_coding_peak(doc: &ResultDocument, opts: &TextOptions) -> String {
+    let cx = Ctx {
+        doc,
+        width: usize::from(opts.width.max(40)),
+        color: opts.color,
+        show_hidden: opts.show_capacity_limited_values,
+    };
+    let mut out = String::new();
+    for line in coding_peak::section(&cx) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
 }
 

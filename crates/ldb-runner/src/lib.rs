@@ -11,6 +11,7 @@ pub mod cell;
 mod cell_io;
 mod cell_view;
 mod client_load;
+pub mod coding_peak;
 pub mod config;
 pub mod cstats;
 pub mod ctx;

@@ -224,6 +224,11 @@ pub struct OutputConfig {
     /// chunk its chunk has an empty delta while usage still grows, as on vLLM.
     #[serde(default)]
     pub textless_token_every: u32,
+    /// The n-th generated token (1-based; 0 = never) writes a Han ideograph
+    /// instead of its word: a model drifting into Chinese at a known point,
+    /// for the coding-peak `cjk_chars` and the CJK watchdog.
+    #[serde(default)]
+    pub han_at_token: u32,
     /// Scripted answers for chat requests, served in request order and
     /// cycling (empty = the generated filler text). Each fixes the answer's
     /// text, its length in tokens and its finish reason, so a test knows the

@@ -193,13 +193,21 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         color: std::io::stdout().is_terminal(),
     };
     let output = cfg.output.clone();
+    let server = (cfg.base_url.clone(), cfg.api_key.clone());
     let result = ldb_runner::run(cfg, hooks).await;
     ui.finish().await;
     startup.monitor.stop();
-    if let Some(s) = sim {
-        s.shutdown().await;
-    }
-    let mut outcome = result.map_err(run_error)?;
+    // The coding peak needs the server after the report; the simulator stays
+    // up until then.
+    let mut outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            if let Some(s) = sim {
+                s.shutdown().await;
+            }
+            return Err(run_error(e));
+        }
+    };
     // The same verdicts the saved file carries (the save hook judged its copy).
     if let Some(spec) = &slo {
         ldb_core::slo::evaluate(spec, &mut outcome.doc);
@@ -214,6 +222,23 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return Err(AppError::Output(e));
     }
     let _ = writeln!(out, "Results saved to {}", output.display());
+    if a.coding_peak && (outcome.interrupted || outcome.server_down.is_some()) {
+        let _ = writeln!(out, "Coding peak not run: the matrix did not finish.");
+    }
+    let peak = if a.coding_peak && !outcome.interrupted && outcome.server_down.is_none() {
+        drop(out);
+        Some(
+            crate::coding_peak::run(&a, &server, &mut outcome.doc, &controls, &output, &opts).await,
+        )
+    } else {
+        None
+    };
+    if let Some(s) = sim {
+        s.shutdown().await;
+    }
+    if let Some(code) = peak.transpose()?.flatten() {
+        return Ok(code);
+    }
     if let Some(why) = &outcome.server_down {
         return Err(AppError::Server(format!(
             "{why}; the cells finished before are saved in {} (continue with --resume once the \

@@ -50,6 +50,55 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure this host's client ceiling: streams from an in-process simulator at rising load.
     Selftest(SelftestArgs),
+    /// Stream chat completions and watch for Han (Chinese) ideographs in the output
+    /// (exit 2 when one appears).
+    CjkWatchdog(CjkWatchdogArgs),
+}
+
+/// Exit codes of `cjk-watchdog`, printed in its `--help`.
+pub const CJK_EXIT_CODES: &str = "\
+Exit codes:
+  0    no Han ideograph was streamed (one iteration, or --loop ended without one)
+  2    a Han ideograph was streamed; also a bad command line (as the reference script)
+  3    the server was unreachable or answered with an error (the loop ends there)
+  130  interrupted (Ctrl-C)";
+
+/// `cjk-watchdog` flags (the reference script's names and defaults).
+#[derive(Debug, Args)]
+#[command(after_help = CJK_EXIT_CODES, version)]
+pub struct CjkWatchdogArgs {
+    /// Server host name, or a full URL (the port is appended only when the URL has none).
+    #[arg(long, default_value = "localhost")]
+    pub host: String,
+    /// Server port.
+    #[arg(long, default_value_t = 5000)]
+    pub port: u16,
+    /// API key sent as `Authorization: Bearer` (empty: none; never printed).
+    #[arg(
+        long,
+        env = "LLM_BENCH_API_KEY",
+        hide_env_values = true,
+        default_value = ""
+    )]
+    pub api_key: String,
+    /// Model name (empty: the first model the server lists).
+    #[arg(long, default_value = "")]
+    pub model: String,
+    /// Put a synthetic document of about N tokens before the prompt (0 = none).
+    #[arg(short = 'c', long, default_value_t = 0)]
+    pub context_tokens: u64,
+    /// The user prompt.
+    #[arg(short = 'p', long, default_value = ldb_core::coding_peak::DEFAULT_PROMPT)]
+    pub prompt: String,
+    /// max_tokens per request.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: u64,
+    /// Repeat until a Han ideograph appears (the stream is closed at the first one).
+    #[arg(short = 'L', long = "loop")]
+    pub repeat: bool,
+    /// No live status rows at the bottom of the terminal (plain output).
+    #[arg(long)]
+    pub no_overlay: bool,
 }
 
 /// `selftest` flags.
@@ -377,6 +426,29 @@ pub struct BenchArgs {
     /// Completion-token statistics mode.
     #[command(flatten)]
     pub cstats: crate::cli_cstats::CsArgs,
+    /// After the matrix's report and save, run single-stream coding requests one after
+    /// another and add their generation speed to the result (`coding_peak`).
+    #[arg(long)]
+    pub coding_peak: bool,
+    /// Number of sequential coding-peak runs.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub coding_peak_runs: u32,
+    /// max_tokens of each coding-peak run (the server's own stop applies: no ignore_eos).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub coding_peak_max_tokens: u64,
+    /// The coding-peak prompt.
+    #[arg(long, default_value = ldb_core::coding_peak::DEFAULT_PROMPT)]
+    pub coding_peak_prompt: String,
+    /// Sampling temperature of the coding-peak runs (not sent when unset).
+    #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
+    pub coding_peak_temperature: Option<f64>,
+}
+
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a temperature from 0 to 100")),
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,6 @@ enum Gap {
     /// (CUDA peer-to-peer, AMD xGMI); they measure the interconnect, not the
     /// server, and are best run on their own.
     Fabric,
-    /// The coding-peak probe after the matrix: planned.
-    CodingPeak,
 }
 
 impl Gap {
@@ -21,7 +19,6 @@ impl Gap {
                 "the reference's GPU fabric diagnostics (P2P / xGMI helper binaries) are not part \
                  of this benchmark; run those tools on their own"
             }
-            Gap::CodingPeak => "the coding-peak probe is not available in this version yet",
         }
     }
 }
@@ -52,11 +49,6 @@ const MISSING: &[(&str, Gap)] = &[
     ("--amd-fabric-latency-iters", Gap::Fabric),
     ("--amd-fabric-max-nodes", Gap::Fabric),
     ("--amd-fabric-timeout", Gap::Fabric),
-    ("--coding-peak", Gap::CodingPeak),
-    ("--coding-peak-runs", Gap::CodingPeak),
-    ("--coding-peak-max-tokens", Gap::CodingPeak),
-    ("--coding-peak-prompt", Gap::CodingPeak),
-    ("--coding-peak-temperature", Gap::CodingPeak),
 ];
 
 /// The first reference-only flag on the command line (as `--flag` or

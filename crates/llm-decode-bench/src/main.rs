@@ -4,8 +4,10 @@
 //! code (documented in `--help` and the README).
 
 mod app;
+mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
+mod coding_peak;
 mod compare;
 mod compat;
 mod config;
@@ -35,6 +37,11 @@ fn main() {
             } else {
                 app::exit::OK
             };
+            if e.use_stderr() && argv.get(1).is_some_and(|a| a == "cjk-watchdog") {
+                // The watchdog's scripts read one line, as from the reference script.
+                cjk_watchdog::print_flag_error(&e);
+                std::process::exit(code);
+            }
             let _ = e.print();
             std::process::exit(code);
         }
@@ -55,6 +62,7 @@ fn main() {
             Some(cli::Command::Compare(a)) => compare::run(&a),
             Some(cli::Command::Report(a)) => report::run(&a),
             Some(cli::Command::Selftest(a)) => selftest::run(&a).await,
+            Some(cli::Command::CjkWatchdog(a)) => cjk_watchdog::run(a).await,
             None => app::bench(cli.bench, argv).await,
         }
     });

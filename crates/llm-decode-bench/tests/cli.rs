@@ -109,8 +109,8 @@ fn token_targeting_estimate_skips_the_exact_count() {
 fn reference_only_flags_are_explained_in_one_line() {
     for args in [
         &["--p2pmark-only"][..],
-        &["--compare-baseline", "base.json"],
-        &["--coding-peak-runs=3"],
+        &["--amd-fabric-only"],
+        &["--p2pmark-size-mb=64"],
     ] {
         let o = run(args);
         let err = text(&o.stderr);

@@ -273,3 +273,33 @@ fn burst_and_slo_frontier_charts_appear_only_with_their_data() {
         assert!(f.contains("<svg"), "{id} has no chart: {f}");
     }
 }
+
+#[test]
+fn the_coding_peak_section_appears_only_with_the_probe() {
+    let plain = ResultDocument::default();
+    assert!(!page(&plain).contains("id=\"coding-peak\""));
+    let m = ldb_core::coding_peak::Measured {
+        finish_reason: Some("stop".into()),
+        completion_tokens: Some(90),
+        first_token: Some(0.1),
+        end: 1.0,
+        content: "<b>".into(),
+        reasoning: String::new(),
+    };
+    let doc = ResultDocument {
+        coding_peak: Some(ldb_core::coding_peak::CodingPeak::new(
+            "p",
+            2,
+            100,
+            None,
+            vec![
+                ldb_core::coding_peak::Sample::measured(1, &m),
+                ldb_core::coding_peak::Sample::failed(2, "x"),
+            ],
+        )),
+        ..ResultDocument::default()
+    };
+    let html = page(&doc);
+    assert!(html.contains("id=\"coding-peak\""), "{html}");
+    assert!(html.contains("<td>1/2</td><td>100.0</td>"), "{html}");
+}

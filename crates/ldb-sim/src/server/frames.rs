@@ -41,11 +41,18 @@ pub(crate) struct Frames {
     pub textless_every: u32,
     /// The scripted answer this stream writes instead of the filler text.
     pub script: Option<Script>,
+    /// 1-based index of the token written as a Han ideograph (0 = none); see
+    /// `OutputConfig::han_at_token`.
+    pub han_at: u32,
 }
 
 fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }
+
+/// The word of the `han_at_token` token: one ideograph (U+6C34, "water"),
+/// written as raw UTF-8 like an engine would.
+const HAN_PIECE: &str = " \u{6C34}";
 
 /// The EOS token id reported by SGLang `matched_stop`.
 const EOS_ID: u32 = 151_645;
@@ -102,6 +109,7 @@ impl Frames {
             continuous: false,
             textless_every: 0,
             script: None,
+            han_at: 0,
         }
     }
 
@@ -302,7 +310,8 @@ impl Frames {
         self.close(buf, self.cont(from + n), None);
     }
 
-    /// The text of tokens `from .. from + n`, leaving out the textless ones.
+    /// The text of tokens `from .. from + n`, leaving out the textless ones
+    /// and writing the Han token's ideograph in place of its word.
     fn write_text(&self, buf: &mut Vec<u8>, from: u32, n: u32) {
         if let Some(script) = &self.script {
             for i in from..from + n {
@@ -312,11 +321,13 @@ impl Frames {
             }
             return;
         }
-        if self.textless_every == 0 {
+        if self.textless_every == 0 && self.han_at == 0 {
             return write_pieces(buf, from, n);
         }
         for i in from..from + n {
-            if (i + 1) % self.textless_every != 0 {
+            if i + 1 == self.han_at {
+                buf.extend_from_slice(HAN_PIECE.as_bytes());
+            } else if self.textless_every == 0 || (i + 1) % self.textless_every != 0 {
                 buf.extend_from_slice(output_piece(i).as_bytes());
             }
         }

@@ -134,6 +134,7 @@ fn stream_response(
     if let Some(script) = req.script.clone() {
         frames.set_script(script);
     }
+    frames.han_at = cfg.output.han_at_token;
     let f = &cfg.faults;
     let nz = |v: u32| (v > 0).then_some(v);
     let mut faults = StreamFaults {

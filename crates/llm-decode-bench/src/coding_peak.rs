@@ -1,0 +1,106 @@
+//! `--coding-peak`: after the matrix's report and save, the single-stream
+//! coding probe; its section is added to the result file (saved atomically
+//! again) and its tables are printed.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use ldb_core::document::ResultDocument;
+use ldb_runner::Controls;
+use ldb_runner::coding_peak::CodingPeakConfig;
+
+use crate::cli::BenchArgs;
+use crate::error::{AppError, exit};
+
+/// Runs the probe against the benchmarked server (`server`: base URL and
+/// API key) and model. `Ok(Some(130))` when Ctrl-C stopped it (the file keeps
+/// the matrix alone); `Ok(None)` when the run's own exit code stands.
+pub async fn run(
+    a: &BenchArgs,
+    server: &(String, Option<String>),
+    doc: &mut ResultDocument,
+    controls: &Controls,
+    output: &Path,
+    opts: &ldb_report::text::TextOptions,
+) -> Result<Option<i32>, AppError> {
+    let cfg = CodingPeakConfig {
+        runs: a.coding_peak_runs,
+        max_tokens: a.coding_peak_max_tokens,
+        prompt: a.coding_peak_prompt.clone(),
+        temperature: a.coding_peak_temperature,
+    };
+    let color = std::io::stdout().is_terminal();
+    let title = format!(
+        "Running the coding peak: {} single-stream run(s), max_tokens {}...",
+        cfg.runs, cfg.max_tokens
+    );
+    if color {
+        println!("\x1b[1;36m{title}\x1b[0m");
+    } else {
+        println!("{title}");
+    }
+    let http = ldb_client::Http::new(&server.0, server.1.clone(), 1)
+        .map_err(|e| AppError::Server(e.to_string()))?;
+    let model = doc.metadata.model.clone();
+    let runs = cfg.runs;
+    let probe = ldb_runner::coding_peak::run(&http, &model, &cfg, |s| {
+        println!("  {}", progress_line(s, runs));
+        let _ = std::io::stdout().flush();
+    });
+    let peak = tokio::select! {
+        p = probe => p,
+        () = controls.stop.cancelled() => {
+            println!("Coding peak interrupted: {} keeps the matrix alone.", output.display());
+            return Ok(Some(exit::INTERRUPTED));
+        }
+    };
+    doc.coding_peak = Some(peak);
+    if let Some(m) = doc.methodology.as_object_mut() {
+        m.insert(
+            "coding_peak".to_string(),
+            ldb_core::coding_peak::methodology(),
+        );
+    }
+    print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
+    ldb_report::json::write_atomic(output, doc).map_err(|e| AppError::Output(e.to_string()))?;
+    println!("Results saved to {}", output.display());
+    if let Some(path) = &a.html {
+        // The page was last written with the matrix; add the probe to it.
+        let name = ldb_report::html::name_of(output);
+        let inputs = [ldb_report::html::Input { name: &name, doc }];
+        let html_opts = ldb_report::html::HtmlOptions {
+            show_capacity_limited_values: opts.show_capacity_limited_values,
+        };
+        if let Err(e) = ldb_report::html::write_atomic(path, &inputs, &html_opts) {
+            eprintln!("warning: the HTML report was not updated with the coding peak: {e}");
+        }
+    }
+    Ok(None)
+}
+
+/// `run 2/5: 1,234 tokens in 9.8 s, 125.9 tok/s (stop)` or the error.
+fn progress_line(s: &ldb_core::coding_peak::Sample, runs: u32) -> String {
+    if !s.ok {
+        return format!(
+            "run {}/{runs}: ERROR {}",
+            s.run,
+            s.error.as_deref().unwrap_or("")
+        );
+    }
+    let tokens = s
+        .completion_tokens
+        .map_or_else(|| "? (no usage)".to_string(), |n| n.to_string());
+    let rate = s
+        .generation_tok_s
+        .map_or_else(|| "—".to_string(), |r| format!("{r:.1}"));
+    let cjk = match s.cjk_chars {
+        Some(n) if n > 0 => format!(", {n} Han characters"),
+        _ => String::new(),
+    };
+    format!(
+        "run {}/{runs}: {tokens} tokens in {:.2} s, {rate} tok/s generation ({}){cjk}",
+        s.run,
+        s.total_elapsed.unwrap_or(0.0),
+        s.finish_reason.as_deref().unwrap_or("no finish reason"),
+    )
+}
