@@ -3,6 +3,7 @@
 //! dataset cache happens here; parsing and scoring are pure (`ldb_core::eval`).
 
 mod dataset_files;
+mod download;
 mod profile_file;
 
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use ldb_core::eval::score::{ScoreSource, Scorer};
 use ldb_core::eval::task::{Task, TaskDefaults, TaskItem};
 use serde_json::Map;
 
-pub use dataset_files::{Pin, default_cache_dir, pin};
+pub use dataset_files::{Archive, Pin, default_cache_dir, pin, pin_for};
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +35,9 @@ pub struct ProfileRequest {
     /// `--completion-stats-runs` when given: dataset profiles select this many
     /// evenly spread items.
     pub runs: Option<usize>,
+    /// Test hook: replaces the dataset's pin (URL, sha256, record count) so
+    /// tests can serve tiny files from a loopback server. `None` in the tool.
+    pub pin_override: Option<Pin>,
 }
 
 /// Why a profile could not be turned into a task: one line naming the
@@ -196,7 +200,7 @@ pub fn dataset_task(kind: DatasetKind, request: &ProfileRequest) -> Result<Task,
     }
     let mut info = read.info;
     info.items_total = parsed.items.len();
-    let expected_rows = pin(kind).rows;
+    let expected_rows = pin_for(kind, request).rows;
     if info.source == "dataset-file" && info.items_total != expected_rows {
         let count = format!(
             "{} records instead of the published {expected_rows}",
@@ -262,5 +266,7 @@ pub fn dataset_task(kind: DatasetKind, request: &ProfileRequest) -> Result<Task,
     })
 }
 
+#[cfg(test)]
+mod download_tests;
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,8 @@ pub struct CsArgs {
     /// Read the profile's dataset from this file instead of the pinned one.
     #[arg(long, value_name = "FILE")]
     pub dataset_file: Option<PathBuf>,
-    /// Let a dataset profile download a missing dataset from its pinned location.
+    /// Let a dataset profile download a missing dataset from its pinned URL
+    /// (cached only if its sha256 matches the pin).
     #[arg(long)]
     pub allow_download: bool,
     /// Inline prompt for --completion-stats.

@@ -228,6 +228,7 @@ fn load_task(c: &CsArgs) -> Result<Task, ConfigError> {
             allow_download: c.allow_download,
             cache_dir: None,
             runs: c.completion_stats_runs.filter(|n| *n > 0),
+            pin_override: None,
         };
         return load_profile(&req).map_err(|e| bad(e.to_string()));
     }

@@ -1,5 +1,6 @@
 //! Profiles, TOML profile files and dataset loading, on small files the
-//! tests write in the published formats (nothing is downloaded).
+//! tests write in the published formats (downloads only from a loopback
+//! server, in `download_tests`).
 
 use std::path::Path;
 
@@ -107,7 +108,7 @@ fn dataset_file_is_read_as_is_with_its_sha_and_count() {
 }
 
 #[test]
-fn cached_file_must_match_the_published_count_and_missing_files_say_how() {
+fn cached_file_must_match_the_pin_and_missing_files_say_how() {
     let dir = tempfile::tempdir().unwrap();
     let r = ProfileRequest {
         name: Some("gsm8k".into()),
@@ -116,21 +117,38 @@ fn cached_file_must_match_the_published_count_and_missing_files_say_how() {
     };
     let e = load_profile(&r).unwrap_err().0;
     assert!(
-        e.contains("not cached") && e.contains("--dataset-file"),
+        e.contains("not cached")
+            && e.contains("--dataset-file")
+            && e.contains("grade-school-math")
+            && e.contains(&dir.path().join("gsm8k_test.jsonl").display().to_string()),
         "{e}"
     );
     assert!(!e.contains('\n'));
+    // not the published file: its sha256 differs from the pin
     write(dir.path(), "gsm8k_test.jsonl", GSM);
     let e = load_profile(&r).unwrap_err().0;
-    assert!(e.contains("4 records, the published file has 1319"), "{e}");
-    let e = load_profile(&ProfileRequest {
-        allow_download: true,
-        cache_dir: Some(dir.path().join("none")),
-        ..r
-    })
-    .unwrap_err()
-    .0;
-    assert!(e.contains("grade-school-math"), "{e}");
+    assert!(
+        e.contains("does not match the pinned 3730d312") && !e.contains('\n'),
+        "{e}"
+    );
+    // GPQA is published inside a zip: the error gives the manual step
+    for allow_download in [false, true] {
+        let e = load_profile(&ProfileRequest {
+            name: Some("gpqa".into()),
+            cache_dir: Some(dir.path().to_path_buf()),
+            allow_download,
+            ..Default::default()
+        })
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("idavidrein/gpqa")
+                && e.contains("dataset/gpqa_diamond.csv")
+                && e.contains("gpqa_diamond.csv")
+                && !e.contains('\n'),
+            "{e}"
+        );
+    }
 }
 
 #[test]
