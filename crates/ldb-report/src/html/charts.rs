@@ -261,7 +261,8 @@ pub(crate) fn section(page: &Page<'_>) -> String {
 }
 
 /// Figures drawn only when some file has their data (not in
-/// [`super::CHART_IDS`]): the Burst / E2E matrix and the SLO frontier.
+/// [`super::CHART_IDS`]): the Burst / E2E matrix, the open-loop rate cells
+/// and the SLO frontier.
 fn optional(page: &Page<'_>) -> String {
     let mut out = String::new();
     let conc_spec = |id, title, note, y_desc| Spec {
@@ -292,6 +293,38 @@ fn optional(page: &Page<'_>) -> String {
             &burst,
         ));
     }
+    if page.inputs.iter().any(|i| !i.doc.rate_results.is_empty()) {
+        let rate_spec = |id, title, note, y_desc| Spec {
+            id,
+            title,
+            note,
+            x_desc: "offered request rate (req/s, log scale)",
+            y_desc,
+            x_log2: true,
+            x_fmt: rate_tick,
+        };
+        out.push_str(&figure(
+            &rate_spec(
+                "chart-rate-throughput",
+                "Open loop: achieved vs offered request rate",
+                "Completed requests per second against the rate they were sent at \
+                 (--request-rate), one line per context; a line that falls below the offered \
+                 rate is a server that no longer keeps up.",
+                "achieved req/s",
+            ),
+            &rate_series(page, |r| Some(r.achieved_rate)),
+        ));
+        out.push_str(&figure(
+            &rate_spec(
+                "chart-rate-latency",
+                "Open loop: TTFT p99 vs offered request rate",
+                "99th percentile time to first token, counted from each request's scheduled send \
+                 time, so queueing in the client or the server is included.",
+                "TTFT p99 (s)",
+            ),
+            &rate_series(page, |r| r.ttft_p99),
+        ));
+    }
     if page.inputs.iter().any(|i| i.doc.slo.is_some()) {
         out.push_str(&figure(
             &Spec {
@@ -306,6 +339,48 @@ fn optional(page: &Page<'_>) -> String {
             },
             &frontier(page),
         ));
+    }
+    out
+}
+
+/// A rate tick: `2`, `0.5`.
+fn rate_tick(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// One series per (file, context) of the open-loop cells that were
+/// measured: `value` by offered rate.
+fn rate_series(
+    page: &Page<'_>,
+    value: fn(&ldb_core::open_loop::RateResult) -> Option<f64>,
+) -> Vec<Series> {
+    use ldb_core::result::CellStatus;
+    let mut out = Vec::new();
+    for i in page.inputs {
+        let mut contexts: Vec<u64> = i
+            .doc
+            .rate_results
+            .iter()
+            .map(|r| r.context_tokens)
+            .collect();
+        contexts.sort_unstable();
+        contexts.dedup();
+        for ctx in contexts {
+            let mut points: Vec<(f64, f64)> = i
+                .doc
+                .rate_results
+                .iter()
+                .filter(|r| r.context_tokens == ctx)
+                .filter(|r| matches!(r.status, CellStatus::Ok | CellStatus::CapacityLimited))
+                .filter_map(|r| Some((r.request_rate, value(r)?)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            out.push(Series {
+                name: series_name(page, i.name, ctx, ""),
+                points,
+            });
+        }
     }
     out
 }

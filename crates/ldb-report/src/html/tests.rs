@@ -303,3 +303,28 @@ fn the_coding_peak_section_appears_only_with_the_probe() {
     assert!(html.contains("id=\"coding-peak\""), "{html}");
     assert!(html.contains("<td>1/2</td><td>100.0</td>"), "{html}");
 }
+
+#[test]
+fn open_loop_charts_appear_only_with_rate_cells() {
+    use ldb_core::open_loop::RateResult;
+    use ldb_core::result::CellStatus;
+    let plain = page(&synthetic_result(4, 2, 3));
+    assert!(!plain.contains("id=\"chart-rate-throughput\""));
+    let mut doc = synthetic_result(4, 2, 3);
+    doc.rate_results = [1.0, 2.0, 4.0, 8.0]
+        .iter()
+        .map(|&r| RateResult {
+            request_rate: r,
+            context_tokens: 0,
+            status: CellStatus::Ok,
+            achieved_rate: r.min(5.0),
+            ttft_p99: Some(0.1 * r),
+            ..RateResult::default()
+        })
+        .collect();
+    let html = page(&doc);
+    for id in ["chart-rate-throughput", "chart-rate-latency"] {
+        let f = figure_of(&html, id);
+        assert!(f.contains("<svg"), "{id} has no chart: {f}");
+    }
+}
