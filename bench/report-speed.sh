@@ -7,7 +7,8 @@
 # Results and how to read them: docs/performance.md, "Report speed".
 #
 # Knobs (environment): RUNS (3), CONCURRENCIES (20), CONTEXTS (10),
-# SAMPLES (667 per measured cell), OUT (target/report-speed).
+# SAMPLES (667 per measured cell), REPEATS (5 per cell, as --repeat 5),
+# OUT (target/report-speed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ RUNS=${RUNS:-3}
 CONCURRENCIES=${CONCURRENCIES:-20}
 CONTEXTS=${CONTEXTS:-10}
 SAMPLES=${SAMPLES:-667}
+REPEATS=${REPEATS:-5}
 OUT=${OUT:-target/report-speed}
 mkdir -p "$OUT"
 
@@ -23,7 +25,7 @@ cargo build --release -q -p ldb-report --example synthetic_result
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 bin="$target_dir/release/llm-decode-bench"
 [[ -x "$bin" ]] || { echo "no release binary at $bin" >&2; exit 1; }
-"$target_dir/release/examples/synthetic_result" "$OUT/result.json" "$CONCURRENCIES" "$CONTEXTS" "$SAMPLES"
+"$target_dir/release/examples/synthetic_result" "$OUT/result.json" "$CONCURRENCIES" "$CONTEXTS" "$SAMPLES" "$REPEATS"
 ls -l "$OUT/result.json" | awk '{printf "result file: %.1f MB\n", $5 / 1e6}'
 
 # Best wall time of RUNS runs of a command, in seconds.
