@@ -7,9 +7,7 @@ pub mod adaptive;
 pub mod document;
 pub mod live;
 pub mod run;
-pub mod sha256;
 pub mod summary;
-pub mod wilson;
 
 pub use adaptive::{AdaptiveRule, LevelVerdict, normalize_levels};
 pub use document::{

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::run::{CsRun, Phase};
 use super::summary::{RunSummary, summarize_runs};
-use super::wilson::wilson95;
+use crate::eval::stats::{Z95, wilson_interval};
 
 /// `metadata`: what was run, against what, with which settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -258,7 +258,7 @@ fn accuracy_of(runs: &[CsRun], total: usize, selected: usize, exhausted: bool) -
         .filter(|r| r.completed() && r.correct.is_some())
         .collect();
     let correct = scored.iter().filter(|r| r.correct == Some(true)).count();
-    let (lo, hi) = wilson95(correct, scored.len());
+    let (lo, hi) = wilson_interval(correct as u64, scored.len() as u64, Z95);
     Accuracy {
         items_total: total,
         items_selected: selected,
