@@ -15,7 +15,7 @@ mod burst;
 pub(crate) mod cells;
 pub(crate) mod decode;
 pub(crate) mod format;
-mod hardware;
+pub(crate) mod hardware;
 mod open_loop;
 mod paired;
 mod prefill;
