@@ -3,6 +3,7 @@
 //! interval, and the result document. The runner (`ldb-runner::cstats`)
 //! sends the requests; everything here is arithmetic on what came back.
 
+pub mod active;
 pub mod adaptive;
 pub mod document;
 pub mod live;
@@ -11,6 +12,7 @@ pub mod sha256;
 pub mod summary;
 pub mod wilson;
 
+pub use active::{ActiveSet, ActiveStream, LATEST_CHARS, StreamStatus, latest_line};
 pub use adaptive::{AdaptiveRule, LevelVerdict, normalize_levels};
 pub use document::{
     Accuracy, CategorySummary, CsDocument, CsMetadata, CsMethodology, LevelSummary,
