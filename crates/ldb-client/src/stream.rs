@@ -143,12 +143,21 @@ pub struct StreamEnv {
 }
 
 /// The whole text of one request, by channel.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChannelTexts {
     /// `delta.reasoning` / `delta.reasoning_content`.
     pub reasoning: String,
     /// `delta.content` (and a delta mixing both channels).
     pub content: String,
+    /// The server answered 200 (the live view tells "connecting" from
+    /// "waiting for the first token").
+    pub responded: bool,
+    /// Chunks that carried text.
+    pub chunks: u64,
+    /// Characters of text received (both channels).
+    pub chars: u64,
+    /// Run-clock time of the first chunk with text.
+    pub first_at: Option<f64>,
 }
 
 /// The first-token limit of the requests no cell window bounds (burst
@@ -241,6 +250,9 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             .mark_error(ClientError::from_status(&url, status, &text).into());
         env.counters.failed.fetch_add(1, Ordering::Relaxed);
         return out;
+    }
+    if let Some(texts) = &env.texts {
+        texts.lock().unwrap_or_else(|p| p.into_inner()).responded = true;
     }
     let mut dec = SseDecoder::new();
     let mut producing = false;
@@ -448,7 +460,11 @@ fn on_payload(
         }
     }
     if let (Some(texts), Some(text)) = (&env.texts, &chunk.text) {
-        let mut t = texts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tx = texts.lock().unwrap_or_else(|p| p.into_inner());
+        tx.chunks += 1;
+        tx.chars += text.chars().count() as u64;
+        tx.first_at.get_or_insert(t);
+        let t = &mut *tx;
         match chunk.channel {
             ldb_core::chunk::Channel::Reasoning => t.reasoning.push_str(text),
             _ => t.content.push_str(text),

@@ -3,12 +3,14 @@
 //! interval, and the result document. The runner (`ldb-runner::cstats`)
 //! sends the requests; everything here is arithmetic on what came back.
 
+pub mod active;
 pub mod adaptive;
 pub mod document;
 pub mod live;
 pub mod run;
 pub mod summary;
 
+pub use active::{ActiveSet, ActiveStream, LATEST_CHARS, StreamStatus, latest_line};
 pub use adaptive::{AdaptiveRule, LevelVerdict, normalize_levels};
 pub use document::{
     Accuracy, CategorySummary, CsDocument, CsMetadata, CsMethodology, LevelSummary,

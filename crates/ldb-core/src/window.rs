@@ -157,6 +157,14 @@ impl RequestTrack {
         self.start
     }
 
+    /// Run-clock time of the second chunk with output, if one came. Two
+    /// chunks taken from one socket read share that read's time, so this
+    /// may equal the first token's time; it is `None` only when no second
+    /// output chunk arrived at all.
+    pub fn second_token_at(&self) -> Option<f64> {
+        self.second
+    }
+
     /// True once the first token arrived.
     pub fn has_first_token(&self) -> bool {
         self.first.is_some()
@@ -483,6 +491,20 @@ mod tests {
 
     const C: Channel = Channel::Content;
     const N: Channel = Channel::None;
+
+    #[test]
+    fn two_chunks_of_one_read_still_have_a_second_token() {
+        let mut r = RequestTrack::new(0.0);
+        let none = WindowBounds::default();
+        assert_eq!(r.second_token_at(), None);
+        r.on_chunk(ev(1.0, C, None), none);
+        assert_eq!(r.second_token_at(), None, "one chunk: no second token");
+        // the second event came in the same read: same timestamp, gap 0
+        r.on_chunk(ev(1.0, C, None), none);
+        assert_eq!(r.second_token_at(), Some(1.0));
+        r.on_chunk(ev(2.0, C, None), none);
+        assert_eq!(r.second_token_at(), Some(1.0), "only the second counts");
+    }
 
     #[test]
     fn counts_only_tokens_inside_the_window() {

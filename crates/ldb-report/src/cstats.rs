@@ -6,11 +6,14 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use ldb_core::cstats::{CsDocument, CsRun, RunSummary};
+use ldb_core::hardware::HardwareSummary;
 
 use crate::error::Result;
 use crate::json::write_bytes_atomic;
 use crate::text::TextOptions;
-use crate::text::style::{Tone, paint};
+use crate::text::hardware::power_line;
+use crate::text::style::{Tone, note, paint};
+use crate::text::table::panel;
 use crate::text::table::{Cell, Table};
 
 /// Writes `doc` as pretty JSON to `path` atomically (a reader sees the old
@@ -24,6 +27,8 @@ pub fn write_atomic(path: &Path, doc: &CsDocument) -> Result<()> {
 const FAILED_ROWS: usize = 12;
 /// Characters of a final answer in the list.
 const ANSWER_CHARS: usize = 140;
+/// Widest prose (notes, panels), as in the decode report.
+const TEXT_WIDTH: usize = 120;
 
 /// Writes the report for `doc` to `w`.
 pub fn render(doc: &CsDocument, opts: &TextOptions, w: &mut impl Write) -> io::Result<()> {
@@ -60,6 +65,11 @@ pub fn render_lines(doc: &CsDocument, opts: &TextOptions) -> Vec<String> {
     out.push(String::new());
     out.extend(profile_table(doc).render(color));
     out.push(String::new());
+    let width = usize::from(opts.width).min(TEXT_WIDTH);
+    if let Some(p) = run_power(doc) {
+        out.extend(panel("Whole-run GPU Power", &p, width, color, false));
+        out.push(String::new());
+    }
     if !doc.level_summaries.is_empty() {
         let mut t = Table::new(
             "Concurrency Results",
@@ -119,7 +129,43 @@ pub fn render_lines(doc: &CsDocument, opts: &TextOptions) -> Vec<String> {
         out.extend(failed_table(&doc.wrong_runs).render(color));
         out.push(String::new());
     }
+    if let Some(n) = scorer_note(&md.profile_scorer) {
+        out.extend(note(n, width, color));
+        out.push(String::new());
+    }
     out
+}
+
+/// The whole-run power line of `hardware_run_summary`, when the run was
+/// sampled and drew power (`{}` or a null summary prints nothing).
+fn run_power(doc: &CsDocument) -> Option<String> {
+    let hw: HardwareSummary = serde_json::from_value(doc.hardware_run_summary.clone()).ok()?;
+    power_line(&hw)
+}
+
+/// How to read the scores of the run's scorer, one dim line at the end.
+fn scorer_note(scorer: &str) -> Option<&'static str> {
+    Some(match scorer {
+        "regex" => {
+            "Scoring: PASS means the pattern matched the answer text; a match says the text contains \
+             it, not that the reasoning behind it is right. TRUNC answers hit the token limit first."
+        }
+        "numeric_exact" => {
+            "Scoring: EXACT is the expected number, NEAR lies within the tolerance, FAIL is any other \
+             number or none; TRUNC answers hit the token limit before giving one."
+        }
+        "dataset_mc_letter" => {
+            "Scoring: the letter the answer commits to (an answer tag on the last line, a bare letter, \
+             else the last tag) is compared with the key; guessing alone scores one over the number \
+             of options, so read accuracy against that floor and its Wilson interval."
+        }
+        "dataset_gsm8k" => {
+            "Scoring: the last number of the answer's final line (else of the content) is compared \
+             with the reference within 1e-4; an answer with no number, or cut by the token limit, \
+             counts as wrong, so check those rows before blaming the arithmetic."
+        }
+        _ => return None,
+    })
 }
 
 fn profile_table(doc: &CsDocument) -> Table {
@@ -333,4 +379,70 @@ fn join(v: &[usize]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts() -> TextOptions {
+        TextOptions {
+            width: 100,
+            show_capacity_limited_values: false,
+            color: false,
+        }
+    }
+
+    fn doc(scorer: &str, hardware: serde_json::Value) -> CsDocument {
+        let mut d = CsDocument::default();
+        d.metadata.profile_scorer = scorer.into();
+        d.hardware_run_summary = hardware;
+        d
+    }
+
+    #[test]
+    fn whole_run_power_panel_comes_from_the_run_summary() {
+        let hw = json!({
+            "samples": 243, "duration_seconds": 577.1, "gpu_count": 2,
+            "power_total_avg_w": 604.4, "power_total_max_w": 625.0,
+            "power_limit_total_w": 1200.0
+        });
+        let text = render_lines(&doc("", hw), &opts()).join("\n");
+        assert!(text.contains("Whole-run GPU Power"), "{text}");
+        assert!(
+            text.contains("avg 604 W | max 625 W | limit 1,200 W | over 9m 37s | 243 samples"),
+            "{text}"
+        );
+        // the panel sits between the profile table and the later tables
+        assert!(text.find("Profile").unwrap() < text.find("Whole-run GPU Power").unwrap());
+        for empty in [json!({}), serde_json::Value::Null, json!({"samples": 0})] {
+            let text = render_lines(&doc("", empty), &opts()).join("\n");
+            assert!(!text.contains("Whole-run GPU Power"), "{text}");
+        }
+    }
+
+    #[test]
+    fn each_scorer_kind_ends_with_its_note() {
+        for (scorer, words) in [
+            ("regex", "pattern matched"),
+            ("numeric_exact", "NEAR lies within the tolerance"),
+            ("dataset_mc_letter", "number of options"),
+            ("dataset_gsm8k", "last number"),
+        ] {
+            let lines = render_lines(&doc(scorer, json!({})), &opts());
+            let tail = lines
+                .iter()
+                .rev()
+                .skip_while(|l| l.is_empty())
+                .take(4)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(tail.contains("Scoring:"), "{scorer}: {tail}");
+            assert!(tail.contains(words), "{scorer}: {tail}");
+        }
+        let text = render_lines(&doc("", json!({})), &opts()).join("\n");
+        assert!(!text.contains("Scoring:"), "no scorer, no note");
+    }
 }

@@ -17,7 +17,7 @@ mod coding_peak;
 pub(crate) mod cells;
 pub(crate) mod decode;
 pub(crate) mod format;
-mod hardware;
+pub(crate) mod hardware;
 mod open_loop;
 mod paired;
 mod prefill;

@@ -117,4 +117,10 @@ async fn a_dataset_task_stops_when_its_items_run_out() {
         ev.iter().filter(|e| matches!(e, CsEvent::Run(_))).count(),
         4
     );
+    // every batch ends by clearing the live view's in-flight table
+    let last_active = ev.iter().rev().find_map(|e| match e {
+        CsEvent::Active(a) => Some(a.total),
+        _ => None,
+    });
+    assert_eq!(last_active, Some(0));
 }

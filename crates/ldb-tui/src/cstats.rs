@@ -1,5 +1,6 @@
-//! The completion-stats live view: one panel (header, live statistics,
-//! concurrency results, the latest completed requests), redrawn about every
+//! The completion-stats live view: one panel (header, live statistics, the
+//! requests in flight, concurrency results, the latest completed requests;
+//! with telemetry a hardware panel beside the top part), redrawn about every
 //! 0.35 s and on every change. `q` or Ctrl-C asks the run to stop; the run
 //! then finishes its partial report. The state is `ldb_core::cstats::CsLive`,
 //! fed by the runner's events through a watch channel.
@@ -9,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-use ldb_core::cstats::{CsLive, Phase};
+use ldb_core::cstats::{ActiveSet, CsLive, Phase};
 use ldb_core::live::Control;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -19,6 +20,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use tokio::sync::{mpsc, watch};
 
+use crate::layout::Mode;
 use crate::terminal::{self, TerminalGuard};
 
 /// Time between redraws when nothing changed.
@@ -107,6 +109,9 @@ fn screen(
     Ok(())
 }
 
+/// Rows of the Active Streams table at least (more on a tall terminal).
+const ACTIVE_ROWS_MIN: u16 = 6;
+
 /// Draw the panel for `v` into `area`.
 pub fn render(f: &mut ratatui::Frame<'_>, area: Rect, v: &CsLive) {
     let title_style = Style::default()
@@ -123,14 +128,34 @@ pub fn render(f: &mut ratatui::Frame<'_>, area: Rect, v: &CsLive) {
     } else {
         v.levels.len() as u16 + 2
     };
-    let [head, stats, levels, recent, _] = Layout::vertical([
-        Constraint::Length(5),
-        Constraint::Length(8),
+    // the in-flight table takes what the other parts leave, at least a few rows
+    let fixed = HEAD_ROWS + STATS_ROWS + level_rows + recent_rows + 2;
+    let active_limit = inner.height.saturating_sub(fixed).max(ACTIVE_ROWS_MIN);
+    let active_rows = (v.active.rows.len() as u16).clamp(1, active_limit) + 2;
+    let [top, levels, recent, _] = Layout::vertical([
+        Constraint::Length(HEAD_ROWS + STATS_ROWS + active_rows),
         Constraint::Length(level_rows),
         Constraint::Length(recent_rows),
         Constraint::Min(0),
     ])
     .areas(inner);
+    let left = match &v.hardware {
+        Some(hw) => {
+            // the hardware panel shares the top row: 3:2 when wide, else 3:1
+            let (a, b) = if area.width >= 130 { (3, 2) } else { (3, 1) };
+            let [left, right] =
+                Layout::horizontal([Constraint::Fill(a), Constraint::Fill(b)]).areas(top);
+            crate::render::hardware::render(f, right, hw, Mode::for_width(area.width));
+            left
+        }
+        None => top,
+    };
+    let [head, stats, active] = Layout::vertical([
+        Constraint::Length(HEAD_ROWS),
+        Constraint::Length(STATS_ROWS),
+        Constraint::Length(active_rows),
+    ])
+    .areas(left);
     f.render_widget(Paragraph::new(header(v)), head);
     let [tok, rate, ttft] = v.stats();
     let header_style = Style::default().add_modifier(Modifier::BOLD);
@@ -161,6 +186,15 @@ pub fn render(f: &mut ratatui::Frame<'_>, area: Rect, v: &CsLive) {
             format!("{:.1}", rate.2),
         ]),
         Row::new(vec![
+            "active now".into(),
+            format!(
+                "~{:.0} tok/s, ~{} tok, {} streams",
+                v.active.rate, v.active.tokens, v.active.total
+            ),
+            String::new(),
+            String::new(),
+        ]),
+        Row::new(vec![
             "TTFT s".into(),
             format!("{:.3}", ttft.0),
             format!("{:.3}", ttft.1),
@@ -181,6 +215,7 @@ pub fn render(f: &mut ratatui::Frame<'_>, area: Rect, v: &CsLive) {
         .block(Block::default().title(Line::styled("Live Statistics", title_style))),
         stats,
     );
+    active_table(f, active, &v.active, active_rows - 2, title_style);
     if !v.levels.is_empty() {
         let rows = v.levels.iter().map(|l| {
             Row::new(vec![
@@ -259,6 +294,62 @@ pub fn render(f: &mut ratatui::Frame<'_>, area: Rect, v: &CsLive) {
         )
         .block(Block::default().title(Line::styled("Completed Requests", title_style))),
         recent,
+    );
+}
+
+/// Rows of the header lines.
+const HEAD_ROWS: u16 = 5;
+/// Rows of the Live Statistics table: title, column names, seven metrics.
+const STATS_ROWS: u16 = 9;
+
+/// The requests in flight, oldest first, at most `limit` rows. `tok~` and
+/// `tok/s~` are estimates (chunks, or characters / 4), not measurements.
+fn active_table(f: &mut ratatui::Frame<'_>, area: Rect, a: &ActiveSet, limit: u16, title: Style) {
+    let shown = a.rows.len().min(usize::from(limit));
+    let heading = if shown < a.total {
+        format!("Active Streams (showing {shown}/{})", a.total)
+    } else {
+        format!("Active Streams ({}/{})", a.total, a.total)
+    };
+    let items = a.rows.iter().any(|r| r.item_id.is_some());
+    let rows = a.rows.iter().take(shown).map(|r| {
+        let mut cells = vec![r.run_index.to_string()];
+        if items {
+            cells.push(r.item_id.clone().unwrap_or_default());
+        }
+        cells.extend([
+            r.status.as_str().to_owned(),
+            format!("{:.1}s", r.elapsed),
+            r.tokens().to_string(),
+            if r.rate() > 0.0 {
+                format!("{:.1}", r.rate())
+            } else {
+                "-".into()
+            },
+            r.latest.clone(),
+        ]);
+        Row::new(cells)
+    });
+    let mut widths = vec![Constraint::Length(6)];
+    let mut names = vec!["#"];
+    if items {
+        widths.push(Constraint::Length(12));
+        names.push("item");
+    }
+    widths.extend([
+        Constraint::Length(13),
+        Constraint::Length(9),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Min(10),
+    ]);
+    names.extend(["status", "elapsed", "tok~", "tok/s~", "latest text"]);
+    let header_style = Style::default().add_modifier(Modifier::BOLD);
+    f.render_widget(
+        Table::new(rows, widths)
+            .header(Row::new(names).style(header_style))
+            .block(Block::default().title(Line::styled(heading, title))),
+        area,
     );
 }
 

@@ -58,6 +58,18 @@ pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
     } else {
         None
     };
+    // the live view's hardware panel: the sampler's latest snapshot, read
+    // at the view's own pace (the task ends with the run)
+    let hw_feed = ui.is_some().then(|| {
+        let (tx, monitor) = (view_tx.clone(), startup.monitor.clone());
+        tokio::spawn(async move {
+            loop {
+                let hw = monitor.live();
+                tx.send_modify(|v| v.hardware = hw);
+                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+            }
+        })
+    });
     let progress: Arc<dyn Fn(CsEvent) + Send + Sync> = if ui.is_some() {
         Arc::new(move |e: CsEvent| view_tx.send_modify(|v| v.apply(e)))
     } else {
@@ -77,6 +89,9 @@ pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
         p2p: startup.p2p.clone(),
     };
     let result = run_completion_stats(cfg, hooks).await;
+    if let Some(t) = hw_feed {
+        t.abort();
+    }
     if let Some(ui) = ui {
         ui.finish();
     }
@@ -271,7 +286,8 @@ impl Progress {
                 d.0 += 1;
                 eprintln!("  [{}/{}] {}", d.0, d.1, run_line(&r));
             }
-            CsEvent::Level { .. } => {}
+            // the in-flight sample is for the live view only
+            CsEvent::Level { .. } | CsEvent::Active(_) => {}
             CsEvent::Stopping => {
                 eprintln!(
                     "stopping: the requests in flight are cancelled, the result so far is kept"

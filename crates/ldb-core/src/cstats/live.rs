@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::active::ActiveSet;
 use super::run::{CsRun, Phase};
+use crate::live::HardwareLive;
 use crate::stats::summarize;
 
 /// What the run tells the display.
@@ -40,6 +42,9 @@ pub enum CsEvent {
     },
     /// A stop was asked for: the requests in flight are being cancelled.
     Stopping,
+    /// The requests in flight now (sent a few times a second while a batch
+    /// runs; an empty set when it ends).
+    Active(Box<ActiveSet>),
 }
 
 /// Completed requests listed.
@@ -99,6 +104,10 @@ pub struct CsLive {
     pub labels: BTreeMap<String, usize>,
     /// A stop was asked for.
     pub stopping: bool,
+    /// The requests in flight.
+    pub active: ActiveSet,
+    /// The latest hardware sample, when telemetry runs.
+    pub hardware: Option<HardwareLive>,
 }
 
 impl CsLive {
@@ -151,6 +160,7 @@ impl CsLive {
                 });
             }
             CsEvent::Stopping => self.stopping = true,
+            CsEvent::Active(a) => self.active = *a,
         }
     }
 

@@ -121,7 +121,8 @@ fn table(rows: &[&CellResult]) -> Table {
 
 /// `avg 604 W | max 625 W | limit 1,200 W | over 9m 37s | 243 samples`;
 /// parts that are zero are left out, and nothing without a positive average.
-fn power_line(run: &HardwareSummary) -> Option<String> {
+/// The completion-stats report prints the same line.
+pub(crate) fn power_line(run: &HardwareSummary) -> Option<String> {
     let avg = run.power_total_avg_w.filter(|v| *v > 0.0)?;
     let mut parts = vec![format!("avg {avg:.0} W")];
     let mut add = |v: Option<f64>, f: &dyn Fn(f64) -> String| {

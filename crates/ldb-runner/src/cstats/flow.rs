@@ -115,6 +115,10 @@ pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOut
         model: disc.model.clone(),
         stop: hooks.stop.clone(),
         on_run: Arc::new(move |r: &CsRun| progress(CsEvent::Run(Box::new(r.clone())))),
+        on_active: {
+            let progress = hooks.progress.clone();
+            Arc::new(move |a| progress(CsEvent::Active(Box::new(a))))
+        },
     };
     if cfg.prefill_scout {
         (hooks.progress)(CsEvent::Batch {

@@ -117,8 +117,9 @@ pub(crate) fn record(
         elapsed,
         gen_elapsed,
         ttft: first.map(|f| f - start),
-        time_to_second_token: (s.time_to_second_token > 0.0)
-            .then_some(s.ttft + s.time_to_second_token),
+        // from the second output chunk's own arrival time, so two chunks of
+        // one socket read give `ttft` (a gap of 0), not null
+        time_to_second_token: out.track.second_token_at().map(|t| (t - start).max(0.0)),
         gen_tok_s: rate(gen_elapsed),
         e2e_tok_s: rate(elapsed),
         hit_max_tokens: output.hit_max_tokens(),
