@@ -377,6 +377,11 @@ impl Lean<'_> {
                 self.fail_client(e)
             }
             Phase::Body(dec) => {
+                if self.done {
+                    // [DONE] arrived; whatever ends the connection after it
+                    // loses nothing.
+                    return Step::End;
+                }
                 if let Some(e) = why {
                     return self.broken(&e.to_string());
                 }
@@ -385,14 +390,7 @@ impl Lean<'_> {
                         self.body_done = true;
                         Step::End
                     }
-                    Err(e) => {
-                        if self.done {
-                            // [DONE] arrived; a cut after it loses nothing.
-                            Step::End
-                        } else {
-                            self.broken(&e.to_string())
-                        }
-                    }
+                    Err(e) => self.broken(&e.to_string()),
                 }
             }
             Phase::ErrorBody { .. } => {
