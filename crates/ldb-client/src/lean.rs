@@ -594,6 +594,11 @@ async fn read_response(
             }
         });
         let Some(step) = step else { continue };
+        // A socket that is always readable (a server flooding comments)
+        // would keep this task running forever: waiting for readiness does
+        // not count against tokio's cooperative budget, reading does here,
+        // so the runtime's timers and the cell's cancellation still run.
+        tokio::task::consume_budget().await;
         if (st.out.track.output_tokens(), st.out.track.chunks()) != before {
             awaiting_first = None;
             idle_deadline = env.idle_timeout.map(|limit| last_read + limit);
