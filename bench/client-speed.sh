@@ -13,7 +13,10 @@
 #
 # Knobs (environment): CONCURRENCY ("1 64 1024"), WINDOW (10 s), WARMUP (2 s),
 # MAX_TOKENS (512), PORT (18123), SCENARIO, SIM_CPU (0), CLIENT_CPU (1), RAW (1),
-# OUT (target/client-speed).
+# READERS ("lean": the stream readers to run, "lean reqwest" for both; see
+# LDB_STREAM_READER in docs/performance.md), OUT (target/client-speed).
+# At the end it prints each reader's CPU per token at the largest C over the
+# floor's CPU per chunk of the same run (the ratio issue 14 targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,7 @@ SCENARIO=${SCENARIO:-scenarios/firehose-paced.toml}
 SIM_CPU=${SIM_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 RAW=${RAW:-1}
+READERS=${READERS:-lean}
 OUT=${OUT:-target/client-speed}
 
 cargo build --release -p llm-decode-bench -p ldb-runner \
@@ -68,15 +72,35 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "simulator: $SCENARIO on cpu $SIM_CPU; client on cpu $CLIENT_CPU; window ${WINDOW}s, max_tokens $MAX_TOKENS"
 : >"$OUT/results.jsonl"
 last=1
-for c in $CONCURRENCY; do
-    $(pin "$CLIENT_CPU") target/release/examples/client_speed --url "$url" --concurrency "$c" \
-        --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
-    sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
-    last=$c
+for reader in $READERS; do
+    for c in $CONCURRENCY; do
+        # shellcheck disable=SC2046
+        LDB_STREAM_READER=$reader $(pin "$CLIENT_CPU") target/release/examples/client_speed \
+            --url "$url" --concurrency "$c" --window "$WINDOW" --warmup "$WARMUP" \
+            --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
+        sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
+        last=$c
+    done
 done
 if [ "$RAW" = 1 ]; then
     $(pin "$CLIENT_CPU") target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
         --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
     sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
+fi
+if [ "$RAW" = 1 ] && command -v python3 >/dev/null 2>&1; then
+    python3 - "$OUT/results.jsonl" "$last" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+c = int(sys.argv[2])
+floor = [r for r in rows if r["mode"] == "raw" and r["concurrency"] == c]
+if floor:
+    f = floor[-1]["cpu_us_per_chunk"]
+    for r in rows:
+        if r["mode"] == "client" and r["concurrency"] == c:
+            print(f"C={c} {r.get('reader', 'reqwest')}: {r['cpu_us_per_token']:.3f} us/token = "
+                  f"{r['cpu_us_per_token'] / f:.2f} x floor ({f:.3f} us/chunk); "
+                  f"measured/truth {r['measured_tokens'] / r['truth_tokens']:.4f}; "
+                  f"{r['rss_per_stream_kb']:.1f} kB/stream")
+PY
 fi
 echo "JSON lines: $OUT/results.jsonl"

@@ -16,6 +16,9 @@ pub struct Http {
     api_key: Option<String>,
     /// Send `Connection: close` with completion requests (shared by clones).
     close_completions: Arc<AtomicBool>,
+    /// The lean HTTP/1.1 stream reader's target and connection pool, for a
+    /// plain `http://` base unless `LDB_STREAM_READER=reqwest`.
+    lean: Option<Arc<crate::lean::Target>>,
 }
 
 impl std::fmt::Debug for Http {
@@ -41,12 +44,46 @@ impl Http {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::from_reqwest(base, &e))?;
+        let base = base.trim_end_matches('/').to_string();
+        let api_key = api_key.filter(|k| !k.is_empty());
+        let lean = match crate::lean::reader_from_env() {
+            crate::lean::Reader::Lean => crate::lean::Target::new(&base, api_key.as_deref(), pool),
+            crate::lean::Reader::Reqwest => None,
+        };
         Ok(Http {
             client,
-            base: base.trim_end_matches('/').to_string(),
-            api_key: api_key.filter(|k| !k.is_empty()),
+            base,
+            api_key,
             close_completions: Arc::new(AtomicBool::new(false)),
+            lean: lean.map(Arc::new),
         })
+    }
+
+    /// Choose the stream reader for this client and its later clones: the
+    /// lean HTTP/1.1 reader (`true`, only possible for an `http://` base)
+    /// or reqwest. Overrides `LDB_STREAM_READER`; for tests and diagnosis.
+    pub fn with_lean_reader(mut self, on: bool) -> Http {
+        self.lean = if on {
+            crate::lean::Target::new(&self.base, self.api_key.as_deref(), 64).map(Arc::new)
+        } else {
+            None
+        };
+        self
+    }
+
+    /// The lean reader's target, when streams use it.
+    pub(crate) fn lean_target(&self) -> Option<&crate::lean::Target> {
+        self.lean.as_deref()
+    }
+
+    /// True when streamed requests go through the lean HTTP/1.1 reader.
+    pub fn uses_lean_reader(&self) -> bool {
+        self.lean.is_some()
+    }
+
+    /// Whether completion requests must ask for `Connection: close`.
+    pub(crate) fn closes_completions(&self) -> bool {
+        self.close_completions.load(Ordering::Relaxed)
     }
 
     /// Ask for `Connection: close` on every POST to a `…/completions` path,

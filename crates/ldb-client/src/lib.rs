@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod engine_info;
 pub mod error;
 pub mod http;
+pub mod lean;
 pub mod scrape;
 pub mod stream;
 pub mod text_stream;

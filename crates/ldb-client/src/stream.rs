@@ -188,18 +188,32 @@ const TEXT_TAIL: usize = 4096;
 /// How long to wait for the end of a body after its `[DONE]`.
 const DRAIN: Duration = Duration::from_millis(500);
 
+impl StreamOutcome {
+    /// A request started at `start` with nothing measured yet.
+    pub(crate) fn begin(start: f64) -> Self {
+        StreamOutcome {
+            track: RequestTrack::new(start),
+            request_id: None,
+            cancelled: false,
+            timings: None,
+            cached_tokens: None,
+            done_at: None,
+        }
+    }
+}
+
 /// Send `body` (a JSON chat request with `stream: true`) and measure it.
+///
+/// Plain `http://` servers are read by the lean HTTP/1.1 reader
+/// ([`crate::lean`]) unless `LDB_STREAM_READER=reqwest` chose the general
+/// client; `https://` always goes through reqwest.
 pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
+    if let Some(target) = env.http.lean_target() {
+        return crate::lean::run_stream_lean(env, target, body).await;
+    }
     let start = env.clock.now();
     env.counters.started.fetch_add(1, Ordering::Relaxed);
-    let mut out = StreamOutcome {
-        track: RequestTrack::new(start),
-        request_id: None,
-        cancelled: false,
-        timings: None,
-        cached_tokens: None,
-        done_at: None,
-    };
+    let mut out = StreamOutcome::begin(start);
     let url = env.http.url(env.path);
     // One cancellation future for the whole request, not a new one (and a
     // new waiter registration) per chunk.
@@ -207,13 +221,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     let first_deadline = env
         .first_token_timeout
         .map(|d| tokio::time::Instant::now() + d);
-    let no_first_token = |out: &mut StreamOutcome| {
-        let secs = env.first_token_timeout.unwrap_or_default().as_secs_f64();
-        out.track.mark_error(RequestError::new(
-            FailureKind::Stalled,
-            format!("no token within {secs:.0} s of sending the request (first-token limit)"),
-        ));
-    };
+    let no_first_token = |out: &mut StreamOutcome| no_first_token(env, out);
     let send = env
         .http
         .request(reqwest::Method::POST, env.path)
@@ -272,11 +280,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
                 break;
             }
             _ = idle => {
-                let secs = env.idle_timeout.unwrap_or_default().as_secs_f64();
-                out.track.mark_error(RequestError::new(
-                    FailureKind::Stalled,
-                    format!("no token for {secs:.0} s after the last one (--stream-idle-timeout)"),
-                ));
+                idle_stall(env, &mut out);
                 break;
             }
             c = resp.chunk() => c,
@@ -306,13 +310,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             on_payload(env, &mut out, &mut done, &mut producing, t, window, payload)
         });
         if dec.overflowed() {
-            out.track.mark_error(RequestError::new(
-                FailureKind::BadResponse,
-                format!(
-                    "an SSE line longer than {} MiB: not an event stream this client reads",
-                    ldb_core::sse::MAX_LINE_BYTES / (1024 * 1024)
-                ),
-            ));
+            line_overflow(&mut out);
             break;
         }
         if let Some(before) = before
@@ -342,6 +340,48 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             break;
         }
     }
+    conclude(env, out, dec, done, producing)
+}
+
+/// The first-token limit ran out.
+pub(crate) fn no_first_token(env: &StreamEnv, out: &mut StreamOutcome) {
+    let secs = env.first_token_timeout.unwrap_or_default().as_secs_f64();
+    out.track.mark_error(RequestError::new(
+        FailureKind::Stalled,
+        format!("no token within {secs:.0} s of sending the request (first-token limit)"),
+    ));
+}
+
+/// `--stream-idle-timeout` ran out after a token.
+pub(crate) fn idle_stall(env: &StreamEnv, out: &mut StreamOutcome) {
+    let secs = env.idle_timeout.unwrap_or_default().as_secs_f64();
+    out.track.mark_error(RequestError::new(
+        FailureKind::Stalled,
+        format!("no token for {secs:.0} s after the last one (--stream-idle-timeout)"),
+    ));
+}
+
+/// The SSE decoder met a line over its cap.
+pub(crate) fn line_overflow(out: &mut StreamOutcome) {
+    out.track.mark_error(RequestError::new(
+        FailureKind::BadResponse,
+        format!(
+            "an SSE line longer than {} MiB: not an event stream this client reads",
+            ldb_core::sse::MAX_LINE_BYTES / (1024 * 1024)
+        ),
+    ));
+}
+
+/// After the body: deliver an unterminated last line, settle the window
+/// accounting and the counters, and tell a clean end from a cut one. Shared
+/// by both readers so that they judge a request alike.
+pub(crate) fn conclude(
+    env: &StreamEnv,
+    mut out: StreamOutcome,
+    mut dec: SseDecoder,
+    mut done: bool,
+    mut producing: bool,
+) -> StreamOutcome {
     if !done && !out.cancelled && out.track.error().is_none() {
         let t = env.clock.now();
         let window = env.window.get();
@@ -374,7 +414,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     out
 }
 
-fn on_payload(
+pub(crate) fn on_payload(
     env: &StreamEnv,
     out: &mut StreamOutcome,
     done: &mut bool,

@@ -89,7 +89,7 @@ struct Raw<'a> {
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    choices: Option<Vec<RawChoice<'a>>>,
+    choices: Option<Choices<'a>>,
     #[serde(default)]
     usage: Option<RawUsage>,
     #[serde(default)]
@@ -101,6 +101,75 @@ struct Raw<'a> {
     object: Option<Cow<'a, str>>,
     #[serde(default)]
     message: Option<String>,
+}
+
+/// The `choices` array folded while it is read: no vector of choices is
+/// built per chunk (this runs once per token).
+#[derive(Default)]
+struct Choices<'a> {
+    any: bool,
+    finish_reason: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    channel: Channel,
+    has_tokens: bool,
+}
+
+impl<'a> Choices<'a> {
+    fn fold(&mut self, choice: RawChoice<'a>) {
+        self.any = true;
+        if let Some(f) = choice.finish_reason {
+            self.finish_reason = Some(f);
+        }
+        let mut text = non_empty(choice.text);
+        let mut channel = if text.is_some() {
+            Channel::Content
+        } else {
+            Channel::None
+        };
+        if let Some(d) = choice.delta {
+            let reasoning = non_empty(d.reasoning).or(non_empty(d.reasoning_content));
+            let content = non_empty(d.content);
+            (text, channel) = match (reasoning, content) {
+                (Some(r), Some(c)) => (Some(Cow::Owned(format!("{r}{c}"))), Channel::Mixed),
+                (Some(r), None) => (Some(r), Channel::Reasoning),
+                (None, Some(c)) => (Some(c), Channel::Content),
+                (None, None) => (text, channel),
+            };
+            if d.tool_calls.is_some() && channel == Channel::None {
+                channel = Channel::Content;
+            }
+        }
+        if channel != Channel::None {
+            self.has_tokens = true;
+            self.channel = channel;
+        }
+        if text.is_some() {
+            self.text = text;
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fold<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fold<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Choices<'a>, A::Error> {
+                let mut acc = Choices::default();
+                while let Some(choice) = seq.next_element::<RawChoice<'a>>()? {
+                    acc.fold(choice);
+                }
+                Ok(acc)
+            }
+        }
+        d.deserialize_seq(Fold(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -194,37 +263,12 @@ pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
             .ok()
             .flatten();
     }
-    info.has_choices = raw.choices.as_ref().is_some_and(|c| !c.is_empty());
-    for choice in raw.choices.into_iter().flatten() {
-        if let Some(f) = choice.finish_reason {
-            info.finish_reason = Some(f);
-        }
-        let mut text = non_empty(choice.text);
-        let mut channel = if text.is_some() {
-            Channel::Content
-        } else {
-            Channel::None
-        };
-        if let Some(d) = choice.delta {
-            let reasoning = non_empty(d.reasoning).or(non_empty(d.reasoning_content));
-            let content = non_empty(d.content);
-            (text, channel) = match (reasoning, content) {
-                (Some(r), Some(c)) => (Some(Cow::Owned(format!("{r}{c}"))), Channel::Mixed),
-                (Some(r), None) => (Some(r), Channel::Reasoning),
-                (None, Some(c)) => (Some(c), Channel::Content),
-                (None, None) => (text, channel),
-            };
-            if d.tool_calls.is_some() && channel == Channel::None {
-                channel = Channel::Content;
-            }
-        }
-        if channel != Channel::None {
-            info.has_tokens = true;
-            info.channel = channel;
-        }
-        if text.is_some() {
-            info.text = text;
-        }
+    if let Some(c) = raw.choices {
+        info.has_choices = c.any;
+        info.finish_reason = c.finish_reason;
+        info.has_tokens = c.has_tokens;
+        info.channel = c.channel;
+        info.text = c.text;
     }
     Ok(info)
 }

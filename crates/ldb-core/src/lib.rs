@@ -23,6 +23,7 @@ pub mod failure;
 pub mod gaps;
 pub mod hardware;
 pub mod headroom;
+pub mod http1;
 pub mod kv;
 pub mod live;
 pub mod numfmt;

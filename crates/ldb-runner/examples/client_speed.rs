@@ -26,6 +26,9 @@
 //!
 //! Prints one human-readable line and one JSON line (prefixed `JSON `).
 //!
+//! Streams go through the lean HTTP/1.1 reader (`ldb_client::lean`) for an
+//! `http://` URL unless `LDB_STREAM_READER=reqwest` is set.
+//!
 //! `--raw` measures a floor instead: the same streams over bare tokio TCP
 //! connections (hand-written HTTP/1.1 request, keep-alive, reads counted
 //! with the SSE splitter only: no hyper/reqwest, no JSON parsing, no
@@ -335,8 +338,15 @@ async fn run(a: Args) -> Res<()> {
         scrape0 * 1e3,
         scrape1 * 1e3,
     );
+    let reader = if http.uses_lean_reader() {
+        "lean"
+    } else {
+        "reqwest"
+    };
+    println!("reader: {reader} (LDB_STREAM_READER=reqwest for the general client)");
     let report = json!({
         "mode": "client",
+        "reader": reader,
         "concurrency": c,
         "window_s": secs,
         "measured_tokens": measured,

@@ -58,6 +58,15 @@ async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
     if let Some(seed) = a.seed {
         scenario.seed = seed;
     }
+    // A socket per running sequence: thousands of them pass the usual soft
+    // limit of 1,024. Raised when allowed; otherwise the simulator still
+    // serves (it queues what it cannot accept), with the reason said once.
+    if let Err(e) = crate::fdlimit::ensure_open_files(
+        u64::from(scenario.scheduler.max_running) + crate::fdlimit::BASE_FILES,
+        &format!("a simulator of {} running", scenario.scheduler.max_running),
+    ) {
+        eprintln!("warning: {e}");
+    }
     let addr = format!("{}:{}", a.host, a.port)
         .parse()
         .map_err(|_| AppError::config(format!("invalid --host/--port: {}:{}", a.host, a.port)))?;
