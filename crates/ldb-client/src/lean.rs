@@ -266,6 +266,11 @@ impl Lean<'_> {
                     self.keep &= !head.close;
                     let dec = BodyDecoder::new(head.framing);
                     self.phase = if head.status == 200 {
+                        // the live view tells "connecting" from "waiting for
+                        // the first token" by this
+                        if let Some(texts) = &self.env.texts {
+                            texts.lock().unwrap_or_else(|p| p.into_inner()).responded = true;
+                        }
                         Phase::Body(dec)
                     } else {
                         Phase::ErrorBody {
