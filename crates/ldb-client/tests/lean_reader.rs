@@ -142,6 +142,7 @@ fn env(http: Http) -> StreamEnv {
         counters: Arc::new(CellCounters::default()),
         cancel: CancellationToken::new(),
         text_sink: None,
+        texts: None,
         path: "/v1/chat/completions",
         idle_timeout: None,
         first_token_timeout: None,
