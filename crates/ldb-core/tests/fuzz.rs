@@ -5,12 +5,9 @@
 //! and checks that nothing panics, that each input is handled in bounded
 //! time, and, where the input is well formed, that the answer is right.
 //!
-//! CI runs proptest's default number of cases per target. A long run sets
-//! `PROPTEST_CASES` (see docs/reliability.md for the recorded one):
-//!
-//! ```text
-//! PROPTEST_CASES=10000000 cargo test --release -p ldb-core --test fuzz
-//! ```
+//! CI runs proptest's default number of cases per target; more with
+//! `PROPTEST_CASES`. The ten-million-input long run uses the cheaper mutation
+//! fuzzer `crates/ldb-client/examples/fuzz_long.rs` (docs/reliability.md).
 
 use std::time::{Duration, Instant};
 
