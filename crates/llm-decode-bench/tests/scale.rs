@@ -209,15 +209,22 @@ fn ten_thousand_streams_are_counted_within_one_percent() {
         .as_f64()
         .expect("server tokens");
     assert!(server > 0.0, "{cell}");
+    // Truth is the simulator's pacing: every stream writes 10 tok/s, so the
+    // cell's rate is STREAMS × 10. The server's own counter is a second,
+    // looser check: it comes from `/metrics` scrapes at the window's edges,
+    // and a simulator pacing 100,000 chunks/s on a loaded core answers them
+    // late, moving that count by a few percent either way (runs on the
+    // shared build machine: 1.031 and 0.988 with the client within 0.4 % of
+    // the nominal rate both times).
+    let nominal = f64::from(STREAMS) * 10.0;
+    let tps = cell["aggregate_tps"].as_f64().expect("aggregate tok/s");
+    let truth_ratio = tps / nominal;
     let ratio = client / server;
     eprintln!(
-        "C = {STREAMS}: client {client} tokens, server {server}, ratio {ratio:.4}, status {}",
+        "C = {STREAMS}: {tps:.0} tok/s against {nominal:.0} nominal ({truth_ratio:.4}); client \
+         {client} tokens, server counter {server} ({ratio:.4}); status {}",
         cell["status"]
     );
-    // The target is measured/truth ≥ 0.99. Above 1 the bound is looser: the
-    // server's count comes from `/metrics` scrapes at the window's edges,
-    // and a simulator pacing 100,000 chunks/s on a loaded core answers them
-    // late (one run on the shared build machine: 1.031 with the client at
-    // 100,353 tok/s against the nominal 100,000).
-    assert!((0.99..=1.05).contains(&ratio), "ratio {ratio}: {cell}");
+    assert!((0.99..=1.01).contains(&truth_ratio), "measured/truth {truth_ratio}: {cell}");
+    assert!((0.95..=1.05).contains(&ratio), "client/server counter {ratio}: {cell}");
 }
