@@ -225,6 +225,12 @@ fn ten_thousand_streams_are_counted_within_one_percent() {
          {client} tokens, server counter {server} ({ratio:.4}); status {}",
         cell["status"]
     );
-    assert!((0.99..=1.01).contains(&truth_ratio), "measured/truth {truth_ratio}: {cell}");
-    assert!((0.95..=1.05).contains(&ratio), "client/server counter {ratio}: {cell}");
+    assert!(
+        (0.99..=1.01).contains(&truth_ratio),
+        "measured/truth {truth_ratio}: {cell}"
+    );
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "client/server counter {ratio}: {cell}"
+    );
 }
