@@ -44,6 +44,12 @@ impl RunClock {
         self.origin.elapsed().as_secs_f64()
     }
 
+    /// The run-clock time of `instant` (0 for one before the origin), for a
+    /// caller that already read the clock.
+    pub fn at(&self, instant: Instant) -> f64 {
+        instant.saturating_duration_since(self.origin).as_secs_f64()
+    }
+
     /// A run-clock time as Unix seconds (wall clock at the origin + elapsed,
     /// so later wall-clock steps do not bend it).
     pub fn unix(&self, t: f64) -> f64 {
@@ -140,6 +146,27 @@ pub struct StreamEnv {
     /// `None`: the caller bounds the wait (a sustained cell cancels its
     /// streams at the window's end).
     pub first_token_timeout: Option<Duration>,
+}
+
+impl StreamEnv {
+    /// A stream environment with the defaults most callers want: a window
+    /// and counters of its own, a fresh cancellation token, no text sinks,
+    /// the chat route, and no idle or first-token limit. Callers change
+    /// what differs with struct-update syntax (`..StreamEnv::new(h, c)`).
+    pub fn new(http: Http, clock: RunClock) -> StreamEnv {
+        StreamEnv {
+            http,
+            clock,
+            window: Arc::new(SharedWindow::default()),
+            counters: Arc::new(CellCounters::default()),
+            cancel: CancellationToken::new(),
+            text_sink: None,
+            texts: None,
+            path: "/v1/chat/completions",
+            idle_timeout: None,
+            first_token_timeout: None,
+        }
+    }
 }
 
 /// The whole text of one request, by channel.

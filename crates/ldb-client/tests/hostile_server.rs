@@ -158,16 +158,8 @@ async fn hostile(how: Misbehaviour) -> String {
 
 fn env(base: &str, idle: Option<Duration>) -> StreamEnv {
     StreamEnv {
-        http: Http::new(base, None, 4).expect("client"),
-        clock: RunClock::new(),
-        window: Arc::new(SharedWindow::default()),
-        counters: Arc::new(CellCounters::default()),
-        cancel: CancellationToken::new(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
         idle_timeout: idle,
-        first_token_timeout: None,
+        ..StreamEnv::new(Http::new(base, None, 4).expect("client"), RunClock::new())
     }
 }
 

@@ -135,18 +135,7 @@ async fn serve(script: Script) -> Server {
 }
 
 fn env(http: Http) -> StreamEnv {
-    StreamEnv {
-        http,
-        clock: RunClock::new(),
-        window: Arc::new(SharedWindow::default()),
-        counters: Arc::new(CellCounters::default()),
-        cancel: CancellationToken::new(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
-        idle_timeout: None,
-        first_token_timeout: None,
-    }
+    StreamEnv::new(http, RunClock::new())
 }
 
 fn body() -> Bytes {

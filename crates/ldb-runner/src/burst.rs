@@ -221,16 +221,13 @@ async fn batch(
     let mut handles = Vec::new();
     for slot in 0..workers {
         let env = StreamEnv {
-            http: rc.http.clone(),
-            clock: rc.clock,
             window: window.clone(),
             counters: counters.clone(),
             cancel: skip.child_token(),
             text_sink: sinks.get(slot as usize).cloned(),
-            texts: None,
-            path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+            ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
         handles.push(tokio::spawn(worker(
             env,

@@ -3,10 +3,9 @@
 //! of the streams cut at the window's end, and the wait until the server has
 //! drained before the next cell.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome};
+use ldb_client::stream::{StreamEnv, StreamOutcome};
 use ldb_core::engine::Engine;
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::format_context;
@@ -25,16 +24,9 @@ pub(crate) async fn scout(
     skip: &CancellationToken,
 ) -> Option<PrefillEntry> {
     let env = StreamEnv {
-        http: rc.http.clone(),
-        clock: rc.clock,
-        window: Arc::new(SharedWindow::default()),
-        counters: Arc::new(CellCounters::default()),
         cancel: skip.clone(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
-        idle_timeout: None,
         first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        ..StreamEnv::new(rc.http.clone(), rc.clock)
     };
     let ctx = spec.context;
     if !spec.record_prefill {

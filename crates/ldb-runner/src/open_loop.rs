@@ -183,16 +183,12 @@ async fn rate_cell(
             None => None,
         };
         let env = StreamEnv {
-            http: rc.http.clone(),
-            clock: rc.clock,
             window: window.clone(),
             counters: counters.clone(),
             cancel: skip.child_token(),
-            text_sink: None,
-            texts: None,
-            path: "/v1/chat/completions",
             idle_timeout: rc.cfg.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+            ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
         let (body, tx) = (body.clone(), tx.clone());
         let (in_flight, most) = (in_flight.clone(), most.clone());

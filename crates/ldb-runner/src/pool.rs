@@ -59,19 +59,16 @@ impl StreamPool {
         let (tx, rx) = mpsc::unbounded_channel::<StreamOutcome>();
         let workers = (0..concurrency)
             .map(|slot| {
+                // No first-token limit: the cell bounds the wait (its
+                // readiness limit, then the window, after which every
+                // stream is cancelled).
                 let env = StreamEnv {
-                    http: rc.http.clone(),
-                    clock: rc.clock,
                     window: window.clone(),
                     counters: counters.clone(),
                     cancel: cancel.clone(),
                     text_sink: sinks.get(slot as usize).cloned(),
-                    texts: None,
-                    path: "/v1/chat/completions",
                     idle_timeout: rc.cfg.idle_timeout(),
-                    // The cell bounds the wait: its readiness limit, then
-                    // the window, after which every stream is cancelled.
-                    first_token_timeout: None,
+                    ..StreamEnv::new(rc.http.clone(), rc.clock)
                 };
                 tokio::spawn(worker(env, body.clone(), tx.clone()))
             })

@@ -2,9 +2,7 @@
 //! key problem before any cell), prefill rows skipped by the plan, the
 //! prefill warmup, scout-only rows and the standalone cold profile.
 
-use std::sync::Arc;
-
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv};
+use ldb_client::stream::StreamEnv;
 use ldb_core::failure::FailureKind;
 use ldb_core::live::{Phase, PrefillRow};
 use ldb_core::result::PrefillEntry;
@@ -83,16 +81,9 @@ pub(crate) async fn prefill_phase(
 /// The stream environment of single probe requests (no window, no sink).
 fn probe_env(rc: &RunCtx) -> StreamEnv {
     StreamEnv {
-        http: rc.http.clone(),
-        clock: rc.clock,
-        window: Arc::new(SharedWindow::default()),
-        counters: Arc::new(CellCounters::default()),
         cancel: rc.controls.stop.child_token(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
-        idle_timeout: None,
         first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        ..StreamEnv::new(rc.http.clone(), rc.clock)
     }
 }
 

@@ -152,16 +152,10 @@ async fn measure_level(
     let counters = Arc::new(CellCounters::default());
     let cancel = CancellationToken::new();
     let env = StreamEnv {
-        http: http.clone(),
-        clock,
         window: window.clone(),
         counters: counters.clone(),
         cancel: cancel.clone(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
-        idle_timeout: None,
-        first_token_timeout: None,
+        ..StreamEnv::new(http.clone(), clock)
     };
     let (workers, mut rx) = spawn_workers(n, &env, body);
     let stop = |why: String| {

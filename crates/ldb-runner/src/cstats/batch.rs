@@ -116,16 +116,12 @@ pub(crate) async fn run_batch(
         let model = env.model.clone();
         let stop = env.stop.clone();
         let stream_env = StreamEnv {
-            http: env.http.clone(),
-            clock: env.clock,
             window: window.clone(),
             counters: counters.clone(),
             cancel: stop.clone(),
-            text_sink: None,
-            texts: None,
-            path: "/v1/chat/completions",
             idle_timeout: (idle > 0.0).then(|| Duration::from_secs_f64(idle)),
             first_token_timeout: Some(FIRST_TOKEN_LIMIT),
+            ..StreamEnv::new(env.http.clone(), env.clock)
         };
         workers.spawn(async move {
             loop {
