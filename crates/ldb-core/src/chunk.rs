@@ -11,6 +11,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+mod fast;
+
 /// Which output channel a chunk's text belongs to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Channel {
@@ -238,8 +240,26 @@ fn non_empty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
 }
 
 /// Parse one `data:` payload (not `[DONE]`).
+///
+/// The usual chunk is read by a strict hand-written scanner ([`fast`]);
+/// anything it does not fully understand, errors included, by serde_json.
 pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
+    let raw = match fast::raw(payload) {
+        Some(raw) => raw,
+        None => serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))?,
+    };
+    Ok(reduce(raw))
+}
+
+/// Parse one payload with serde_json alone (what the fast path must match).
+#[cfg(test)]
+fn parse_chunk_serde(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw: Raw<'_> = serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))?;
+    Ok(reduce(raw))
+}
+
+/// What a parsed payload says, in the shape the measurement uses.
+fn reduce(raw: Raw<'_>) -> ChunkInfo<'_> {
     let mut info = ChunkInfo {
         id: raw.id,
         timings: raw.timings,
@@ -270,7 +290,7 @@ pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
         info.channel = c.channel;
         info.text = c.text;
     }
-    Ok(info)
+    info
 }
 
 /// True for the `[DONE]` sentinel.
