@@ -14,9 +14,12 @@
 # Knobs (environment): CONCURRENCY ("1 64 1024"), WINDOW (10 s), WARMUP (2 s),
 # MAX_TOKENS (512), PORT (18123), SCENARIO, SIM_CPU (0), CLIENT_CPU (1), RAW (1),
 # READERS ("lean": the stream readers to run, "lean reqwest" for both; see
-# LDB_STREAM_READER in docs/performance.md), OUT (target/client-speed).
+# LDB_STREAM_READER in docs/performance.md), OUT (target/client-speed),
+# ROUNDS (1: how many times the whole set runs, interleaved, so that a drift
+# of the shared machine hits the readers and the floor alike).
 # At the end it prints each reader's CPU per token at the largest C over the
-# floor's CPU per chunk of the same run (the ratio issue 14 targets).
+# floor's CPU per chunk of the same round (the ratio issue 14 targets), and
+# with several rounds their mean and range.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +34,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 RAW=${RAW:-1}
 READERS=${READERS:-lean}
 OUT=${OUT:-target/client-speed}
+ROUNDS=${ROUNDS:-1}
 
 cargo build --release -p llm-decode-bench -p ldb-runner \
     --bin llm-decode-bench --example client_speed
@@ -71,36 +75,51 @@ curl -sf "$url/health" >/dev/null && kill -0 "$SIM_PID" 2>/dev/null ||
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "simulator: $SCENARIO on cpu $SIM_CPU; client on cpu $CLIENT_CPU; window ${WINDOW}s, max_tokens $MAX_TOKENS"
 : >"$OUT/results.jsonl"
+# Each JSON line gets its round, so the summary divides by the floor of the same round.
+record() { sed -n "s/^JSON {/{\"round\":$1,/p" "$OUT/run.txt" >>"$OUT/results.jsonl"; }
 last=1
-for reader in $READERS; do
-    for c in $CONCURRENCY; do
-        # shellcheck disable=SC2046
-        LDB_STREAM_READER=$reader $(pin "$CLIENT_CPU") target/release/examples/client_speed \
-            --url "$url" --concurrency "$c" --window "$WINDOW" --warmup "$WARMUP" \
-            --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
-        sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
-        last=$c
+for round in $(seq "$ROUNDS"); do
+    [ "$ROUNDS" -gt 1 ] && echo "-- round $round of $ROUNDS"
+    for reader in $READERS; do
+        for c in $CONCURRENCY; do
+            # shellcheck disable=SC2046
+            LDB_STREAM_READER=$reader $(pin "$CLIENT_CPU") target/release/examples/client_speed \
+                --url "$url" --concurrency "$c" --window "$WINDOW" --warmup "$WARMUP" \
+                --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
+            record "$round"
+            last=$c
+        done
     done
+    if [ "$RAW" = 1 ]; then
+        # shellcheck disable=SC2046
+        $(pin "$CLIENT_CPU") target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
+            --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
+        record "$round"
+    fi
 done
-if [ "$RAW" = 1 ]; then
-    $(pin "$CLIENT_CPU") target/release/examples/client_speed --raw --url "$url" --concurrency "$last" \
-        --window "$WINDOW" --warmup "$WARMUP" --max-tokens "$MAX_TOKENS" | tee "$OUT/run.txt" | grep -v '^JSON '
-    sed -n 's/^JSON //p' "$OUT/run.txt" >>"$OUT/results.jsonl"
-fi
 if [ "$RAW" = 1 ] && command -v python3 >/dev/null 2>&1; then
     python3 - "$OUT/results.jsonl" "$last" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 c = int(sys.argv[2])
-floor = [r for r in rows if r["mode"] == "raw" and r["concurrency"] == c]
-if floor:
+ratios = {}
+for rnd in sorted({r["round"] for r in rows}):
+    floor = [r for r in rows if r["round"] == rnd and r["mode"] == "raw" and r["concurrency"] == c]
+    if not floor:
+        continue
     f = floor[-1]["cpu_us_per_chunk"]
     for r in rows:
-        if r["mode"] == "client" and r["concurrency"] == c:
-            print(f"C={c} {r.get('reader', 'reqwest')}: {r['cpu_us_per_token']:.3f} us/token = "
+        if r["round"] == rnd and r["mode"] == "client" and r["concurrency"] == c:
+            reader = r.get("reader", "reqwest")
+            ratios.setdefault(reader, []).append(r["cpu_us_per_token"] / f)
+            print(f"round {rnd} C={c} {reader}: {r['cpu_us_per_token']:.3f} us/token = "
                   f"{r['cpu_us_per_token'] / f:.2f} x floor ({f:.3f} us/chunk); "
                   f"measured/truth {r['measured_tokens'] / r['truth_tokens']:.4f}; "
                   f"{r['rss_per_stream_kb']:.1f} kB/stream")
+for reader, v in ratios.items():
+    if len(v) > 1:
+        print(f"C={c} {reader}: mean {sum(v) / len(v):.2f} x floor over {len(v)} rounds "
+              f"(range {min(v):.2f} to {max(v):.2f})")
 PY
 fi
 echo "JSON lines: $OUT/results.jsonl"

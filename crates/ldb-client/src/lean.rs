@@ -34,7 +34,9 @@ use bytes::Bytes;
 use ldb_core::failure::{FailureKind, RequestError};
 use ldb_core::http1::{BodyDecoder, HeadReader, Http1Error};
 use ldb_core::sse::SseDecoder;
-use tokio::io::AsyncWriteExt;
+use std::task::Poll;
+
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -42,6 +44,7 @@ use crate::error::ClientError;
 use crate::stream::{
     StreamEnv, StreamOutcome, conclude, idle_stall, line_overflow, no_first_token, on_payload,
 };
+use crate::woken::WokenOnly;
 
 /// Which reader streams use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,7 +432,9 @@ pub(crate) async fn run_stream_lean(
         body_done: false,
         trailing: false,
     };
-    let mut cancelled = std::pin::pin!(env.cancel.cancelled());
+    // Polled only when the token wakes it: see `crate::woken`.
+    let cancel_wait = std::pin::pin!(env.cancel.cancelled());
+    let mut cancelled = WokenOnly::new(cancel_wait);
     let sent_at = Instant::now();
     let first_deadline = env.first_token_timeout.map(|d| sent_at + d);
     let req = target.request(env.path, &body, close);
@@ -466,8 +471,8 @@ pub(crate) async fn run_stream_lean(
             r = conn => r,
         };
         match r {
-            Ok(s) => {
-                match read_response(&mut st, &s, &mut cancelled, first_deadline).await {
+            Ok(mut s) => {
+                match read_response(&mut st, &mut s, &mut cancelled, first_deadline).await {
                     Step::Retry => continue,
                     _ => sock = Some(s),
                 }
@@ -505,8 +510,8 @@ pub(crate) async fn run_stream_lean(
 /// Read one response on `sock` until it ends, fails, or is cancelled.
 async fn read_response(
     st: &mut Lean<'_>,
-    sock: &TcpStream,
-    cancelled: &mut std::pin::Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>,
+    sock: &mut TcpStream,
+    cancelled: &mut WokenOnly<std::pin::Pin<&mut tokio_util::sync::WaitForCancellationFuture<'_>>>,
     first_deadline: Option<Instant>,
 ) -> Step {
     let env = st.env;
@@ -534,7 +539,8 @@ async fn read_response(
     );
     let mut timer = std::pin::pin!(tokio::time::sleep_until(timer_at));
     loop {
-        tokio::select! {
+        let before = (st.out.track.output_tokens(), st.out.track.chunks());
+        let step = tokio::select! {
             biased;
             _ = &mut *cancelled => {
                 // Cancelled while draining the end of a finished body: the
@@ -579,31 +585,30 @@ async fn read_response(
                 timer.as_mut().reset(timer_at);
                 continue;
             }
-            r = sock.readable() => {
-                if let Err(e) = r {
-                    return st.on_end(Some(e));
-                }
-            }
-        }
-        let before = (st.out.track.output_tokens(), st.out.track.chunks());
-        let step = SCRATCH.with(|scratch| {
-            let mut buf = scratch.borrow_mut();
-            match sock.try_read(&mut buf) {
-                Ok(0) => Some(st.on_end(None)),
-                Ok(n) => {
-                    last_read = Instant::now();
-                    Some(st.on_bytes(&buf[..n], env.clock.now()))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
-                Err(e) => Some(st.on_end(Some(e))),
-            }
-        });
-        let Some(step) = step else { continue };
-        // A socket that is always readable (a server flooding comments)
-        // would keep this task running forever: waiting for readiness does
-        // not count against tokio's cooperative budget, reading does here,
-        // so the runtime's timers and the cell's cancellation still run.
-        tokio::task::consume_budget().await;
+            // AsyncRead's poll_read rather than readiness + try_read: after
+            // a read shorter than the buffer it marks the socket drained
+            // (epoll is edge-triggered), where try_read needs one more
+            // system call that fails with WouldBlock, per chunk. Each read
+            // also spends tokio's cooperative budget, so a server flooding
+            // this socket cannot keep the task from yielding: the runtime's
+            // timers and the cell's cancellation still run.
+            step = std::future::poll_fn(|cx| {
+                SCRATCH.with(|scratch| {
+                    let mut buf = scratch.borrow_mut();
+                    let mut rb = ReadBuf::new(&mut buf[..]);
+                    match std::pin::Pin::new(&mut *sock).poll_read(cx, &mut rb) {
+                        Poll::Pending => Poll::Pending,
+                        Poll::Ready(Err(e)) => Poll::Ready(st.on_end(Some(e))),
+                        Poll::Ready(Ok(())) if rb.filled().is_empty() => Poll::Ready(st.on_end(None)),
+                        Poll::Ready(Ok(())) => {
+                            // one clock read serves both the limits and the stamp
+                            last_read = Instant::now();
+                            Poll::Ready(st.on_bytes(rb.filled(), env.clock.at(last_read.into_std())))
+                        }
+                    }
+                })
+            }) => step,
+        };
         if (st.out.track.output_tokens(), st.out.track.chunks()) != before {
             awaiting_first = None;
             idle_deadline = env.idle_timeout.map(|limit| last_read + limit);

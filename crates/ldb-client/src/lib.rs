@@ -10,6 +10,7 @@ pub mod lean;
 pub mod scrape;
 pub mod stream;
 pub mod text_stream;
+mod woken;
 
 pub use error::{ClientError, Result};
 pub use http::Http;

@@ -68,7 +68,12 @@ impl GapHistogram {
         }
         self.buckets[bucket_of(g.each)].fetch_add(g.count, Ordering::Relaxed);
         // Non-negative f64 bit patterns sort like the numbers they encode.
-        self.max_bits.fetch_max(g.each.to_bits(), Ordering::Relaxed);
+        // Most gaps are no new maximum: a plain load spares them the locked
+        // read-modify-write on a line every stream of the cell shares.
+        let bits = g.each.to_bits();
+        if bits > self.max_bits.load(Ordering::Relaxed) {
+            self.max_bits.fetch_max(bits, Ordering::Relaxed);
+        }
     }
 
     /// Percentiles and maximum of what was recorded so far.

@@ -221,16 +221,10 @@ async fn run(a: Args) -> Res<()> {
     let counters = Arc::new(CellCounters::default());
     let cancel = CancellationToken::new();
     let env = StreamEnv {
-        http: http.clone(),
-        clock,
         window: window.clone(),
         counters: counters.clone(),
         cancel: cancel.clone(),
-        text_sink: None,
-        texts: None,
-        path: "/v1/chat/completions",
-        idle_timeout: None,
-        first_token_timeout: None,
+        ..StreamEnv::new(http.clone(), clock)
     };
     // As the runner's cell worker: replace a finished request at once.
     let (workers, mut rx) = ldb_runner::selftest::spawn_workers(c, &env, &body);
@@ -397,14 +391,16 @@ async fn raw_slot(
             let mut dec = ldb_core::sse::SseDecoder::new();
             let mut done = false;
             loop {
-                let n = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return,
-                    r = sock.read(&mut buf) => match r {
-                        Ok(0) | Err(_) => break 'conn,
-                        Ok(n) => n,
-                    },
+                // The floor does nothing it does not need: no cancellation
+                // future in the read (the window's end aborts these tasks;
+                // a flag checked per read ends them once the server goes on).
+                let n = match sock.read(&mut buf).await {
+                    Ok(0) | Err(_) => break 'conn,
+                    Ok(n) => n,
                 };
+                if cancel.is_cancelled() {
+                    return;
+                }
                 let mut count = 0;
                 dec.feed(&buf[..n], |p| {
                     if p == b"[DONE]" {
@@ -460,6 +456,7 @@ async fn run_raw(a: &Args, http: &Http, clock: RunClock, body: &[u8]) -> Res<()>
     let (t1, close, _) = scrape_at(http, clock).await?;
     cancel.cancel();
     for s in slots {
+        s.abort();
         let _ = s.await;
     }
     let secs = close - open;
