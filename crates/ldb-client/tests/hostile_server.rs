@@ -5,16 +5,14 @@
 //! or a panic. The server is a few lines of raw HTTP/1.1 on 127.0.0.1, so
 //! the bytes on the wire are exactly what the test says.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ldb_client::http::{Http, MAX_BODY_BYTES};
-use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv, run_stream};
+use ldb_client::stream::{RunClock, StreamEnv, run_stream};
 use ldb_core::failure::FailureKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_util::sync::CancellationToken;
 
 /// What the server does after reading a request's head.
 #[derive(Clone, Copy)]

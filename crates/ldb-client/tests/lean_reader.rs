@@ -10,14 +10,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_client::http::Http;
-use ldb_client::stream::{
-    CellCounters, RunClock, SharedWindow, StreamEnv, StreamOutcome, run_stream,
-};
+use ldb_client::stream::{RunClock, StreamEnv, StreamOutcome, run_stream};
 use ldb_core::failure::FailureKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 /// How the test server frames its answers.
 #[derive(Clone, Copy, PartialEq)]
