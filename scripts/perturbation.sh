@@ -1,19 +1,42 @@
 #!/usr/bin/env bash
 # How much does the benchmark's own CPU use slow the server it measures?
 #
-#   scripts/perturbation.sh [--concurrency "1 8"] [--seconds 20] [--rounds 2] [--out FILE]
+#   scripts/perturbation.sh [--concurrency "1 8"] [--seconds 15] [--rounds 6]
+#                           [--doses "0 0.15 0.5"] [--parts "direct dose scrape"]
+#                           [--out FILE]
 #
 # The benchmark usually runs on the server's host. This starts the real vLLM
 # CPU server (scripts/vllm-server.sh, --max-num-seqs 8) and, for each
 # concurrency C, drives the same decode load two ways, in alternating rounds
 # so that drift hits both alike:
-#   - minimal client: C shell loops of `curl -sN` sending the benchmark's kind
-#     of request (streamed chat completion, ignore_eos, continuous usage) one
+#   - minimal client: C shell loops of `curl -sN` sending the request body the
+#     benchmark sends at context 0 (the same generation prompt behind a nonce,
+#     streamed chat completion, ignore_eos, continuous usage, max_tokens) one
 #     after another;
 #   - this benchmark: one sustained cell at C (release build).
 # The server's own rate is read from `vllm:generation_tokens_total` over the
 # same length of time in both cases (for the benchmark, `server_gen_throughput`
 # of its window). Also recorded: the CPU time each client used per second.
+# Each round measures both drivers back to back; the difference is taken per
+# round (bench vs curl of the same round) and summarised as a mean with a
+# Student-t 95 % interval over the rounds, so slow drift of the machine cancels.
+#
+# Where the machine's own noise is larger than the effect (a CPU server that
+# keeps every core busy moves by several per cent between rounds), the direct
+# comparison cannot resolve 1 %. So the script also measures the server's
+# sensitivity to client CPU: rounds of the curl load with a burner process
+# that uses a known share of one core (--doses, fractions of a core; 0 is a
+# round without burner), the doses of a round in alternating order so that
+# drift of the machine does not pass for an effect, and a least-squares line
+# of the server's rate against the CPU the burner really used. The line's
+# slope times the benchmark's own CPU use is the slowdown the benchmark's CPU
+# can cause; it is printed with its 95 % interval.
+#
+# The benchmark's load on the server is not only its own CPU: it reads the
+# server's /metrics every 0.5 s, and the server spends CPU answering. The
+# third part measures that alone: rounds of the curl load, each once plain
+# and once with /metrics fetched every 0.5 s, alternating the order.
+# --parts chooses which of the three parts run (default: all).
 # Prints a Markdown table (and writes it to --out when given).
 #
 # Needs: scripts/vllm-server.sh build + model done, curl, python3. Loopback only.
@@ -22,8 +45,10 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 CONCS="1 8"
-SECS=20
-ROUNDS=2
+SECS=15
+ROUNDS=6
+DOSES="0 0.15 0.5"
+PARTS="direct dose scrape"
 OUT=""
 PORT="${LDB_PERTURB_PORT:-8123}"
 # C = 8 streams of prompt + 2,048 tokens fit the 1 GiB KV cache (23k tokens at
@@ -34,6 +59,8 @@ while [[ $# -gt 0 ]]; do
     --concurrency) CONCS="$2"; shift 2 ;;
     --seconds) SECS="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
+    --doses) DOSES="$2"; shift 2 ;;
+    --parts) PARTS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "perturbation.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -76,18 +103,26 @@ cpu_of() {
     awk -v hz="$hz" '{ sub(/^.*\) /, ""); t += $12 + $13 + $14 + $15 } END { printf "%.3f\n", t / hz }'
 }
 
-BODY="$WORK/body.json"
-python3 - "$MODEL" "$MAX_TOKENS" >"$BODY" <<'PY'
+# The body the benchmark sends at context 0 (ldb_core::prompt::GENERATION_PROMPT
+# behind a nonce; see crates/ldb-runner/src/prompts.rs chat_body), so that both
+# drivers ask the server for the same work.
+write_body() {
+  python3 - "$MODEL" "$MAX_TOKENS" "$1" >"$BODY" <<'PY'
 import json, sys
+prompt = ("Write a very long and detailed encyclopedia article about the history of astronomy, "
+          "from the earliest sky watchers to modern space telescopes. Cover every period, the people involved, "
+          "their instruments and their methods, and keep going in full detail; do not summarize or stop early.")
 print(json.dumps({
     "model": sys.argv[1],
-    "messages": [{"role": "user", "content": "Write a long story about a lighthouse keeper."}],
-    "max_tokens": int(sys.argv[2]),
+    "messages": [{"role": "user", "content": f"[ldb perturb-{sys.argv[3]}] {prompt}"}],
     "stream": True,
+    "max_tokens": int(sys.argv[2]),
     "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     "ignore_eos": True,
 }))
 PY
+}
+BODY="$WORK/body.json"
 
 # One curl loop: requests back to back until the stop file appears.
 curl_loop() {
@@ -97,22 +132,58 @@ curl_loop() {
 }
 
 # Server tokens/s and client CPU-seconds/s with C curl loops.
+# A process that keeps a share ($1, a fraction of one core) of the CPU busy
+# until the stop file appears: busy for that share of every 10 ms, asleep the rest.
+burner() {
+  python3 - "$1" "$WORK/stop" <<'PY'
+import os, sys, time
+share, stop = float(sys.argv[1]), sys.argv[2]
+period, n = 0.010, 0
+while True:
+    n += 1
+    if n % 50 == 0 and os.path.exists(stop):
+        break
+    t = time.perf_counter()
+    while time.perf_counter() - t < share * period:
+        pass
+    time.sleep((1 - share) * period)
+PY
+}
+
+# /metrics every 0.5 s, as the benchmark's scraper, until the stop file appears.
+scrape_loop() {
+  while [[ ! -e "$WORK/stop" ]]; do
+    curl -s "$BASE/metrics" >/dev/null || true
+    sleep 0.5
+  done
+}
+
+# Server tokens/s, client CPU-seconds/s and burner CPU-seconds/s with C curl
+# loops and, when $2 > 0, a burner using that share of a core; with $3 = 1
+# also a /metrics scrape every 0.5 s.
 run_curl() {
-  local c=$1 pids=() i
+  local c=$1 dose=${2:-0} scrape=${3:-0} pids=() i burn=()
   rm -f "$WORK/stop"
+  write_body "c$c-$RANDOM$RANDOM"
   for ((i = 0; i < c; i++)); do curl_loop & pids+=($!); done
+  if [[ $scrape == 1 ]]; then scrape_loop & pids+=($!); fi
+  if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$dose"; then
+    burner "$dose" & burn=($!)
+  fi
   sleep 5 # ramp-up, as the benchmark's readiness wait
-  local g0 t0 c0 g1 t1 c1
+  local g0 t0 c0 g1 t1 c1 b0=0 b1=0
   g0=$(gen_tokens); t0=$(date +%s.%N); c0=$(cpu_of "${pids[@]}")
+  if [[ ${#burn[@]} -gt 0 ]]; then b0=$(cpu_of "${burn[@]}"); fi
   sleep "$SECS"
   g1=$(gen_tokens); t1=$(date +%s.%N); c1=$(cpu_of "${pids[@]}")
+  if [[ ${#burn[@]} -gt 0 ]]; then b1=$(cpu_of "${burn[@]}"); fi
   touch "$WORK/stop"
   kill "${pids[@]}" 2>/dev/null || true
   pkill -f "curl -sN -H Content-Type: application/json" 2>/dev/null || true
-  wait "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" "${burn[@]}" 2>/dev/null || true
   sleep 3
-  python3 -c "import sys; g0,g1,t0,t1,c0,c1=map(float,sys.argv[1:]); print(f'{(g1-g0)/(t1-t0):.3f} {(c1-c0)/(t1-t0):.4f}')" \
-    "$g0" "$g1" "$t0" "$t1" "$c0" "$c1"
+  python3 -c "import sys; g0,g1,t0,t1,c0,c1,b0,b1=map(float,sys.argv[1:]); d=t1-t0; print(f'{(g1-g0)/d:.3f} {(c1-c0)/d:.4f} {(b1-b0)/d:.4f}')" \
+    "$g0" "$g1" "$t0" "$t1" "$c0" "$c1" "$b0" "$b1"
 }
 
 # Server tokens/s over the benchmark's window, and its CPU-seconds/s over the whole run.
@@ -146,16 +217,53 @@ print(f"{cell['server_gen_throughput']:.3f} {cpu / (t1 - t0):.4f} {cell['aggrega
 PY
 }
 
-TABLE="| C | vLLM tok/s with curl | vLLM tok/s with llm-decode-bench | difference | curl CPU s/s | llm-decode-bench CPU s/s |
+TABLE="| C | rounds | vLLM tok/s with curl | vLLM tok/s with llm-decode-bench | difference (mean ± 95 % CI of per-round differences) | curl CPU s/s | llm-decode-bench CPU s/s |
+|---|---|---|---|---|---|---|"
+STABLE="| C | points | vLLM tok/s at no extra CPU (fit) | rate change per CPU-s/s taken (95 % CI) | llm-decode-bench CPU s/s | slowdown the benchmark's CPU can cause |
 |---|---|---|---|---|---|"
+RTABLE="| C | rounds | vLLM tok/s with curl | with curl and /metrics every 0.5 s | difference (mean ± 95 % CI of per-round differences) |
+|---|---|---|---|---|"
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+# mean ± Student-t 95 % half-width of per-round relative differences, in %
+paired() {
+  python3 - "$1" "$2" <<'PY'
+import math, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+d = [100 * (y - x) / x for x, y in zip(a, b)]
+n, m = len(d), sum(d) / len(d)
+T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
+if n > 1:
+    sd = math.sqrt(sum((x - m) ** 2 for x in d) / (n - 1))
+    print(f"{m:+.2f} % ± {(T[n - 2] if n - 1 <= len(T) else 1.96) * sd / math.sqrt(n):.2f} %")
+else:
+    print(f"{m:+.2f} %")
+PY
+}
 for c in $CONCS; do
   curl_rates=() bench_rates=() curl_cpu=() bench_cpu=()
+  if has scrape; then
+    plain=() scraped=()
+    for ((r = 0; r < ROUNDS; r++)); do
+      order="0 1"
+      if (( r % 2 == 1 )); then order="1 0"; fi
+      for sc in $order; do
+        read -r rate _ _ < <(run_curl "$c" 0 "$sc")
+        if [[ $sc == 1 ]]; then scraped+=("$rate"); else plain+=("$rate"); fi
+        log "C=$c round $r curl$([[ $sc == 1 ]] && echo ' + /metrics every 0.5 s'): vLLM $rate tok/s"
+      done
+    done
+    mean() { python3 -c "import sys; v=[float(x) for x in sys.argv[1].split()]; print(f'{sum(v)/len(v):.2f}')" "$1"; }
+    RTABLE+=$'\n'"| $c | $ROUNDS | $(mean "${plain[*]}") | $(mean "${scraped[*]}") | $(paired "${plain[*]}" "${scraped[*]}") |"
+  fi
+  has direct || has dose || continue
   for ((r = 0; r < ROUNDS; r++)); do
     for who in curl bench; do
       # alternate the order each round
       if (( r % 2 == 1 )); then who=$([[ $who == curl ]] && echo bench || echo curl); fi
       if [[ $who == curl ]]; then
-        read -r rate cpu < <(run_curl "$c")
+        read -r rate cpu _ < <(run_curl "$c")
         curl_rates+=("$rate"); curl_cpu+=("$cpu")
         log "C=$c round $r curl: vLLM $rate tok/s, client CPU $cpu s/s"
       else
@@ -166,13 +274,62 @@ for c in $CONCS; do
     done
   done
   row=$(python3 - "${curl_rates[*]}" "${bench_rates[*]}" "${curl_cpu[*]}" "${bench_cpu[*]}" "$c" <<'PY'
-import sys
-mean = lambda s: sum(map(float, s.split())) / len(s.split())
-cr, br, cc, bc = (mean(a) for a in sys.argv[1:5])
-print(f"| {sys.argv[5]} | {cr:.2f} | {br:.2f} | {100 * (br - cr) / cr:+.1f} % | {cc:.3f} | {bc:.3f} |")
+import math, sys
+vals = lambda s: [float(x) for x in s.split()]
+cr, br, cc, bc = (vals(a) for a in sys.argv[1:5])
+mean = lambda v: sum(v) / len(v)
+d = [100 * (b - c) / c for b, c in zip(br, cr)]
+n = len(d)
+# two-sided 95 % Student-t quantiles by degrees of freedom
+T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
+if n > 1:
+    sd = math.sqrt(sum((x - mean(d)) ** 2 for x in d) / (n - 1))
+    half = (T[n - 2] if n - 1 <= len(T) else 1.96) * sd / math.sqrt(n)
+    diff = f"{mean(d):+.2f} % ± {half:.2f} %"
+else:
+    diff = f"{mean(d):+.2f} %"
+print(f"| {sys.argv[5]} | {n} | {mean(cr):.2f} | {mean(br):.2f} | {diff} | {mean(cc):.3f} | {mean(bc):.3f} |")
 PY
 )
   TABLE+=$'\n'"$row"
+  has dose || continue
+  # Sensitivity: every round runs each dose once, in alternating order.
+  xs=() ys=()
+  for ((r = 0; r < ROUNDS; r++)); do
+    order=$DOSES
+    if (( r % 2 == 1 )); then order=$(printf '%s\n' $DOSES | tac | xargs); fi
+    for dose in $order; do
+      read -r rate _ burned < <(run_curl "$c" "$dose")
+      xs+=("$burned"); ys+=("$rate")
+      log "C=$c round $r burner $dose of a core: vLLM $rate tok/s, burner CPU $burned s/s"
+    done
+  done
+  srow=$(python3 - "${xs[*]}" "${ys[*]}" "${bench_cpu[*]}" "$c" <<'PY'
+import math, sys
+xs = [float(v) for v in sys.argv[1].split()]
+ys = [float(v) for v in sys.argv[2].split()]
+bench_cpu = sum(map(float, sys.argv[3].split())) / len(sys.argv[3].split())
+n = len(xs)
+mx, my = sum(xs) / n, sum(ys) / n
+sxx = sum((x - mx) ** 2 for x in xs)
+b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+a = my - b * mx
+se = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2) / sxx)
+T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
+t = T[n - 3] if n - 2 <= len(T) else 1.96
+# slope as % of the unloaded rate per CPU-second per second taken
+slope, half = 100 * b / a, 100 * t * se / a
+print(f"| {sys.argv[4]} | {n} | {a:.2f} | {slope:+.1f} % ± {abs(half):.1f} % | {bench_cpu:.4f} "
+      f"| {slope * bench_cpu:+.2f} % ± {abs(half) * bench_cpu:.2f} % |")
+PY
+)
+  STABLE+=$'\n'"$srow"
 done
-echo "$TABLE"
-if [[ -n "$OUT" ]]; then echo "$TABLE" >"$OUT"; fi
+REPORT=""
+has direct && REPORT+="$TABLE"$'\n\n'
+has dose && REPORT+="$STABLE"$'\n\n'
+has scrape && REPORT+="$RTABLE"$'\n'
+printf '%s' "$REPORT"
+if [[ -n "$OUT" ]]; then printf '%s' "$REPORT" >"$OUT"; fi
