@@ -273,23 +273,12 @@ for c in $CONCS; do
       fi
     done
   done
-  row=$(python3 - "${curl_rates[*]}" "${bench_rates[*]}" "${curl_cpu[*]}" "${bench_cpu[*]}" "$c" <<'PY'
-import math, sys
+  row=$(python3 - "${curl_rates[*]}" "${bench_rates[*]}" "${curl_cpu[*]}" "${bench_cpu[*]}" "$c" "$(paired "${curl_rates[*]}" "${bench_rates[*]}")" <<'PY'
+import sys
 vals = lambda s: [float(x) for x in s.split()]
 cr, br, cc, bc = (vals(a) for a in sys.argv[1:5])
 mean = lambda v: sum(v) / len(v)
-d = [100 * (b - c) / c for b, c in zip(br, cr)]
-n = len(d)
-# two-sided 95 % Student-t quantiles by degrees of freedom
-T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
-if n > 1:
-    sd = math.sqrt(sum((x - mean(d)) ** 2 for x in d) / (n - 1))
-    half = (T[n - 2] if n - 1 <= len(T) else 1.96) * sd / math.sqrt(n)
-    diff = f"{mean(d):+.2f} % ± {half:.2f} %"
-else:
-    diff = f"{mean(d):+.2f} %"
-print(f"| {sys.argv[5]} | {n} | {mean(cr):.2f} | {mean(br):.2f} | {diff} | {mean(cc):.3f} | {mean(bc):.3f} |")
+print(f"| {sys.argv[5]} | {len(cr)} | {mean(cr):.2f} | {mean(br):.2f} | {sys.argv[6]} | {mean(cc):.3f} | {mean(bc):.3f} |")
 PY
 )
   TABLE+=$'\n'"$row"
