@@ -28,14 +28,13 @@
 use std::cell::RefCell;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_core::failure::{FailureKind, RequestError};
 use ldb_core::http1::{BodyDecoder, HeadReader, Http1Error};
 use ldb_core::sse::SseDecoder;
-use std::task::Poll;
-
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;

@@ -246,7 +246,7 @@ fn non_empty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
 pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw = match fast::raw(payload) {
         Some(raw) => raw,
-        None => serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))?,
+        None => serde_raw(payload)?,
     };
     Ok(reduce(raw))
 }
@@ -254,8 +254,11 @@ pub fn parse_chunk(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
 /// Parse one payload with serde_json alone (what the fast path must match).
 #[cfg(test)]
 fn parse_chunk_serde(payload: &[u8]) -> Result<ChunkInfo<'_>, ChunkError> {
-    let raw: Raw<'_> = serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))?;
-    Ok(reduce(raw))
+    serde_raw(payload).map(reduce)
+}
+
+fn serde_raw(payload: &[u8]) -> Result<Raw<'_>, ChunkError> {
+    serde_json::from_slice(payload).map_err(|e| ChunkError(e.to_string()))
 }
 
 /// What a parsed payload says, in the shape the measurement uses.

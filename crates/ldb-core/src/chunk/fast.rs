@@ -503,14 +503,13 @@ mod tests {
             let mut n = 0;
             for p in payloads(sse) {
                 n += 1;
-                let f = fast(p.as_bytes());
-                agrees(p.as_bytes());
+                // Equal whichever path parse_chunk took; where the fast path
+                // answered, that is its agreement with serde_json.
                 assert_eq!(
                     parse_chunk(p.as_bytes()),
                     parse_chunk_serde(p.as_bytes()),
                     "{name}: {p}"
                 );
-                let _ = f;
             }
             assert!(n > 0, "{name}: no payloads");
         }
