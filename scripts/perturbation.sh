@@ -2,8 +2,8 @@
 # How much does the benchmark's own CPU use slow the server it measures?
 #
 #   scripts/perturbation.sh [--concurrency "1 8"] [--seconds 15] [--rounds 6]
-#                           [--doses "0 0.15 0.5"] [--parts "direct dose scrape"]
-#                           [--out FILE]
+#                           [--doses "0 0.15 0.5"] [--scrape-rates "0 2 4"]
+#                           [--parts "direct dose scrape"] [--out FILE]
 #
 # The benchmark usually runs on the server's host. This starts the real vLLM
 # CPU server (scripts/vllm-server.sh, --max-num-seqs 8) and, for each
@@ -33,9 +33,13 @@
 # can cause; it is printed with its 95 % interval.
 #
 # The benchmark's load on the server is not only its own CPU: it reads the
-# server's /metrics every 0.5 s, and the server spends CPU answering. The
-# third part measures that alone: rounds of the curl load, each once plain
-# and once with /metrics fetched every 0.5 s, alternating the order.
+# server's /metrics (every 0.5 s during ramp-up, every --metrics-interval
+# inside a window), and the server spends CPU answering. The third part
+# measures that alone, in the same way as the second: rounds of the curl load
+# with /metrics fetched at each of --scrape-rates reads per second (0: none),
+# in alternating order, and a line of the server's rate against the reads per
+# second really made. Its slope is the cost of one read; times the
+# benchmark's in-window pace it is the slowdown those reads cause.
 # --parts chooses which of the three parts run (default: all).
 # Prints a Markdown table (and writes it to --out when given).
 #
@@ -48,6 +52,9 @@ CONCS="1 8"
 SECS=15
 ROUNDS=6
 DOSES="0 0.15 0.5"
+SCRAPE_RATES="0 2 4"
+# the benchmark's default --metrics-interval (crates/ldb-runner/src/config.rs)
+METRICS_INTERVAL=5
 PARTS="direct dose scrape"
 OUT=""
 PORT="${LDB_PERTURB_PORT:-8123}"
@@ -60,6 +67,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) SECS="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     --doses) DOSES="$2"; shift 2 ;;
+    --scrape-rates) SCRAPE_RATES="$2"; shift 2 ;;
     --parts) PARTS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "perturbation.sh: unknown argument $1" >&2; exit 2 ;;
@@ -150,40 +158,50 @@ while True:
 PY
 }
 
-# /metrics every 0.5 s, as the benchmark's scraper, until the stop file appears.
+# /metrics $1 times a second, as the benchmark's scraper, until the stop
+# file appears; each read is counted as a line of $WORK/reads.
 scrape_loop() {
+  local period
+  period=$(python3 -c "import sys; print(1 / float(sys.argv[1]))" "$1")
   while [[ ! -e "$WORK/stop" ]]; do
-    curl -s "$BASE/metrics" >/dev/null || true
-    sleep 0.5
+    curl -s "$BASE/metrics" >/dev/null && echo >>"$WORK/reads" || true
+    sleep "$period"
   done
 }
 
 # Server tokens/s, client CPU-seconds/s and burner CPU-seconds/s with C curl
-# loops and, when $2 > 0, a burner using that share of a core; with $3 = 1
-# also a /metrics scrape every 0.5 s.
+# loops and, when $2 > 0, a burner using that share of a core; when $3 > 0,
+# also /metrics read $3 times a second (then the reads per second made over
+# the measured time are printed as a fourth value).
 run_curl() {
   local c=$1 dose=${2:-0} scrape=${3:-0} pids=() i burn=()
-  rm -f "$WORK/stop"
+  rm -f "$WORK/stop" "$WORK/reads"
+  touch "$WORK/reads"
   write_body "c$c-$RANDOM$RANDOM"
   for ((i = 0; i < c; i++)); do curl_loop & pids+=($!); done
-  if [[ $scrape == 1 ]]; then scrape_loop & pids+=($!); fi
+  if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$scrape"; then
+    scrape_loop "$scrape" &
+    pids+=($!)
+  fi
   if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$dose"; then
     burner "$dose" & burn=($!)
   fi
   sleep 5 # ramp-up, as the benchmark's readiness wait
-  local g0 t0 c0 g1 t1 c1 b0=0 b1=0
+  local g0 t0 c0 g1 t1 c1 b0=0 b1=0 n0 n1
   g0=$(gen_tokens); t0=$(date +%s.%N); c0=$(cpu_of "${pids[@]}")
+  n0=$(wc -l <"$WORK/reads")
   if [[ ${#burn[@]} -gt 0 ]]; then b0=$(cpu_of "${burn[@]}"); fi
   sleep "$SECS"
   g1=$(gen_tokens); t1=$(date +%s.%N); c1=$(cpu_of "${pids[@]}")
+  n1=$(wc -l <"$WORK/reads")
   if [[ ${#burn[@]} -gt 0 ]]; then b1=$(cpu_of "${burn[@]}"); fi
   touch "$WORK/stop"
   kill "${pids[@]}" 2>/dev/null || true
   pkill -f "curl -sN -H Content-Type: application/json" 2>/dev/null || true
   wait "${pids[@]}" "${burn[@]}" 2>/dev/null || true
   sleep 3
-  python3 -c "import sys; g0,g1,t0,t1,c0,c1,b0,b1=map(float,sys.argv[1:]); d=t1-t0; print(f'{(g1-g0)/d:.3f} {(c1-c0)/d:.4f} {(b1-b0)/d:.4f}')" \
-    "$g0" "$g1" "$t0" "$t1" "$c0" "$c1" "$b0" "$b1"
+  python3 -c "import sys; g0,g1,t0,t1,c0,c1,b0,b1,n0,n1=map(float,sys.argv[1:]); d=t1-t0; print(f'{(g1-g0)/d:.3f} {(c1-c0)/d:.4f} {(b1-b0)/d:.4f} {(n1-n0)/d:.3f}')" \
+    "$g0" "$g1" "$t0" "$t1" "$c0" "$c1" "$b0" "$b1" "$n0" "$n1"
 }
 
 # Server tokens/s over the benchmark's window, and its CPU-seconds/s over the whole run.
@@ -221,8 +239,8 @@ TABLE="| C | rounds | vLLM tok/s with curl | vLLM tok/s with llm-decode-bench | 
 |---|---|---|---|---|---|---|"
 STABLE="| C | points | vLLM tok/s at no extra CPU (fit) | rate change per CPU-s/s taken (95 % CI) | llm-decode-bench CPU s/s | slowdown the benchmark's CPU can cause |
 |---|---|---|---|---|---|"
-RTABLE="| C | rounds | vLLM tok/s with curl | with curl and /metrics every 0.5 s | difference (mean ± 95 % CI of per-round differences) |
-|---|---|---|---|---|"
+RTABLE="| C | points | vLLM tok/s without /metrics reads (fit) | rate change per /metrics read a second (95 % CI) | server time lost per read | slowdown at 2 reads/s (every 0.5 s) | slowdown at the window's pace (every ${METRICS_INTERVAL} s) |
+|---|---|---|---|---|---|---|"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 # mean ± Student-t 95 % half-width of per-round relative differences, in %
 paired() {
@@ -241,21 +259,48 @@ else:
     print(f"{m:+.2f} %")
 PY
 }
+# Least-squares line of ys on xs: "points intercept slope half-width", the
+# slope and its Student-t 95 % half-width as % of the intercept per unit of x.
+fit_line() {
+  python3 - "$1" "$2" <<'PY'
+import math, sys
+xs = [float(v) for v in sys.argv[1].split()]
+ys = [float(v) for v in sys.argv[2].split()]
+n = len(xs)
+mx, my = sum(xs) / n, sum(ys) / n
+sxx = sum((x - mx) ** 2 for x in xs)
+b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+a = my - b * mx
+se = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2) / sxx)
+T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
+t = T[n - 3] if n - 2 <= len(T) else 1.96
+print(f"{n} {a:.3f} {100 * b / a:.4f} {abs(100 * t * se / a):.4f}")
+PY
+}
+# "±x %" rows of a fitted slope (% per unit) times a dose
+times() {
+  python3 -c "import sys; s,h,d=map(float,sys.argv[1:]); print(f'{s*d:+.2f} % ± {h*d:.2f} %')" "$1" "$2" "$3"
+}
 for c in $CONCS; do
   curl_rates=() bench_rates=() curl_cpu=() bench_cpu=()
   if has scrape; then
-    plain=() scraped=()
+    # every round runs each read rate once, in alternating order
+    xs=() ys=()
     for ((r = 0; r < ROUNDS; r++)); do
-      order="0 1"
-      if (( r % 2 == 1 )); then order="1 0"; fi
-      for sc in $order; do
-        read -r rate _ _ < <(run_curl "$c" 0 "$sc")
-        if [[ $sc == 1 ]]; then scraped+=("$rate"); else plain+=("$rate"); fi
-        log "C=$c round $r curl$([[ $sc == 1 ]] && echo ' + /metrics every 0.5 s'): vLLM $rate tok/s"
+      order=$SCRAPE_RATES
+      if (( r % 2 == 1 )); then order=$(printf '%s\n' $SCRAPE_RATES | tac | xargs); fi
+      for sr in $order; do
+        read -r rate _ _ reads < <(run_curl "$c" 0 "$sr")
+        xs+=("$reads"); ys+=("$rate")
+        log "C=$c round $r curl + /metrics $sr/s (made $reads/s): vLLM $rate tok/s"
       done
     done
-    mean() { python3 -c "import sys; v=[float(x) for x in sys.argv[1].split()]; print(f'{sum(v)/len(v):.2f}')" "$1"; }
-    RTABLE+=$'\n'"| $c | $ROUNDS | $(mean "${plain[*]}") | $(mean "${scraped[*]}") | $(paired "${plain[*]}" "${scraped[*]}") |"
+    read -r n a s h < <(fit_line "${xs[*]}" "${ys[*]}")
+    # one read a second costs s % of the rate: -s/100 s of server time per read
+    lost=$(python3 -c "import sys; s,h=map(float,sys.argv[1:]); print(f'{-10*s:.1f} ms ± {10*h:.1f} ms')" "$s" "$h")
+    at=$(python3 -c "import sys; print(1 / float(sys.argv[1]))" "$METRICS_INTERVAL")
+    RTABLE+=$'\n'"| $c | $n | $a | $(printf '%+.2f %% ± %.2f %%' "$s" "$h") | $lost | $(times "$s" "$h" 2) | $(times "$s" "$h" "$at") |"
   fi
   has direct || has dose || continue
   for ((r = 0; r < ROUNDS; r++)); do
@@ -289,32 +334,15 @@ PY
     order=$DOSES
     if (( r % 2 == 1 )); then order=$(printf '%s\n' $DOSES | tac | xargs); fi
     for dose in $order; do
-      read -r rate _ burned < <(run_curl "$c" "$dose")
+      read -r rate _ burned _ < <(run_curl "$c" "$dose")
       xs+=("$burned"); ys+=("$rate")
       log "C=$c round $r burner $dose of a core: vLLM $rate tok/s, burner CPU $burned s/s"
     done
   done
-  srow=$(python3 - "${xs[*]}" "${ys[*]}" "${bench_cpu[*]}" "$c" <<'PY'
-import math, sys
-xs = [float(v) for v in sys.argv[1].split()]
-ys = [float(v) for v in sys.argv[2].split()]
-bench_cpu = sum(map(float, sys.argv[3].split())) / len(sys.argv[3].split())
-n = len(xs)
-mx, my = sum(xs) / n, sum(ys) / n
-sxx = sum((x - mx) ** 2 for x in xs)
-b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-a = my - b * mx
-se = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2) / sxx)
-T = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086]
-t = T[n - 3] if n - 2 <= len(T) else 1.96
-# slope as % of the unloaded rate per CPU-second per second taken
-slope, half = 100 * b / a, 100 * t * se / a
-print(f"| {sys.argv[4]} | {n} | {a:.2f} | {slope:+.1f} % ± {abs(half):.1f} % | {bench_cpu:.4f} "
-      f"| {slope * bench_cpu:+.2f} % ± {abs(half) * bench_cpu:.2f} % |")
-PY
-)
-  STABLE+=$'\n'"$srow"
+  # slope as % of the unloaded rate per CPU-second per second taken
+  read -r n a s h < <(fit_line "${xs[*]}" "${ys[*]}")
+  bcpu=$(python3 -c "import sys; v=[float(x) for x in sys.argv[1].split()]; print(f'{sum(v)/len(v):.4f}')" "${bench_cpu[*]}")
+  STABLE+=$'\n'"| $c | $n | $a | $(printf '%+.1f %% ± %.1f %%' "$s" "$h") | $bcpu | $(times "$s" "$h" "$bcpu") |"
 done
 REPORT=""
 has direct && REPORT+="$TABLE"$'\n\n'

@@ -3,6 +3,14 @@
 //! The measurement loop never waits on a scrape: it reads the latest one from
 //! a watch channel. Each scrape carries the run-clock time at which its answer
 //! arrived, so counter deltas divide by the real interval between scrapes.
+//!
+//! Reading `/metrics` is not free for the server: vLLM and SGLang render it in
+//! Python, on the CPU that also feeds the engine (on a CPU-bound vLLM, a scrape
+//! every 0.5 s cost ~8 % of its decode rate; docs/performance.md §3). So the
+//! scraper has two paces: a quick one while nothing is measured (ramp-up
+//! readiness, idle and drain waits want fresh gauges), and a slower one, or
+//! none, while a [`Measuring`] guard is held (a window, a burst, a prefill
+//! probe), whose counters come from the measurement's own edge scrapes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,6 +49,26 @@ struct Health {
     lost: Option<MetricsLost>,
 }
 
+/// How often the background task reads `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScrapePace {
+    /// While nothing is measured.
+    pub idle: Duration,
+    /// While a [`Measuring`] guard is held; `None`: no background scrape
+    /// then (the measurement's own edge scrapes only).
+    pub measuring: Option<Duration>,
+}
+
+impl ScrapePace {
+    /// The same period all the time.
+    pub fn steady(every: Duration) -> ScrapePace {
+        ScrapePace {
+            idle: every,
+            measuring: Some(every),
+        }
+    }
+}
+
 /// Handle to the scraper task.
 #[derive(Clone)]
 pub struct Scraper {
@@ -50,15 +78,28 @@ pub struct Scraper {
     clock: RunClock,
     stop: CancellationToken,
     health: Arc<Mutex<Health>>,
+    /// Measurements under way (held [`Measuring`] guards).
+    measuring: Arc<watch::Sender<u32>>,
+}
+
+/// Held while a measurement runs: the scraper keeps its measuring pace
+/// until every guard is dropped.
+#[must_use = "the measuring pace lasts only while the guard is held"]
+pub struct Measuring(Arc<watch::Sender<u32>>);
+
+impl Drop for Measuring {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Scraper {
-    /// Start scraping every `interval` (no task when `enabled` is false).
+    /// Start scraping at `pace` (no task when `enabled` is false).
     pub fn start(
         http: Http,
         engine: Engine,
         clock: RunClock,
-        interval: Duration,
+        pace: ScrapePace,
         enabled: bool,
     ) -> Scraper {
         let (tx, rx) = watch::channel(None);
@@ -70,27 +111,71 @@ impl Scraper {
             clock,
             stop: stop.clone(),
             health: Arc::default(),
+            measuring: Arc::new(watch::channel(0).0),
         };
         if enabled {
             let me = s.clone();
-            tokio::spawn(async move {
-                let mut seq = 0;
-                let mut tick = tokio::time::interval(interval);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tokio::select! {
-                        _ = stop.cancelled() => break,
-                        _ = tick.tick() => {}
-                    }
-                    if let Some(mut sc) = me.scrape_once().await {
-                        seq += 1;
-                        sc.seq = seq;
-                        let _ = tx.send(Some(Arc::new(sc)));
-                    }
-                }
-            });
+            tokio::spawn(async move { me.run(pace, tx).await });
         }
         s
+    }
+
+    /// The background loop: scrape when due at the current pace; a change
+    /// of pace moves the next scrape (into a measurement: one period after
+    /// its start, which has its own edge scrape; out of one: one idle
+    /// period after the last scrape, so at once after a long window).
+    async fn run(self, pace: ScrapePace, tx: watch::Sender<Option<Arc<Scrape>>>) {
+        use tokio::time::{Instant, sleep_until};
+        // Far enough to mean "not while measuring" without overflowing.
+        const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+        let mut pace_rx = self.measuring.subscribe();
+        let mut seq = 0;
+        let mut last_sent = Instant::now();
+        let mut due = last_sent;
+        let period = |measuring: bool| {
+            if measuring {
+                pace.measuring.unwrap_or(NEVER)
+            } else {
+                pace.idle
+            }
+        };
+        let mut measuring = *pace_rx.borrow_and_update() > 0;
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => break,
+                changed = pace_rx.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let now_measuring = *pace_rx.borrow_and_update() > 0;
+                    if now_measuring != measuring {
+                        measuring = now_measuring;
+                        due = if measuring {
+                            Instant::now() + period(true)
+                        } else {
+                            last_sent + period(false)
+                        };
+                    }
+                    continue;
+                }
+                _ = sleep_until(due) => {}
+            }
+            last_sent = Instant::now();
+            if let Some(mut sc) = self.scrape_once().await {
+                seq += 1;
+                sc.seq = seq;
+                let _ = tx.send(Some(Arc::new(sc)));
+            }
+            // A scrape slower than the period is followed at once by the
+            // next, never by a burst of catch-up scrapes.
+            due = (last_sent + period(measuring)).max(Instant::now());
+        }
+    }
+
+    /// Switch to the measuring pace until the guard is dropped.
+    pub fn measuring(&self) -> Measuring {
+        self.measuring.send_modify(|n| *n += 1);
+        Measuring(Arc::clone(&self.measuring))
     }
 
     /// One scrape now (also used for window-edge snapshots). A failure (no

@@ -182,6 +182,12 @@ pub struct Metadata {
     /// `--slo-search` / `--slo-bisect` as run (absent when neither was on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo_search: Option<SloSearchSettings>,
+    /// `--metrics-interval`: seconds between the background `/metrics`
+    /// reads while something is measured (0 = only the measurement's own
+    /// start and end reads). Absent in files written before the option,
+    /// whose runs read every 0.5 s throughout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_interval: Option<f64>,
 }
 
 /// How the run searched for the SLO frontier.

@@ -140,7 +140,8 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         return failed(rc, &spec, cell_start, err, prefill);
     }
 
-    // Measured batch.
+    // Measured batch (background /metrics reads at --metrics-interval).
+    let measuring = rc.scraper.measuring();
     let start_scrape = if rc.metrics {
         rc.scraper.scrape_once().await
     } else {
@@ -154,6 +155,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     } else {
         None
     };
+    drop(measuring);
     let (hw, hw_summary) = rc.hw_since(hw_mark);
     if skip.is_cancelled() {
         return skipped(rc, &spec, prefill);

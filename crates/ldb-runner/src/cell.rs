@@ -320,6 +320,9 @@ async fn measure_window(
     pool: &mut StreamPool,
     aborted: bool,
 ) -> WindowRecord {
+    // From here to the end scrape the server is measured: background
+    // /metrics reads slow to --metrics-interval.
+    let _measuring = rc.scraper.measuring();
     let ws = rc.clock.now();
     pool.window.open(ws);
     let hw_start = rc.hw_mark();

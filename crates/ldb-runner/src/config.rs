@@ -95,8 +95,13 @@ pub struct RunConfig {
     pub plateau_seconds: f64,
     /// Pause between cells after the server drained, seconds.
     pub cell_pause_seconds: f64,
-    /// Scrape interval, seconds.
+    /// Seconds between background `/metrics` reads while nothing is
+    /// measured (ramp-up readiness, idle and drain waits).
     pub scrape_interval: f64,
+    /// `--metrics-interval`: seconds between background `/metrics` reads
+    /// while a window, a burst batch, an open-loop cell or a prefill probe
+    /// is measured; 0 = none (the measurement's edge scrapes only).
+    pub metrics_interval: f64,
     /// Measured requests per cell; > 0 replaces the sustained matrix by
     /// request-count cells (`--request-count`).
     pub request_count: u64,
@@ -150,6 +155,13 @@ pub struct RunConfig {
 /// `--seed` when not given: fixed, so two runs send the same schedule.
 pub const DEFAULT_SEED: u64 = 42;
 
+/// `--metrics-interval` when not given, seconds. vLLM and SGLang render
+/// `/metrics` in Python on the CPU that feeds their engine: on the CPU-bound
+/// vLLM of docs/performance.md §3 each read cost about 40 ms of its decode
+/// time. Every 5 s that is under 1 %; the window's counters come from its
+/// own edge reads, so the slower pace only thins the gauge samples.
+pub const DEFAULT_METRICS_INTERVAL: f64 = 5.0;
+
 impl RunConfig {
     /// True for an open-loop run (`--request-rate`).
     pub fn open_loop(&self) -> bool {
@@ -198,6 +210,7 @@ impl Default for RunConfig {
             plateau_seconds: 5.0,
             cell_pause_seconds: 1.0,
             scrape_interval: 0.5,
+            metrics_interval: DEFAULT_METRICS_INTERVAL,
             request_count: 0,
             warmup_request_count: 0,
             run_burst: false,

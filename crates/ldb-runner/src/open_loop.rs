@@ -149,6 +149,9 @@ async fn rate_cell(
     let in_flight = Arc::new(AtomicU64::new(0));
     let most = Arc::new(AtomicU64::new(0));
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, f64, ldb_client::stream::StreamOutcome)>();
+    // Every request of the cell is measured: background /metrics reads at
+    // --metrics-interval until the last one ends.
+    let measuring = rc.scraper.measuring();
     let t0 = rc.clock.now() + 0.05;
     window.open(t0);
     let mut capped = false;
@@ -236,6 +239,7 @@ async fn rate_cell(
         }
     }
     window.close(rc.clock.now());
+    drop(measuring);
     let timed_out = rc.clock.now() >= limit;
     outs.sort_by_key(|(i, _, _)| *i);
     let requests: Vec<RateRequest> = outs

@@ -223,7 +223,10 @@ pub async fn validated_probe(
     } else {
         None
     };
+    let measuring = rc.scraper.measuring();
     let p = probe(env, &rc.model, msgs, cancel).await;
+    // Back to the quick pace: the idle wait below wants fresh gauges.
+    drop(measuring);
     let validation = match (&before, &p.timings) {
         _ if p.error.is_some() => ServerValidation::default(),
         (Some(b), _) => {

@@ -39,6 +39,9 @@ const COMPARED: &[&str] = &[
     "max_error_rate",
     "cell_warmup_timeout_seconds",
     "dcp_size",
+    // how often the server's /metrics was read while measuring: on a
+    // CPU-bound server it moves the numbers (docs/performance.md §3)
+    "metrics_interval",
 ];
 
 /// Why a file cannot be resumed at all, whatever the run: it was not written

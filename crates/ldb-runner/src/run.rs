@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::{Discovery, discover};
-use ldb_client::scrape::Scraper;
+use ldb_client::scrape::{ScrapePace, Scraper};
 use ldb_client::stream::RunClock;
 use ldb_client::{ClientError, Http};
 use ldb_core::document::{Metadata, ResultDocument};
@@ -249,7 +249,11 @@ async fn start(
         http.clone(),
         disc.engine,
         clock,
-        Duration::from_secs_f64(cfg.scrape_interval),
+        ScrapePace {
+            idle: Duration::from_secs_f64(cfg.scrape_interval),
+            measuring: (cfg.metrics_interval > 0.0)
+                .then(|| Duration::from_secs_f64(cfg.metrics_interval)),
+        },
         disc.metrics_available,
     );
     live.update(|s| {

@@ -52,6 +52,9 @@ pub struct HttpStats {
     /// started (the first [`MAX_ARRIVALS`]): the truth an open-loop
     /// client's schedule is checked against.
     pub arrivals: Vec<f64>,
+    /// When each `GET /metrics` arrived, Unix seconds (the first
+    /// [`MAX_ARRIVALS`]): how often a client read the metrics, and when.
+    pub metrics_arrivals_unix: Vec<f64>,
 }
 
 /// Arrival times kept, at most (8 MB).

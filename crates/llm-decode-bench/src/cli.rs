@@ -356,6 +356,11 @@ pub struct BenchArgs {
     /// Seconds between hardware samples (0 disables).
     #[arg(long, default_value_t = 2.0)]
     pub hw_monitor_interval: f64,
+    /// Seconds between the server's /metrics reads while something is measured (windows, burst
+    /// batches, prefill probes); 0 = only at each measurement's start and end. Ramp-up and idle
+    /// waits still read every 0.5 s. Reading /metrics costs vLLM and SGLang CPU time.
+    #[arg(long, value_name = "SECONDS", default_value_t = ldb_runner::config::DEFAULT_METRICS_INTERVAL)]
+    pub metrics_interval: f64,
     /// Disable hardware sampling.
     #[arg(long)]
     pub no_hw_monitor: bool,

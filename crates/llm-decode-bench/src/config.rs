@@ -169,6 +169,12 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if !(a.wait_for_server.is_finite() && a.wait_for_server >= 0.0) {
         return Err(bad("--wait-for-server", "must be ≥ 0 seconds"));
     }
+    if !(a.metrics_interval.is_finite() && a.metrics_interval >= 0.0) {
+        return Err(bad(
+            "--metrics-interval",
+            "must be ≥ 0 seconds (0 = only at each measurement's start and end)",
+        ));
+    }
     if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
         return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
     }
@@ -237,6 +243,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         estimate_only: a.token_targeting.as_deref() == Some("estimate"),
         stream_idle_timeout: a.stream_idle_timeout,
         server_down_grace: a.server_down_grace,
+        metrics_interval: a.metrics_interval,
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },

@@ -2,6 +2,7 @@
 //! bracket it, the scheduler and KV gauges sampled inside it, prefix-cache
 //! hits, and speculative-decoding fields.
 
+use ldb_client::scrape::Scrape;
 use ldb_core::cellstats::{SchedSample, scheduler_fields};
 use ldb_core::engine::Engine;
 use ldb_core::result::{SchedulerFields, SpecFields};
@@ -57,18 +58,22 @@ pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
         }
     }
     if out.rate == 0.0 {
-        out.rate = median(i.sched.iter().filter_map(|s| s.snap.gen_throughput_gauge));
+        out.rate = median(window_samples(i).filter_map(|s| s.snap.gen_throughput_gauge));
     }
     out
 }
 
-/// Running and queued requests over the window's scrapes (and the start
-/// scrape), with the producing-stream samples as a fallback.
+/// The scrapes sent inside the window: its start scrape and the background
+/// ones (every `--metrics-interval`; none when it is 0). The end scrape is
+/// left out: it is sent after the streams were closed.
+fn window_samples<'a>(i: &CellInputs<'a>) -> impl Iterator<Item = &'a Scrape> + use<'a> {
+    i.start_scrape.into_iter().chain(i.sched.iter())
+}
+
+/// Running and queued requests over the window's scrapes, with the
+/// producing-stream samples as a fallback.
 pub(super) fn scheduler(i: &CellInputs<'_>) -> SchedulerFields {
-    let samples: Vec<SchedSample> = i
-        .sched
-        .iter()
-        .chain(i.start_scrape)
+    let samples: Vec<SchedSample> = window_samples(i)
         .filter_map(|s| {
             Some(SchedSample {
                 running: s.snap.running?,
@@ -86,7 +91,7 @@ pub(super) fn scheduler(i: &CellInputs<'_>) -> SchedulerFields {
 
 /// Mean and max KV-cache usage over the window's scrapes.
 pub(super) fn kv_usage(i: &CellInputs<'_>) -> (f64, f64) {
-    let kv: Vec<f64> = i.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
+    let kv: Vec<f64> = window_samples(i).filter_map(|s| s.snap.kv_usage).collect();
     let mean = if kv.is_empty() {
         0.0
     } else {
@@ -158,14 +163,13 @@ pub(super) fn spec_fields(
     }
     if i.engine == Engine::Sglang {
         let gauge = median(
-            i.sched
-                .iter()
+            window_samples(i)
                 .filter_map(|s| s.snap.spec_accept_length_gauge)
                 .filter(|v| *v > 1.0),
         );
         if gauge > 1.0 && server_rate > 0.0 {
             let steps_per_s = server_rate / gauge;
-            let rate = median(i.sched.iter().filter_map(|s| s.snap.spec_accept_rate_gauge));
+            let rate = median(window_samples(i).filter_map(|s| s.snap.spec_accept_rate_gauge));
             return (
                 SpecFields {
                     accept_rate: rate,

@@ -21,6 +21,13 @@ use crate::scenario::Scenario;
 /// `GET /metrics`, with the scenario's slow/failing faults.
 pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     st.count("GET /metrics");
+    {
+        let mut http = lock(&st.http);
+        if http.metrics_arrivals_unix.len() < super::MAX_ARRIVALS {
+            let at = st.started_unix_f + st.started.elapsed().as_secs_f64();
+            http.metrics_arrivals_unix.push(at);
+        }
+    }
     let f = &st.cfg.faults;
     let served = lock(&st.http)
         .requests_by_endpoint

@@ -1,0 +1,83 @@
+//! How often the benchmark reads `/metrics`: quickly while it waits for
+//! readiness, at `--metrics-interval` inside a measurement window, and the
+//! window's server numbers still come from its edge scrapes. The simulator
+//! records when each `/metrics` read arrived.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{FLAT, SERIAL, bench, cell, config, start, within};
+use ldb_core::result::CellStatus;
+use ldb_sim::SimHandle;
+
+/// `/metrics` reads that arrived strictly between `from` and `to` (Unix s).
+fn reads_between(sim: &SimHandle, from: f64, to: f64) -> usize {
+    sim.stats()
+        .http
+        .metrics_arrivals_unix
+        .iter()
+        .filter(|&&t| t > from && t < to)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_zero_reads_metrics_only_at_the_window_edges() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let mut cfg = config(&sim, &[2], &[0], 4.0);
+    cfg.metrics_interval = 0.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = cell(&doc, 2, 0);
+    assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
+    let (ws, we) = (
+        r.ext.window_start_unix.expect("window start"),
+        r.ext.window_end_unix.expect("window end"),
+    );
+    // The start scrape (and one sent just before the window) arrive in its
+    // first second; after that nothing until the end scrape, which is sent
+    // after the window closed. Every 0.5 s would be five reads here.
+    assert_eq!(
+        reads_between(&sim, ws + 1.0, we - 0.2),
+        0,
+        "background /metrics reads inside the window"
+    );
+    // Ramp-up keeps the quick pace: readiness holds for 3 s before the window.
+    let ramp = reads_between(&sim, ws - 2.5, ws - 0.2);
+    assert!(ramp >= 3, "{ramp} reads in the last 2.3 s of ramp-up");
+    // The counters still bracket the window, and the start scrape gives the
+    // scheduler its sample.
+    let tps = r.aggregate_tps.expect("value");
+    assert!(
+        within(r.server_gen_throughput, tps, 0.05),
+        "server {:.1} vs client {tps:.1}",
+        r.server_gen_throughput
+    );
+    assert_eq!(r.sched.effective_concurrency, 2.0);
+    assert_eq!(doc.metadata.metrics_interval, Some(0.0));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_reads_metrics_at_the_measuring_interval() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let mut cfg = config(&sim, &[2], &[0], 6.0);
+    cfg.metrics_interval = 1.5;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = cell(&doc, 2, 0);
+    assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
+    let (ws, we) = (
+        r.ext.window_start_unix.expect("window start"),
+        r.ext.window_end_unix.expect("window end"),
+    );
+    // Due 1.5, 3.0 and 4.5 s after the start scrape (6.0 races the window's
+    // end); every 0.5 s would be about ten.
+    let inside = reads_between(&sim, ws + 1.0, we - 0.2);
+    assert!(
+        (2..=4).contains(&inside),
+        "{inside} background reads in a 6 s window at 1.5 s"
+    );
+    assert_eq!(doc.metadata.metrics_interval, Some(1.5));
+    sim.shutdown().await;
+}
