@@ -615,6 +615,8 @@ mod tests {
                 "invalid --stream-idle-timeout",
             ),
             (&["--server-down-grace=-1"], "invalid --server-down-grace"),
+            (&["--metrics-interval=-1"], "invalid --metrics-interval"),
+            (&["--metrics-interval", "nan"], "invalid --metrics-interval"),
             (&["--refresh-rate", "0"], "invalid --refresh-rate"),
             (&["--refresh-rate=-2"], "invalid --refresh-rate"),
             (&["--refresh-rate", "nan"], "invalid --refresh-rate"),
@@ -624,6 +626,15 @@ mod tests {
             assert!(e.starts_with(want), "{args:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn metrics_interval_defaults_to_five_seconds_and_zero_means_edges_only() {
+        let c = build(&parse(&[]).unwrap(), false, vec![]).unwrap();
+        assert_eq!(c.metrics_interval, 5.0);
+        assert_eq!(c.scrape_interval, 0.5, "ramp-up keeps the quick pace");
+        let a = parse(&["--metrics-interval", "0"]).unwrap();
+        assert_eq!(build(&a, false, vec![]).unwrap().metrics_interval, 0.0);
     }
 
     #[test]
