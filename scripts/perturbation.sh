@@ -84,9 +84,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "building the benchmark (release)"
-(cd "$ROOT" && cargo build --release -q -p llm-decode-bench)
 BIN="$ROOT/target/release/llm-decode-bench"
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+# the benchmark itself runs in the direct part (the dose part reuses its CPU figure)
+if has direct || has dose; then
+  log "building the benchmark (release)"
+  (cd "$ROOT" && cargo build --release -q -p llm-decode-bench)
+fi
 
 log "starting vLLM on $BASE"
 "$HERE/vllm-server.sh" start --port "$PORT" --extra --max-num-seqs 8 --max-model-len 8192 >/dev/null
@@ -241,7 +245,6 @@ STABLE="| C | points | vLLM tok/s at no extra CPU (fit) | rate change per CPU-s/
 |---|---|---|---|---|---|"
 RTABLE="| C | points | vLLM tok/s without /metrics reads (fit) | rate change per /metrics read a second (95 % CI) | server time lost per read | slowdown at 2 reads/s (every 0.5 s) | slowdown at the window's pace (every ${METRICS_INTERVAL} s) |
 |---|---|---|---|---|---|---|"
-has() { [[ " $PARTS " == *" $1 "* ]]; }
 # mean ± Student-t 95 % half-width of per-round relative differences, in %
 paired() {
   python3 - "$1" "$2" <<'PY'
