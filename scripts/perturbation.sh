@@ -54,7 +54,7 @@ ROUNDS=6
 DOSES="0 0.15 0.5"
 SCRAPE_RATES="0 2 4"
 # the benchmark's default --metrics-interval (crates/ldb-runner/src/config.rs)
-METRICS_INTERVAL=5
+METRICS_INTERVAL=10
 PARTS="direct dose scrape"
 OUT=""
 PORT="${LDB_PERTURB_PORT:-8123}"

@@ -629,9 +629,9 @@ mod tests {
     }
 
     #[test]
-    fn metrics_interval_defaults_to_five_seconds_and_zero_means_edges_only() {
+    fn metrics_interval_defaults_to_ten_seconds_and_zero_means_edges_only() {
         let c = build(&parse(&[]).unwrap(), false, vec![]).unwrap();
-        assert_eq!(c.metrics_interval, 5.0);
+        assert_eq!(c.metrics_interval, 10.0);
         assert_eq!(c.scrape_interval, 0.5, "ramp-up keeps the quick pace");
         let a = parse(&["--metrics-interval", "0"]).unwrap();
         assert_eq!(build(&a, false, vec![]).unwrap().metrics_interval, 0.0);
