@@ -9,8 +9,9 @@
 //! every 0.5 s cost ~8 % of its decode rate; docs/performance.md §3). So the
 //! scraper has two paces: a quick one while nothing is measured (ramp-up
 //! readiness, idle and drain waits want fresh gauges), and a slower one, or
-//! none, while a [`Measuring`] guard is held (a window, a burst, a prefill
-//! probe), whose counters come from the measurement's own edge scrapes.
+//! none, while a [`Measuring`] guard is held (a window, a burst batch, an
+//! open-loop cell, a prefill probe), whose counters come from the
+//! measurement's own edge scrapes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,16 +58,6 @@ pub struct ScrapePace {
     /// While a [`Measuring`] guard is held; `None`: no background scrape
     /// then (the measurement's own edge scrapes only).
     pub measuring: Option<Duration>,
-}
-
-impl ScrapePace {
-    /// The same period all the time.
-    pub fn steady(every: Duration) -> ScrapePace {
-        ScrapePace {
-            idle: every,
-            measuring: Some(every),
-        }
-    }
 }
 
 /// Handle to the scraper task.
