@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{FLAT, SERIAL, bench, cell, config, start, within};
+use ldb_core::document::ResultDocument;
 use ldb_core::result::CellStatus;
 use ldb_sim::SimHandle;
 
@@ -21,19 +22,26 @@ fn reads_between(sim: &SimHandle, from: f64, to: f64) -> usize {
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn interval_zero_reads_metrics_only_at_the_window_edges() {
-    let _serial = SERIAL.lock().await;
+/// One C = 2 cell of `duration` seconds at `--metrics-interval interval`:
+/// the simulator (still up), the result, and the window's Unix start and end.
+async fn one_cell(interval: f64, duration: f64) -> (SimHandle, ResultDocument, f64, f64) {
     let sim = start(FLAT, |_| {}).await;
-    let mut cfg = config(&sim, &[2], &[0], 4.0);
-    cfg.metrics_interval = 0.0;
+    let mut cfg = config(&sim, &[2], &[0], duration);
+    cfg.metrics_interval = interval;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
-    let (ws, we) = (
-        r.ext.window_start_unix.expect("window start"),
-        r.ext.window_end_unix.expect("window end"),
-    );
+    assert_eq!(doc.metadata.metrics_interval, Some(interval));
+    let ws = r.ext.window_start_unix.expect("window start");
+    let we = r.ext.window_end_unix.expect("window end");
+    (sim, doc, ws, we)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_zero_reads_metrics_only_at_the_window_edges() {
+    let _serial = SERIAL.lock().await;
+    let (sim, doc, ws, we) = one_cell(0.0, 4.0).await;
+    let r = cell(&doc, 2, 0);
     // The start scrape (and one sent just before the window) arrive in its
     // first second; after that nothing until the end scrape, which is sent
     // after the window closed. Every 0.5 s would be five reads here.
@@ -54,23 +62,13 @@ async fn interval_zero_reads_metrics_only_at_the_window_edges() {
         r.server_gen_throughput
     );
     assert_eq!(r.sched.effective_concurrency, 2.0);
-    assert_eq!(doc.metadata.metrics_interval, Some(0.0));
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_window_reads_metrics_at_the_measuring_interval() {
     let _serial = SERIAL.lock().await;
-    let sim = start(FLAT, |_| {}).await;
-    let mut cfg = config(&sim, &[2], &[0], 6.0);
-    cfg.metrics_interval = 1.5;
-    let (doc, _) = bench(cfg, Arc::default()).await;
-    let r = cell(&doc, 2, 0);
-    assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
-    let (ws, we) = (
-        r.ext.window_start_unix.expect("window start"),
-        r.ext.window_end_unix.expect("window end"),
-    );
+    let (sim, _doc, ws, we) = one_cell(1.5, 6.0).await;
     // Due 1.5, 3.0 and 4.5 s after the start scrape (6.0 races the window's
     // end); every 0.5 s would be about ten.
     let inside = reads_between(&sim, ws + 1.0, we - 0.2);
@@ -78,6 +76,5 @@ async fn a_window_reads_metrics_at_the_measuring_interval() {
         (2..=4).contains(&inside),
         "{inside} background reads in a 6 s window at 1.5 s"
     );
-    assert_eq!(doc.metadata.metrics_interval, Some(1.5));
     sim.shutdown().await;
 }
