@@ -325,22 +325,26 @@ async fn measure_window(
     let _measuring = rc.scraper.measuring();
     let ws = rc.clock.now();
     pool.window.open(ws);
+    // The driver's own lateness from the window's first instant: each pass
+    // should follow the last by one tick. A much longer gap means this
+    // process was not running, so tokens piled up unread and the window's
+    // client count is wrong.
+    let mut stall = StallWatch::new(ws, TICK.as_secs_f64());
     let hw_start = rc.hw_mark();
     let load_start = read_client_load();
     let lag_probe = LagProbe::start();
-    let start_scrape = if rc.metrics && !aborted {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    // The start scrape runs beside the loop, not awaited here: a freeze of
+    // this process while it waited for the answer would hide from the stall
+    // watch (and a slow /metrics must not pass for one).
+    let start_scrape = (rc.metrics && !aborted).then(|| {
+        let scraper = rc.scraper.clone();
+        tokio::spawn(async move { scraper.scrape_once().await })
+    });
     let mut sched: Vec<Scrape> = Vec::new();
     let mut producing: Vec<f64> = Vec::new();
-    let mut last_seq = start_scrape.as_ref().map_or(0, |s| s.seq);
+    // Periodic scrapes count from 1; the edge scrapes carry 0.
+    let mut last_seq = 0;
     let mut trace = RateTrace::new(ws);
-    // The driver's own lateness: each pass should follow the last by one
-    // tick. A much longer gap means this process was not running, so tokens
-    // piled up unread and the window's client count is wrong.
-    let mut stall = StallWatch::new(rc.clock.now(), TICK.as_secs_f64());
     loop {
         if aborted || tick(skip).await {
             break;
@@ -390,6 +394,10 @@ async fn measure_window(
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
     pool.cancel();
+    let start_scrape = match start_scrape {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
+    };
     let end_scrape = if rc.metrics && !aborted {
         rc.scraper.scrape_once().await
     } else {
