@@ -21,19 +21,19 @@ use crate::scenario::Scenario;
 /// `GET /metrics`, with the scenario's slow/failing faults.
 pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     st.count("GET /metrics");
-    {
+    let f = &st.cfg.faults;
+    // One lock: note when this read arrived, and how many came before it.
+    let served = {
         let mut http = lock(&st.http);
         if http.metrics_arrivals_unix.len() < super::MAX_ARRIVALS {
             let at = st.started_unix_f + st.started.elapsed().as_secs_f64();
             http.metrics_arrivals_unix.push(at);
         }
-    }
-    let f = &st.cfg.faults;
-    let served = lock(&st.http)
-        .requests_by_endpoint
-        .get("GET /metrics")
-        .copied()
-        .unwrap_or(0);
+        http.requests_by_endpoint
+            .get("GET /metrics")
+            .copied()
+            .unwrap_or(0)
+    };
     if f.metrics_hang_after > 0 && served > u64::from(f.metrics_hang_after) {
         // Long enough for any client to give up; the task ends with the server.
         tokio::time::sleep(Duration::from_secs(3600)).await;
