@@ -38,6 +38,17 @@ pub struct Scrape {
     pub snap: ServerSnapshot,
 }
 
+impl Scrape {
+    /// When the server most likely read its counters for this page: some
+    /// instant between the request's sending and the answer's arrival, taken
+    /// as the middle. A server short of CPU may answer a second or more
+    /// late (seen on a CPU vLLM whose engine processes kept both cores busy),
+    /// so the arrival alone can be far from the reading.
+    pub fn read_at(&self) -> f64 {
+        (self.sent + self.t) / 2.0
+    }
+}
+
 /// Failed scrapes in a row after which `/metrics` counts as lost.
 const LOST_AFTER: u32 = 3;
 
@@ -174,7 +185,10 @@ impl Scraper {
     /// Prometheus sample) is `None`, and counts towards [`Scraper::lost`].
     pub async fn scrape_once(&self) -> Option<Scrape> {
         let sent = self.clock.now();
-        let set = match self.http.get_text("/metrics", Duration::from_secs(5)).await {
+        let answer = self.http.get_text("/metrics", Duration::from_secs(5)).await;
+        // Arrival, before parsing: the page's values are from no later.
+        let t = self.clock.now();
+        let set = match answer {
             Ok((200, text)) => {
                 let set = MetricSet::parse(&text);
                 if set.samples.is_empty() {
@@ -187,7 +201,6 @@ impl Scraper {
             Err(e) => return self.failed(e.to_string()),
         };
         self.succeeded();
-        let t = self.clock.now();
         let snap = server_snapshot(self.engine, &set);
         Some(Scrape {
             seq: 0,

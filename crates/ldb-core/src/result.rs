@@ -286,10 +286,21 @@ pub struct CellExtras {
     pub early_stop_requests: u64,
     /// Requests whose usage was dropped as implausible (counted by chunks instead).
     pub usage_anomalies: u64,
-    /// Client and server generation rates over the window differ by more than 5 %.
+    /// The client's rate lies more than 5 % outside the server counter's
+    /// bounds over the window (`server_gen_throughput_low` … `_high`).
     pub server_client_mismatch: Option<ServerClientMismatch>,
     /// Where `server_output_tokens` came from (the counter name), empty when none.
     pub server_tokens_source: String,
+    /// The lowest counter rate the bracketing scrapes allow: the counter
+    /// delta over the longest time they can span (the start scrape's
+    /// sending to the end scrape's answer). Absent without a counter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_gen_throughput_low: Option<f64>,
+    /// The highest: the delta over the shortest span (the start scrape's
+    /// answer to the end scrape's sending). Absent without a counter, or
+    /// when the two scrapes' spans overlap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_gen_throughput_high: Option<f64>,
     /// Window start, Unix seconds (for lining up with server logs).
     pub window_start_unix: Option<f64>,
     /// Window end, Unix seconds.

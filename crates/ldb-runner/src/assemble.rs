@@ -154,9 +154,13 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                 .iter()
                 .filter(|t| t.usage_anomaly().is_some())
                 .count() as u64,
-            server_client_mismatch: aggregate
-                .zip(server.counter_rate)
-                .and_then(|(client, server)| mismatch(client, server)),
+            server_client_mismatch: aggregate.and_then(|client| {
+                let rate = server.counter_rate?;
+                let (low, high) = server.counter_bounds?;
+                mismatch(client, rate, (low, high.unwrap_or(f64::INFINITY)))
+            }),
+            server_gen_throughput_low: server.counter_bounds.map(|(low, _)| low),
+            server_gen_throughput_high: server.counter_bounds.and_then(|(_, high)| high),
             server_tokens_source: server.source,
             ..CellExtras::default()
         },
@@ -187,9 +191,19 @@ fn verdict(
 /// Client and server rates that differ by more than this share are flagged.
 const MISMATCH_LIMIT: f64 = 0.05;
 
-/// The mismatch record when the client's and the server's rates disagree.
-pub(crate) fn mismatch(client: f64, server: f64) -> Option<ServerClientMismatch> {
-    if server <= 0.0 || ((client - server) / server).abs() <= MISMATCH_LIMIT {
+/// The mismatch record when the client's rate lies more than
+/// [`MISMATCH_LIMIT`] outside the server counter's `bounds` (its rate over
+/// the longest and the shortest span the bracketing scrapes allow). With
+/// prompt scrapes the bounds close on `server`, and the rule is a plain 5 %
+/// gap; a slow `/metrics` answer widens them rather than raising a false
+/// alarm. The record's gap is measured from `server`, the middle estimate.
+pub(crate) fn mismatch(
+    client: f64,
+    server: f64,
+    (low, high): (f64, f64),
+) -> Option<ServerClientMismatch> {
+    let inside = client >= low * (1.0 - MISMATCH_LIMIT) && client <= high * (1.0 + MISMATCH_LIMIT);
+    if server <= 0.0 || inside {
         return None;
     }
     Some(ServerClientMismatch {

@@ -238,8 +238,12 @@ fn common_checks(name: &str, doc: &Value, status: ExitStatus, output: &str, m: &
 
 /// Decode: the client's aggregate against vLLM's own generated-token counter
 /// over (almost) the same window. Both count the same tokens: the client by
-/// arrival inside [t₀, t₁], the server between the scrapes just after t₀ and
-/// just after t₁.
+/// arrival inside [t₀, t₁], the server between the scrapes sent at t₀ and
+/// just after t₁. When the server read each page is known only to lie
+/// between the scrape's sending and its answer (a CPU vLLM whose engine
+/// keeps both cores busy has answered the start scrape 2 s late), so the
+/// client's rate is checked against the counter rate's bounds over the
+/// longest and the shortest span, each ±3 %.
 ///
 /// A window in which the benchmark itself stalled (it measures the cell a
 /// second time first) cannot be compared: it must say so, in the JSON and the
@@ -247,11 +251,15 @@ fn common_checks(name: &str, doc: &Value, status: ExitStatus, output: &str, m: &
 fn assert_decode_matches_server(at: &str, r: &Value, output: &str) -> bool {
     let client = f(r, "aggregate_tps");
     let server = f(r, "server_gen_throughput");
+    let low = f(r, "server_gen_throughput_low");
+    let high = r["server_gen_throughput_high"]
+        .as_f64()
+        .unwrap_or(f64::INFINITY);
     let stall = f(r, "client_stall_max_s");
     eprintln!(
         "{at}: client {client:.2} tok/s ({} tokens), vllm:generation_tokens_total {server:.2} tok/s \
-         ({} tokens), client stall {stall} s, attempts {}, window unix {}..{}, run-queue wait {} s, \
-         major faults {}, steal {} s",
+         (bounds {low:.2}..{high:.2}, {} tokens), client stall {stall} s, attempts {}, \
+         window unix {}..{}, run-queue wait {} s, major faults {}, steal {} s",
         r["client_output_tokens"],
         r["server_output_tokens"],
         r["measure_attempts"],
@@ -275,9 +283,9 @@ fn assert_decode_matches_server(at: &str, r: &Value, output: &str) -> bool {
         return false;
     }
     assert!(
-        within(client, server, 0.03),
+        client >= low * 0.97 && client <= high * 1.03,
         "{at}: aggregate {client:.2} tok/s vs vLLM's generation_tokens_total {server:.2} tok/s \
-         (±3 %); the run's output:\n{}",
+         (bounds {low:.2}..{high:.2}, ±3 %); the run's output:\n{}",
         last_lines(output, 80)
     );
     true

@@ -25,10 +25,14 @@ pub(super) struct ServerCount {
     /// Tokens per second: the counter delta over the scrape interval, else
     /// the median of the engine's throughput gauge.
     pub rate: f64,
-    /// Seconds between the bracketing scrapes' arrivals.
+    /// Seconds between the bracketing scrapes' readings ([`Scrape::read_at`]).
     pub scrape_secs: f64,
     /// The rate from the counter, when there was one.
     pub counter_rate: Option<f64>,
+    /// The counter rate's lowest and highest values given when each scrape
+    /// could have been read (anywhere between its sending and its answer);
+    /// the high one is `None` when the two scrapes' spans overlap.
+    pub counter_bounds: Option<(f64, Option<f64>)>,
     /// The counter's name, empty without one.
     pub source: String,
 }
@@ -40,6 +44,7 @@ pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
         rate: 0.0,
         scrape_secs: 0.0,
         counter_rate: None,
+        counter_bounds: None,
         source: String::new(),
     };
     // Scrapes of two server processes (a restart inside the window) give
@@ -47,12 +52,18 @@ pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
     if let (Some(a), Some(b)) = (i.start_scrape, i.end_scrape)
         && a.snap.restart_evidence(&b.snap).is_none()
     {
-        out.scrape_secs = b.t - a.t;
+        out.scrape_secs = b.read_at() - a.read_at();
         if let Some(dg) = delta(a.snap.gen_tokens, b.snap.gen_tokens) {
             out.tokens = dg.max(0.0);
             if out.scrape_secs > 0.0 {
                 out.rate = out.tokens / out.scrape_secs;
                 out.counter_rate = Some(out.rate);
+                let widest = b.t - a.sent;
+                let narrowest = b.sent - a.t;
+                out.counter_bounds = Some((
+                    out.tokens / widest,
+                    (narrowest > 0.0).then(|| out.tokens / narrowest),
+                ));
                 out.source = b.snap.gen_tokens_source.unwrap_or_default().to_string();
             }
         }

@@ -173,6 +173,42 @@ fn a_server_that_generated_more_than_arrived_is_flagged() {
     assert!((m.difference_pct - -35.0).abs() < 1e-9, "{m:?}");
 }
 
+/// A start scrape answered 2 s late (sent at the window's opening, as by
+/// a CPU-bound server): the counter was read somewhere in between, here at
+/// 11.0, so it holds the tokens of [11, 20] only. Timed by its arrival, the
+/// server would seem 12 % faster than the client; timed by the middle of
+/// its span it agrees, and the bounds hold the client's rate.
+#[test]
+fn a_slow_start_scrape_widens_the_server_rate_instead_of_raising_an_alarm() {
+    let outcomes = two_streams();
+    let mut a = scrape(12.0, 1000.0, 2.0);
+    a.sent = 10.0;
+    let b = scrape(20.06, 1176.0, 2.0);
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    assert_eq!(cell.aggregate_tps, Some(19.5));
+    let mid = 176.0 / (20.055 - 11.0);
+    assert!(
+        (cell.server_gen_throughput - mid).abs() < 1e-9,
+        "{}",
+        cell.server_gen_throughput
+    );
+    let low = cell.ext.server_gen_throughput_low.expect("low bound");
+    let high = cell.ext.server_gen_throughput_high.expect("high bound");
+    assert!((low - 176.0 / (20.06 - 10.0)).abs() < 1e-9, "{low}");
+    assert!((high - 176.0 / (20.05 - 12.0)).abs() < 1e-9, "{high}");
+    assert_eq!(cell.ext.server_client_mismatch, None);
+    // The same slow scrape with a server that really generated far more
+    // than arrived: even its lowest rate is above the client's.
+    let b = scrape(20.06, 1300.0, 2.0);
+    let cell = assemble(inputs(&outcomes, &a, &b, &[]));
+    let m = cell.ext.server_client_mismatch.expect("mismatch");
+    assert!(
+        (m.server_tps - 300.0 / (20.055 - 11.0)).abs() < 1e-9,
+        "{m:?}"
+    );
+    assert!(m.difference_pct < -30.0, "{m:?}");
+}
+
 #[test]
 fn a_window_without_tokens_has_no_rate() {
     // Both requests end before the window opens.
