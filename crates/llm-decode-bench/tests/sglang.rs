@@ -322,14 +322,26 @@ fn common_checks(
         // with what the client received. The gap allowed: 5 %, or one token
         // per stream and second of the window (SGLang's per-step decode
         // counter leaves out each request's first token, made by prefill).
+        // Plus what the scrapes' own answer times leave open: the counter was
+        // read somewhere between each scrape's sending and its answer, so
+        // its count can miss or add that long of decoding (the two spans'
+        // lengths together are tokens / low − tokens / high).
         let (cl, sv) = (f(r, "client_output_tokens"), f(r, "server_output_tokens"));
         let c = f(r, "concurrency");
-        let slack = (0.05 * cl).max(c * 2.0);
+        let answer_secs = match (
+            r["server_gen_throughput_low"].as_f64(),
+            r["server_gen_throughput_high"].as_f64(),
+        ) {
+            (Some(low), Some(high)) if low > 0.0 && high > 0.0 => sv / low - sv / high,
+            _ => 0.0,
+        };
+        let rate = f(r, "server_gen_throughput");
+        let slack = (0.05 * cl).max(c * 2.0) + rate * answer_secs;
         if (sv - cl).abs() > slack {
             failures.push(format!(
                 "{at}: server counted {sv} generated tokens in the window, client {cl} \
-                 (server_gen_throughput {}, allowed gap {slack:.0})",
-                f(r, "server_gen_throughput")
+                 (server_gen_throughput {rate}, scrape answers {answer_secs:.2} s, \
+                 allowed gap {slack:.0})"
             ));
         }
     }
