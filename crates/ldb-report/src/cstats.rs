@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use ldb_core::cstats::{CsDocument, CsRun, RunSummary};
 use ldb_core::hardware::HardwareSummary;
+use ldb_eval::cstats::{CsDocument, CsRun, RunSummary};
 
 use crate::error::Result;
 use crate::json::write_bytes_atomic;

@@ -1,11 +1,11 @@
 //! Paired comparison of completion-stats results, file side: reading the two
 //! result files and building the standalone comparison document. The
-//! statistics are in `ldb_core::eval::paired`; the console text is
+//! statistics are in `ldb_eval::paired`; the console text is
 //! [`crate::text::render_paired`].
 
 use std::path::Path;
 
-use ldb_core::eval::paired::{COMPARISON_KEY, Comparison, ResultRuns, compare};
+use ldb_eval::paired::{COMPARISON_KEY, Comparison, ResultRuns, compare};
 use serde_json::{Value, json};
 
 /// Read a completion-stats result file for pairing; the error is one line

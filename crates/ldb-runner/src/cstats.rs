@@ -2,7 +2,7 @@
 //! task's answer, whether the answer is right, and at which concurrency the
 //! server decodes such answers fastest. It shares the client, discovery, the
 //! KV-budget probe and the hardware sampler with the decode matrix; the
-//! arithmetic lives in `ldb_core::cstats`.
+//! arithmetic lives in `ldb_eval::cstats`.
 
 mod batch;
 mod config;

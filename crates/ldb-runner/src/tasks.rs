@@ -1,6 +1,6 @@
 //! Turning a profile request (`--test-profile`, `--profile-file`, a dataset)
 //! into a [`Task`] the completion-stats mode runs. Reading files and the
-//! dataset cache happens here; parsing and scoring are pure (`ldb_core::eval`).
+//! dataset cache happens here; parsing and scoring are pure (`ldb_eval`).
 
 mod dataset_files;
 mod download;
@@ -9,12 +9,12 @@ mod profile_file;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ldb_core::eval::builtin::{LAMPS_ANSWER, LAMPS_PROMPT, NEEDLE_DEFAULT_TOKENS, needle};
-use ldb_core::eval::datasets::{DatasetKind, parse, stride_select};
-use ldb_core::eval::mc_letter::McLetterScorer;
-use ldb_core::eval::numeric::{Gsm8kScorer, NumericExactScorer};
-use ldb_core::eval::score::{ScoreSource, Scorer};
-use ldb_core::eval::task::{Task, TaskDefaults, TaskItem};
+use ldb_eval::builtin::{LAMPS_ANSWER, LAMPS_PROMPT, NEEDLE_DEFAULT_TOKENS, needle};
+use ldb_eval::datasets::{DatasetKind, parse, stride_select};
+use ldb_eval::mc_letter::McLetterScorer;
+use ldb_eval::numeric::{Gsm8kScorer, NumericExactScorer};
+use ldb_eval::score::{ScoreSource, Scorer};
+use ldb_eval::task::{Task, TaskDefaults, TaskItem};
 use serde_json::Map;
 
 pub use dataset_files::{Archive, Pin, default_cache_dir, pin, pin_for};

@@ -6,10 +6,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use ldb_core::cstats::{CsDocument, CsEvent, Phase};
-use ldb_core::eval::regex_scorer::RegexScorer;
-use ldb_core::eval::score::ScoreSource;
-use ldb_core::eval::task::{DatasetInfo, Task, TaskItem};
+use ldb_eval::cstats::{CsDocument, CsEvent, Phase};
+use ldb_eval::regex_scorer::RegexScorer;
+use ldb_eval::score::ScoreSource;
+use ldb_eval::task::{DatasetInfo, Task, TaskItem};
 use ldb_runner::cstats::{CsConfig, CsHooks, run_completion_stats};
 use ldb_sim::ScriptedAnswer;
 use tokio_util::sync::CancellationToken;

@@ -2,7 +2,7 @@
 //! requests in flight, concurrency results, the latest completed requests;
 //! with telemetry a hardware panel beside the top part), redrawn about every
 //! 0.35 s and on every change. `q` or Ctrl-C asks the run to stop; the run
-//! then finishes its partial report. The state is `ldb_core::cstats::CsLive`,
+//! then finishes its partial report. The state is `ldb_eval::cstats::CsLive`,
 //! fed by the runner's events through a watch channel.
 
 use std::io::{self, IsTerminal};
@@ -10,8 +10,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-use ldb_core::cstats::{ActiveSet, CsLive, Phase};
 use ldb_core::live::Control;
+use ldb_eval::cstats::{ActiveSet, CsLive, Phase};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::{Constraint, Layout, Rect};

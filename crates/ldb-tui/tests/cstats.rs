@@ -1,7 +1,7 @@
 //! Snapshot tests of the completion-stats live view: the requests in
 //! flight, the hardware panel beside them, and the row limit.
 
-use ldb_core::cstats::{ActiveSet, ActiveStream, CsEvent, CsLive, CsRun, Phase, StreamStatus};
+use ldb_eval::cstats::{ActiveSet, ActiveStream, CsEvent, CsLive, CsRun, Phase, StreamStatus};
 use ldb_tui::demo;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

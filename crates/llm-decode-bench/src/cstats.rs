@@ -6,8 +6,8 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ldb_core::cstats::{CsDocument, CsRun, Phase};
 use ldb_core::live::Control;
+use ldb_eval::cstats::{CsDocument, CsRun, Phase};
 use ldb_runner::cstats::{CsEvent, CsHooks, run_completion_stats};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -51,7 +51,7 @@ pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
     // the live view when stdout is a terminal, plain lines otherwise
     let screen = a.display_mode.as_deref() != Some("plain")
         && ldb_tui::choose_mode(None) == ldb_tui::DisplayMode::Screen;
-    let (view_tx, view_rx) = tokio::sync::watch::channel(ldb_core::cstats::CsLive::new(&title));
+    let (view_tx, view_rx) = tokio::sync::watch::channel(ldb_eval::cstats::CsLive::new(&title));
     let (ctl_tx, ctl_rx) = tokio::sync::mpsc::channel::<Control>(8);
     let ui = if screen {
         ldb_tui::cstats::spawn_cs(view_rx, ctl_tx.clone())
@@ -206,7 +206,7 @@ fn paired_comparison(
     baseline: &Path,
     doc: &CsDocument,
     output: &Path,
-) -> Result<ldb_core::eval::paired::Comparison, String> {
+) -> Result<ldb_eval::paired::Comparison, String> {
     let current = serde_json::to_value(doc).map_err(|e| e.to_string())?;
     ldb_report::paired::compare_with_baseline(baseline, &current, &output.display().to_string())
 }

@@ -6,10 +6,10 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use ldb_core::cstats::normalize_levels;
-use ldb_core::eval::regex_scorer::RegexScorer;
-use ldb_core::eval::score::{ScoreSource, Scorer};
-use ldb_core::eval::task::Task;
+use ldb_eval::cstats::normalize_levels;
+use ldb_eval::regex_scorer::RegexScorer;
+use ldb_eval::score::{ScoreSource, Scorer};
+use ldb_eval::task::Task;
 use ldb_runner::cstats::CsConfig;
 use ldb_runner::tasks::{ProfileRequest, load_profile};
 

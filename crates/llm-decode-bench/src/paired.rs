@@ -31,7 +31,7 @@ pub fn run_standalone(a: &BenchArgs, argv: &[String]) -> Result<i32, AppError> {
     };
     let base = ldb_report::paired::load_runs(baseline).map_err(AppError::Config)?;
     let cand = ldb_report::paired::load_runs(candidate).map_err(AppError::Config)?;
-    let c = ldb_core::eval::paired::compare(&base, &cand);
+    let c = ldb_eval::paired::compare(&base, &cand);
     if let Some(e) = &c.error {
         return Err(AppError::Config(format!(
             "{} vs {}: {e}",
@@ -53,7 +53,7 @@ pub fn run_standalone(a: &BenchArgs, argv: &[String]) -> Result<i32, AppError> {
 
 fn write(
     out: &Path,
-    c: &ldb_core::eval::paired::Comparison,
+    c: &ldb_eval::paired::Comparison,
     baseline: &Path,
     candidate: &Path,
 ) -> Result<(), AppError> {

@@ -4,7 +4,7 @@
 //! **Per-category (worst delta first)**. `docs/completion-stats.md`
 //! defines every number.
 
-use ldb_core::eval::paired::{Comparison, PairedStats, Side};
+use ldb_eval::paired::{Comparison, PairedStats, Side};
 
 use super::TextOptions;
 use super::style::{Span, Tone, paint, wrap};
@@ -251,7 +251,7 @@ pub fn render_paired(c: &Comparison, opts: &TextOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ldb_core::eval::paired::{ResultRuns, compare};
+    use ldb_eval::paired::{ResultRuns, compare};
     use serde_json::json;
 
     fn side(model: &str, verdicts: &[(&str, bool, &str)]) -> ResultRuns {

@@ -12,7 +12,7 @@ use ldb_client::Http;
 use ldb_client::stream::{
     CellCounters, ChannelTexts, FIRST_TOKEN_LIMIT, RunClock, SharedWindow, StreamEnv, run_stream,
 };
-use ldb_core::cstats::{
+use ldb_eval::cstats::{
     ActiveSet, ActiveStream, CsRun, LATEST_CHARS, Phase, StreamStatus, latest_line,
 };
 use tokio_util::sync::CancellationToken;

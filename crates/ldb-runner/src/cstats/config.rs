@@ -1,8 +1,8 @@
 //! What a completion-stats run was asked to do, after the command line and
 //! the profile defaults were merged (the flag given explicitly wins).
 
-use ldb_core::eval::score::ScoreSource;
-use ldb_core::eval::task::Task;
+use ldb_eval::score::ScoreSource;
+use ldb_eval::task::Task;
 
 use crate::config::RunConfig;
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use ldb_client::Http;
 use ldb_client::stream::RunClock;
-pub use ldb_core::cstats::CsEvent;
-use ldb_core::cstats::{AdaptiveRule, CsDocument, CsRun, LevelSummary, Phase, summarize_runs};
+pub use ldb_eval::cstats::CsEvent;
+use ldb_eval::cstats::{AdaptiveRule, CsDocument, CsRun, LevelSummary, Phase, summarize_runs};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -259,7 +259,7 @@ async fn adaptive(env: &BatchEnv, hooks: &CsHooks, st: &mut State) {
     }
 }
 
-fn level_event(c: usize, phase: Phase, s: &ldb_core::cstats::RunSummary) -> CsEvent {
+fn level_event(c: usize, phase: Phase, s: &ldb_eval::cstats::RunSummary) -> CsEvent {
     CsEvent::Level {
         concurrency: c,
         phase,

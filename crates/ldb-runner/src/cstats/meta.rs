@@ -1,8 +1,8 @@
 //! The metadata and the methodology texts of a completion-stats result.
 
 use ldb_client::discovery::Discovery;
-use ldb_core::cstats::{CsMetadata, CsMethodology};
-use ldb_core::eval::sha256::sha256_hex;
+use ldb_eval::cstats::{CsMetadata, CsMethodology};
+use ldb_eval::sha256::sha256_hex;
 use serde_json::Value;
 
 use super::config::CsConfig;

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ldb_client::stream::{ChannelTexts, StreamOutcome};
-use ldb_core::cstats::{CsRun, Phase};
-use ldb_core::eval::score::Output;
-use ldb_core::eval::task::{Task, TaskItem};
 use ldb_core::window::WindowBounds;
+use ldb_eval::cstats::{CsRun, Phase};
+use ldb_eval::score::Output;
+use ldb_eval::task::{Task, TaskItem};
 use serde_json::{Map, Value, json};
 
 /// Characters kept in `output_excerpt`.

@@ -1,5 +1,5 @@
 //! Finding, verifying and reading dataset files (the I/O half of dataset
-//! profiles; parsing is `ldb_core::eval::datasets`).
+//! profiles; parsing is `ldb_eval::datasets`).
 //!
 //! Order: `--dataset-file PATH` (read as is: its sha256 and record count are
 //! recorded, a difference from the pin is a note) → the dataset cache
@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use ldb_core::eval::datasets::DatasetKind;
-use ldb_core::eval::sha256::sha256_hex;
-use ldb_core::eval::task::DatasetInfo;
+use ldb_eval::datasets::DatasetKind;
+use ldb_eval::sha256::sha256_hex;
+use ldb_eval::task::DatasetInfo;
 
 use super::{ProfileRequest, TaskError, download};
 

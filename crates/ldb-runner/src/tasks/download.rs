@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use ldb_core::eval::sha256::sha256_hex;
+use ldb_eval::sha256::sha256_hex;
 
 use super::TaskError;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ldb_core::eval::sha256::sha256_hex;
+use ldb_eval::sha256::sha256_hex;
 
 use super::*;
 

@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ldb_core::eval::mc_letter::McLetterScorer;
-use ldb_core::eval::numeric::{Gsm8kScorer, NumericExactScorer};
-use ldb_core::eval::regex_scorer::RegexScorer;
-use ldb_core::eval::score::{ScoreSource, Scorer};
-use ldb_core::eval::task::{Task, TaskDefaults};
+use ldb_eval::mc_letter::McLetterScorer;
+use ldb_eval::numeric::{Gsm8kScorer, NumericExactScorer};
+use ldb_eval::regex_scorer::RegexScorer;
+use ldb_eval::score::{ScoreSource, Scorer};
+use ldb_eval::task::{Task, TaskDefaults};
 use serde_json::{Map, Value};
 use toml::Table;
 
@@ -218,7 +218,7 @@ pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
         }
         let tokens = c
             .uint(&top, "generate_tokens", "")?
-            .unwrap_or(ldb_core::eval::builtin::NEEDLE_DEFAULT_TOKENS as u64);
+            .unwrap_or(ldb_eval::builtin::NEEDLE_DEFAULT_TOKENS as u64);
         let mut t = needle_task(tokens as usize);
         if let Some(s) = scorer.clone() {
             t.scorer = Some(s);

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ldb_core::eval::score::{Output, ScoreLabel, ScoreSource};
+use ldb_eval::score::{Output, ScoreLabel, ScoreSource};
 
 use super::*;
 
@@ -87,10 +87,7 @@ fn dataset_file_is_read_as_is_with_its_sha_and_count() {
     let info = t.dataset.clone().unwrap();
     assert_eq!(info.items_total, 4);
     assert_eq!(info.source, "dataset-file");
-    assert_eq!(
-        info.sha256,
-        ldb_core::eval::sha256::sha256_hex(GSM.as_bytes())
-    );
+    assert_eq!(info.sha256, ldb_eval::sha256::sha256_hex(GSM.as_bytes()));
     assert!(
         info.note
             .contains("4 records instead of the published 1319"),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::run::CsRun;
-use crate::stats::summarize;
+use ldb_core::stats::summarize;
 
 /// avg / min / max / p50 / p90 / p99 / population std of one metric over
 /// the completed runs; `None` in the summary when no run measured it.

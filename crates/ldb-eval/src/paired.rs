@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::stats::{Z95, mcnemar_exact_p, wilson_interval};
-use crate::stats::percentile_sorted;
+use ldb_core::stats::percentile_sorted;
 
 /// At most this many flipped item ids are listed per direction.
 pub const MAX_FLIP_IDS: usize = 100;

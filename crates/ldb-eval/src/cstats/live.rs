@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::active::ActiveSet;
 use super::run::{CsRun, Phase};
-use crate::live::HardwareLive;
-use crate::stats::summarize;
+use ldb_core::live::HardwareLive;
+use ldb_core::stats::summarize;
 
 /// What the run tells the display.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::run::{CsRun, Phase};
 use super::summary::{RunSummary, summarize_runs};
-use crate::eval::stats::{Z95, wilson_interval};
+use crate::stats::{Z95, wilson_interval};
 
 /// `metadata`: what was run, against what, with which settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
