@@ -164,13 +164,17 @@ async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
         return;
     };
     for &x in &rc.cfg.contexts {
-        while let Some((pass, fail)) = crate::slo_search::bisect_gap(spec, rec.results(), x) {
+        // Levels the bisection measured here: never one twice (§7.7).
+        let mut tried: Vec<u32> = Vec::new();
+        while let Some((pass, fail, mid)) =
+            crate::slo_search::bisect_next(spec, rec.results(), x, &tried)
+        {
             if rc.controls.stop.is_cancelled() || server_watch::gone(rc).is_some() {
                 return;
             }
-            let mid = pass + (fail - pass) / 2;
+            tried.push(mid);
             rc.live.event(format!(
-                "slo bisect ctx={}: C={pass} passes, C={fail} fails, measuring C={mid}",
+                "slo bisect ctx={}: C={pass} passes, C={fail} does not, measuring C={mid}",
                 format_context(x)
             ));
             for repeat in 1..=rc.cfg.repeat.max(1) {
@@ -185,7 +189,7 @@ async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
                 pause(rc).await;
             }
             if !rec.measured(mid, x) {
-                // The level could not be measured: the gap cannot close.
+                // Not measured (skipped by the user): the gap cannot close.
                 rc.live.event(format!(
                     "slo bisect ctx={}: C={mid} was not measured; bisection stops",
                     format_context(x)
