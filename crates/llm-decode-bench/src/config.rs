@@ -21,8 +21,23 @@ fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
     ConfigError(format!("invalid {flag}: {detail}"))
 }
 
-/// Base URL and report label from `--host` / `--port`.
+/// Base URL and report label from `--host` / `--port`: the URL is parsed
+/// here, by the parser the requests use, so a malformed one is exit 2
+/// before anything is sent.
 pub fn server_address(host: &str, port: Option<u16>) -> Result<(String, String), ConfigError> {
+    let (base, label) = compose_address(host, port)?;
+    ldb_client::http::check_base_url(&base).map_err(|e| {
+        // The message lands on screen: never with credentials.
+        bad(
+            "--host",
+            format!("{:?}: {e}", ldb_core::redact::redact_url(host.trim())),
+        )
+    })?;
+    Ok((base, label))
+}
+
+/// `--host` / `--port` put together, before the URL is parsed.
+fn compose_address(host: &str, port: Option<u16>) -> Result<(String, String), ConfigError> {
     let host = host.trim();
     if host.is_empty() {
         return Err(bad("--host", "empty"));
@@ -430,6 +445,37 @@ mod tests {
         assert_eq!(base, "https://user:pw@h:1/v1");
         assert!(!label.contains("pw"), "{label}");
         assert!(server_address("a b", None).is_err());
+    }
+
+    #[test]
+    fn malformed_urls_are_configuration_errors() {
+        for (host, port) in [
+            ("http://[::1", None),
+            ("http://[::1", Some(8000)),
+            ("[::1", None),
+            ("http://h:99999", None),
+            ("http://h:12ab/v1", None),
+            ("http://[zz]:80", None),
+            ("https://user:secret@[::1/v1", None),
+        ] {
+            let e = server_address(host, port).unwrap_err().0;
+            assert!(e.starts_with("invalid --host: "), "{host}: {e}");
+            assert!(!e.contains("secret"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        assert_eq!(
+            server_address("http://[::1]", Some(8000)).unwrap().0,
+            "http://[::1]:8000"
+        );
+        assert_eq!(
+            server_address("::1", None).ok().map(|a| a.0),
+            None,
+            "a bare IPv6 address needs brackets"
+        );
+        assert_eq!(
+            server_address("[::1]", Some(7)).unwrap().0,
+            "http://[::1]:7"
+        );
     }
 
     #[test]
