@@ -73,8 +73,16 @@ pub struct RateResult {
     pub errors: u64,
     /// The first distinct failure reasons (at most 3).
     pub error_reasons: Vec<String>,
-    /// Requests actually sent per second: (n − 1) / (last send − first send).
-    pub achieved_rate: f64,
+    /// Completed requests per second: completed / (last completion − first
+    /// send), what other tools call request throughput; 0 when requests
+    /// were sent and none completed. `None` when not measured: no request
+    /// sent, or a file before schema 2, whose `achieved_rate` was the send
+    /// rate and reads back as [`RateResult::offered_rate_measured`].
+    pub achieved_rate: Option<f64>,
+    /// Requests actually sent per second: (n − 1) / (last send − first
+    /// send); `None` below two sends. The offered rate as the client
+    /// realised it (`achieved_rate` before schema 2).
+    pub offered_rate_measured: Option<f64>,
     /// Output tokens of completed requests / (last completion − first send), tok/s.
     pub output_tps: f64,
     /// Time to first token from the due time, mean, seconds.
@@ -211,7 +219,10 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
         completed: completed.len() as u64,
         errors: failed.len() as u64,
         error_reasons: reasons,
-        achieved_rate: span(first_send, last_send).map_or(0.0, |s| (n - 1) as f64 / s),
+        achieved_rate: (n > 0).then(|| {
+            span(first_send, last_done).map_or(0.0, |s| completed.len() as f64 / s)
+        }),
+        offered_rate_measured: span(first_send, last_send).map(|s| (n - 1) as f64 / s),
         output_tps: span(first_send, last_done).map_or(0.0, |s| tokens as f64 / s),
         ttft_avg: mean(&ttft),
         ttft_p50: pct(ttft.clone(), 50.0),
@@ -277,7 +288,12 @@ mod tests {
         let r = assemble(&inputs(&rs));
         assert_eq!(r.status, CellStatus::Ok);
         assert_eq!((r.request_count, r.completed, r.errors), (10, 10, 0));
-        assert!((r.achieved_rate - 2.0).abs() < 1e-9, "{}", r.achieved_rate);
+        // 10 sends from 0.01 to 4.51: 2 req/s sent
+        let sent = r.offered_rate_measured.expect("sent");
+        assert!((sent - 2.0).abs() < 1e-9, "{sent}");
+        // 10 completions from the first send (0.01) to the last (5.8)
+        let done = r.achieved_rate.expect("done");
+        assert!((done - 10.0 / 5.79).abs() < 1e-9, "{done}");
         // 1,000 tokens from the first send (0.01) to the last completion (5.8)
         assert!(
             (r.output_tps - 1000.0 / 5.79).abs() < 1e-6,
@@ -339,8 +355,37 @@ mod tests {
         assert_eq!(assemble(&lenient).status, CellStatus::Ok);
         let none = assemble(&inputs(&[]));
         assert_eq!(none.status, CellStatus::NoTokens);
-        assert_eq!((none.achieved_rate, none.output_tps), (0.0, 0.0));
+        assert_eq!((none.achieved_rate, none.output_tps), (None, 0.0));
+        assert_eq!(none.offered_rate_measured, None);
         assert_eq!(none.ttft_p50, None);
+    }
+
+    #[test]
+    fn achieved_rate_counts_completions_not_sends() {
+        // 10 req/s sent for 2 s to a server that completes one request
+        // every 0.5 s: it keeps its own pace, whatever the offered rate.
+        let rs: Vec<RateRequest> = (0..20)
+            .map(|k| {
+                let due = f64::from(k) * 0.1;
+                let done = 0.5 * f64::from(k + 1);
+                req(due, 0.0, done - due - 0.1, 0.1, 10)
+            })
+            .collect();
+        let r = assemble(&inputs(&rs));
+        let sent = r.offered_rate_measured.expect("sent");
+        assert!((sent - 10.0).abs() < 1e-9, "{sent}");
+        // 20 completions from the first send (0) to the last (10 s)
+        let done = r.achieved_rate.expect("done");
+        assert!((done - 2.0).abs() < 1e-9, "{done}");
+        // Sent but none completed: a measured 0, not "unknown".
+        let stuck: Vec<RateRequest> = rs
+            .iter()
+            .map(|q| RateRequest {
+                completed_at: None,
+                ..q.clone()
+            })
+            .collect();
+        assert_eq!(assemble(&inputs(&stuck)).achieved_rate, Some(0.0));
     }
 
     #[test]

@@ -292,8 +292,9 @@ async fn rate_cell(
         row.status_reason = "cut short by the user".into();
     }
     rc.live.event(format!(
-        "rate cell done {at}: {:.2} req/s sent, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
-        row.achieved_rate,
+        "rate cell done {at}: {:.2} req/s sent, {:.2} req/s done, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
+        row.offered_rate_measured.unwrap_or(0.0),
+        row.achieved_rate.unwrap_or(0.0),
         row.output_tps,
         row.ttft_p50.map_or("-".into(), |v| format!("{v:.3}")),
         row.completed,
