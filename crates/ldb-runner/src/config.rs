@@ -164,7 +164,26 @@ pub const DEFAULT_SEED: u64 = 42;
 /// thins the gauge samples (three in a 30 s window).
 pub const DEFAULT_METRICS_INTERVAL: f64 = 10.0;
 
+/// The bound of the warmup's waits when `--cell-warmup-timeout-seconds` is
+/// not given (methodology §5): the JIT warmup request's wait for its first
+/// token, and the hidden decode warmup cell's scout and ramp-up. Fixed,
+/// since the automatic readiness limit comes from the prefill speed that
+/// the warmup itself measures; long enough for a first request that
+/// compiles kernels or captures graphs.
+pub const WARMUP_LIMIT_S: f64 = 300.0;
+
 impl RunConfig {
+    /// The bound of every warmup wait: `--cell-warmup-timeout-seconds`
+    /// when given, else [`WARMUP_LIMIT_S`].
+    pub fn warmup_limit(&self) -> std::time::Duration {
+        let s = if self.cell_warmup_timeout > 0.0 && self.cell_warmup_timeout.is_finite() {
+            self.cell_warmup_timeout
+        } else {
+            WARMUP_LIMIT_S
+        };
+        std::time::Duration::from_secs_f64(s)
+    }
+
     /// True for an open-loop run (`--request-rate`).
     pub fn open_loop(&self) -> bool {
         !self.request_rates.is_empty()
