@@ -49,6 +49,9 @@ pub struct RateInputs<'a> {
     pub token_gap_p99: Option<f64>,
     /// Failed share above which the cell is an error.
     pub max_error_rate: f64,
+    /// Requests never sent: every `--max-in-flight` slot was still taken
+    /// when the cell's time limit came.
+    pub not_sent: u64,
 }
 
 /// One open-loop cell as the result file keeps it.
@@ -67,6 +70,9 @@ pub struct RateResult {
     pub status_reason: String,
     /// Requests sent.
     pub request_count: u64,
+    /// Requests of the schedule never sent: with `--max-in-flight`, every
+    /// slot was still taken when the cell's time limit came.
+    pub not_sent: u64,
     /// Requests that completed.
     pub completed: u64,
     /// Requests that failed.
@@ -182,28 +188,41 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
             reasons.push((*f).clone());
         }
     }
-    let error_share = if n > 0 {
-        failed.len() as f64 / n as f64
+    // Requests that could not even be sent count against the cell like
+    // failed ones: the offered rate was not applied.
+    let planned = n + i.not_sent;
+    let error_share = if planned > 0 {
+        (failed.len() as u64 + i.not_sent) as f64 / planned as f64
     } else {
         0.0
     };
-    let (status, status_reason) = if n > 0 && error_share > i.max_error_rate {
-        (
-            CellStatus::Error,
+    let not_sent_why = (i.not_sent > 0).then(|| {
+        format!(
+            "{} of {planned} requests not sent: every --max-in-flight slot was still taken \
+             at the cell's time limit",
+            i.not_sent
+        )
+    });
+    let (status, mut why) = if planned > 0 && error_share > i.max_error_rate {
+        let failed_why = (!failed.is_empty()).then(|| {
             format!(
                 "{} of {n} requests failed: {}",
                 failed.len(),
                 reasons.first().cloned().unwrap_or_default()
-            ),
-        )
+            )
+        });
+        (CellStatus::Error, failed_why.into_iter().collect::<Vec<_>>())
     } else if tokens == 0 {
         (
             CellStatus::NoTokens,
-            "no request completed with output tokens".to_string(),
+            vec!["no request completed with output tokens".to_string()],
         )
     } else {
-        (CellStatus::Ok, String::new())
+        (CellStatus::Ok, Vec::new())
     };
+    // The cell says so whatever its status.
+    why.extend(not_sent_why);
+    let status_reason = why.join("; ");
     let span = |a: f64, b: f64| (b.is_finite() && a.is_finite() && b > a).then_some(b - a);
     let last_end = rs
         .iter()
@@ -216,6 +235,7 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
         status,
         status_reason,
         request_count: n,
+        not_sent: i.not_sent,
         completed: completed.len() as u64,
         errors: failed.len() as u64,
         error_reasons: reasons,
@@ -275,6 +295,7 @@ mod tests {
             in_flight_capped: false,
             token_gap_p99: Some(0.02),
             max_error_rate: 0.0,
+            not_sent: 0,
         }
     }
 
@@ -386,6 +407,29 @@ mod tests {
             })
             .collect();
         assert_eq!(assemble(&inputs(&stuck)).achieved_rate, Some(0.0));
+    }
+
+    #[test]
+    fn requests_never_sent_count_against_the_cell_and_label_it() {
+        let rs: Vec<RateRequest> = (0..4)
+            .map(|k| req(f64::from(k), 0.0, 0.1, 0.5, 5))
+            .collect();
+        let mut i = inputs(&rs);
+        i.not_sent = 6;
+        let r = assemble(&i);
+        assert_eq!((r.request_count, r.not_sent), (4, 6));
+        assert_eq!(r.status, CellStatus::Error);
+        assert!(
+            r.status_reason.contains("6 of 10 requests not sent"),
+            "{}",
+            r.status_reason
+        );
+        // A share within --max-error-rate leaves the cell valid, labelled.
+        i.not_sent = 1;
+        i.max_error_rate = 0.5;
+        let r = assemble(&i);
+        assert_eq!(r.status, CellStatus::Ok);
+        assert!(r.status_reason.contains("1 of 5 requests not sent"));
     }
 
     #[test]

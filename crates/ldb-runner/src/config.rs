@@ -132,6 +132,10 @@ pub struct RunConfig {
     pub rate_request_count: u64,
     /// Most requests in flight in an open-loop cell (0 = no cap).
     pub max_in_flight: u64,
+    /// Open-loop cells: the least time past the last due time before the
+    /// cell's limit (the limit is that or 3 × the schedule's span, whichever
+    /// is longer). Not a flag; tests shorten it.
+    pub open_loop_grace: f64,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
     /// `--repeat N`: each cell of the primary matrix is measured N times,
@@ -246,6 +250,7 @@ impl Default for RunConfig {
             seed: DEFAULT_SEED,
             rate_request_count: 0,
             max_in_flight: 0,
+            open_loop_grace: 120.0,
             stop_at_saturation: false,
             repeat: 1,
             slo: None,

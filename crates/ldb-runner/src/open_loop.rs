@@ -154,6 +154,15 @@ async fn rate_cell(
     let measuring = rc.scraper.measuring();
     let t0 = rc.clock.now() + 0.05;
     window.open(t0);
+    // The cell's time limit covers the dispatch too: a server that accepts
+    // requests and never answers keeps every --max-in-flight slot taken,
+    // and the wait for a free one must end with the cell. Bounded: an
+    // overloaded server may hold requests for long.
+    let span = due.last().copied().unwrap_or(0.0);
+    let limit = t0 + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+    let mut not_sent = 0u64;
     let mut capped = false;
     for (i, &d) in due.iter().enumerate() {
         let wait = t0 + d - rc.clock.now();
@@ -174,6 +183,10 @@ async fn rate_cell(
                         capped = true;
                         tokio::select! {
                             _ = skip.cancelled() => break,
+                            _ = tokio::time::sleep_until(deadline) => {
+                                not_sent = (due.len() - i) as u64;
+                                break;
+                            }
                             p = sem.clone().acquire_owned() => match p {
                                 Ok(p) => p,
                                 Err(_) => break,
@@ -206,10 +219,13 @@ async fn rate_cell(
         });
     }
     drop(tx);
+    if not_sent > 0 {
+        rc.live.event(format!(
+            "rate cell {at}: {not_sent} requests not sent, every --max-in-flight slot still \
+             taken at the cell's limit"
+        ));
+    }
     let sent = due.len();
-    // Bounded: an overloaded server may hold requests for long.
-    let span = due.last().copied().unwrap_or(0.0);
-    let limit = t0 + span + (3.0 * span).max(120.0);
     let mut outs = Vec::with_capacity(sent);
     let mut sched: Vec<SchedSample> = Vec::new();
     let mut last_seq = 0;
@@ -279,6 +295,7 @@ async fn rate_cell(
         in_flight_capped: capped,
         token_gap_p99: counters.gaps.stats().p99,
         max_error_rate: rc.cfg.max_error_rate,
+        not_sent,
     });
     let sf = scheduler_fields(1, &sched, false, 0.0);
     if !sched.is_empty() {

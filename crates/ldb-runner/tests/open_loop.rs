@@ -138,3 +138,32 @@ async fn an_overloaded_server_shows_its_queue_in_the_latency() {
     assert!((calm_done - 3.0).abs() <= 0.6, "{calm:?}");
     sim.shutdown().await;
 }
+
+/// With `--max-in-flight`, a server that accepts requests and never answers
+/// (HTTP 200, then only keep-alive comments) keeps every slot taken. The
+/// wait for a free slot used to have no deadline; now the cell's time limit
+/// covers it: the unsent requests are counted and the cell says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_cannot_hold_the_dispatch_past_the_limit() {
+    let _one = SERIAL.lock().await;
+    let sim = common::start(FLAT, |s| s.faults.keepalive_only_share = 1.0).await;
+    let mut cfg = config(&sim, &[20.0], 10, 8);
+    cfg.max_in_flight = 2;
+    cfg.open_loop_grace = 2.0;
+    // the JIT warmup meets the same server: bound it short too
+    cfg.cell_warmup_timeout = 1.0;
+    let doc = tokio::time::timeout(std::time::Duration::from_secs(60), bench(cfg))
+        .await
+        .expect("the cell ends at its limit");
+    let row = &doc.rate_results[0];
+    assert_eq!((row.request_count, row.not_sent), (2, 8), "{row:?}");
+    assert_eq!(row.status, CellStatus::Error, "{row:?}");
+    assert!(row.max_in_flight_capped, "{row:?}");
+    assert!(
+        row.status_reason.contains("8 of 10 requests not sent"),
+        "{}",
+        row.status_reason
+    );
+    assert_eq!(row.achieved_rate, Some(0.0), "{row:?}");
+    sim.shutdown().await;
+}
