@@ -160,6 +160,56 @@ pub fn saturated(requests: &[RateRequest]) -> bool {
     last - first > first.max(1.0)
 }
 
+/// The cell's status and why: failures (requests never sent count as
+/// failed) beyond `--max-error-rate`, then no tokens, else ok; unsent
+/// requests are named whatever the status.
+fn verdict(
+    i: &RateInputs<'_>,
+    n: u64,
+    failed: &[&String],
+    reasons: &[String],
+    tokens: u64,
+) -> (CellStatus, String) {
+    // Requests that could not even be sent count against the cell like
+    // failed ones: the offered rate was not applied.
+    let planned = n + i.not_sent;
+    let error_share = if planned > 0 {
+        (failed.len() as u64 + i.not_sent) as f64 / planned as f64
+    } else {
+        0.0
+    };
+    let not_sent_why = (i.not_sent > 0).then(|| {
+        format!(
+            "{} of {planned} requests not sent: every --max-in-flight slot was still taken \
+             at the cell's time limit",
+            i.not_sent
+        )
+    });
+    let (status, mut why) = if planned > 0 && error_share > i.max_error_rate {
+        let failed_why = (!failed.is_empty()).then(|| {
+            format!(
+                "{} of {n} requests failed: {}",
+                failed.len(),
+                reasons.first().cloned().unwrap_or_default()
+            )
+        });
+        (
+            CellStatus::Error,
+            failed_why.into_iter().collect::<Vec<_>>(),
+        )
+    } else if tokens == 0 {
+        (
+            CellStatus::NoTokens,
+            vec!["no request completed with output tokens".to_string()],
+        )
+    } else {
+        (CellStatus::Ok, Vec::new())
+    };
+    // The cell says so whatever its status.
+    why.extend(not_sent_why);
+    (status, why.join("; "))
+}
+
 /// The row of one cell.
 pub fn assemble(i: &RateInputs<'_>) -> RateResult {
     let rs = i.requests;
@@ -188,41 +238,7 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
             reasons.push((*f).clone());
         }
     }
-    // Requests that could not even be sent count against the cell like
-    // failed ones: the offered rate was not applied.
-    let planned = n + i.not_sent;
-    let error_share = if planned > 0 {
-        (failed.len() as u64 + i.not_sent) as f64 / planned as f64
-    } else {
-        0.0
-    };
-    let not_sent_why = (i.not_sent > 0).then(|| {
-        format!(
-            "{} of {planned} requests not sent: every --max-in-flight slot was still taken \
-             at the cell's time limit",
-            i.not_sent
-        )
-    });
-    let (status, mut why) = if planned > 0 && error_share > i.max_error_rate {
-        let failed_why = (!failed.is_empty()).then(|| {
-            format!(
-                "{} of {n} requests failed: {}",
-                failed.len(),
-                reasons.first().cloned().unwrap_or_default()
-            )
-        });
-        (CellStatus::Error, failed_why.into_iter().collect::<Vec<_>>())
-    } else if tokens == 0 {
-        (
-            CellStatus::NoTokens,
-            vec!["no request completed with output tokens".to_string()],
-        )
-    } else {
-        (CellStatus::Ok, Vec::new())
-    };
-    // The cell says so whatever its status.
-    why.extend(not_sent_why);
-    let status_reason = why.join("; ");
+    let (status, status_reason) = verdict(i, n, &failed, &reasons, tokens);
     let span = |a: f64, b: f64| (b.is_finite() && a.is_finite() && b > a).then_some(b - a);
     let last_end = rs
         .iter()
@@ -239,9 +255,8 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
         completed: completed.len() as u64,
         errors: failed.len() as u64,
         error_reasons: reasons,
-        achieved_rate: (n > 0).then(|| {
-            span(first_send, last_done).map_or(0.0, |s| completed.len() as f64 / s)
-        }),
+        achieved_rate: (n > 0)
+            .then(|| span(first_send, last_done).map_or(0.0, |s| completed.len() as f64 / s)),
         offered_rate_measured: span(first_send, last_send).map(|s| (n - 1) as f64 / s),
         output_tps: span(first_send, last_done).map_or(0.0, |s| tokens as f64 / s),
         ttft_avg: mean(&ttft),

@@ -160,8 +160,8 @@ async fn rate_cell(
     // overloaded server may hold requests for long.
     let span = due.last().copied().unwrap_or(0.0);
     let limit = t0 + span + (3.0 * span).max(rc.cfg.open_loop_grace);
-    let deadline = tokio::time::Instant::now()
-        + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
     let mut not_sent = 0u64;
     let mut capped = false;
     for (i, &d) in due.iter().enumerate() {

@@ -52,7 +52,11 @@ pub(crate) async fn prefill_phase(
     if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
         return Err(RunError::Preflight(e.to_string()));
     }
-    if let Some(e) = jit.error.as_ref().filter(|_| !rc.controls.stop.is_cancelled()) {
+    if let Some(e) = jit
+        .error
+        .as_ref()
+        .filter(|_| !rc.controls.stop.is_cancelled())
+    {
         let why = format!("JIT warmup request: {e}; the run went on without a warmed server");
         live.event(format!("decode warmup failed: {why}"));
         rec.warmup_label(why);

@@ -269,7 +269,10 @@ fn keepalive_only(every: Duration) -> Response {
         if !first {
             tokio::time::sleep(every).await;
         }
-        Some((Ok::<_, std::io::Error>(Bytes::from_static(b": ping\n\n")), false))
+        Some((
+            Ok::<_, std::io::Error>(Bytes::from_static(b": ping\n\n")),
+            false,
+        ))
     });
     (
         StatusCode::OK,
