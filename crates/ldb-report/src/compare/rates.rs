@@ -281,7 +281,7 @@ mod tests {
             .changes
             .iter()
             .find(|(m, _)| *m == RateMetric::AchievedRate)
-            .map(|(_, ch)| ch.clone())
+            .map(|(_, ch)| *ch)
             .expect("achieved_rate row");
         assert_eq!(achieved.base, None);
         assert_eq!(achieved.change_pct, None);
