@@ -8,6 +8,22 @@ use serde_json::Value;
 
 use crate::error::{ClientError, Result};
 
+/// Whether `base` is a URL this client can send to: parsed by the same
+/// parser the requests use, scheme `http` or `https`, with a host. The
+/// command checks every `--host`/`--port` with it before anything is sent,
+/// so a malformed address (`http://[::1`, port 99999) is a configuration
+/// error, not a connection failure after discovery started.
+pub fn check_base_url(base: &str) -> std::result::Result<(), String> {
+    let url = reqwest::Url::parse(base).map_err(|e| e.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("scheme {:?} is not http or https", url.scheme()));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host name".into());
+    }
+    Ok(())
+}
+
 /// HTTP access to one server (base URL + optional bearer key).
 #[derive(Clone)]
 pub struct Http {

@@ -1,7 +1,7 @@
 //! Cell-level statistics: latency distributions and scheduler flags.
 
 use crate::result::{Dist, LatencyStats, RequestSample, SchedulerFields};
-use crate::stats::summarize;
+use crate::stats::{summarize, summarize_measured};
 
 /// Which requests and gaps a latency statistic covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,13 @@ pub fn latency_stats<'a>(
         (scope == LatencyScope::All || !started.is_empty())
             .then(|| summarize(started.iter().map(|s| f(s))).into())
     };
+    // Time to second token: over the started requests that had a second
+    // token chunk, true zeros (one read) included; `None` when none had.
+    let ttst: Vec<f64> = started
+        .iter()
+        .filter_map(|s| s.time_to_second_token)
+        .collect();
+    let time_to_second_token = (!ttst.is_empty()).then(|| summarize_measured(ttst).into());
     let itl: fn(&RequestSample) -> f64 = match scope {
         LatencyScope::Window => |s| s.window_inter_token_latency_avg,
         LatencyScope::All => |s| s.inter_token_latency_avg,
@@ -51,7 +58,7 @@ pub fn latency_stats<'a>(
     let inputs: Vec<f64> = seq.iter().map(|s| s.input_tokens as f64).collect();
     LatencyStats {
         ttft: first(|s| s.ttft),
-        time_to_second_token: first(|s| s.time_to_second_token),
+        time_to_second_token,
         ttfo: first(|s| s.ttfo),
         request_latency: c(|s| s.latency),
         inter_token_latency: summarize(generated.iter().map(|s| itl(s))).into(),
@@ -227,5 +234,27 @@ mod tests {
         assert_eq!(st.request_latency.avg, 5.0);
         assert_eq!(st.output_seq_len.avg, 10.0);
         assert_eq!(st.input_seq_len_avg, 100.0);
+    }
+
+    #[test]
+    fn time_to_second_token_keeps_true_zeros_and_skips_the_unmeasured() {
+        let req = |tts: Option<f64>| RequestSample {
+            ttft: 1.0,
+            time_to_second_token: tts,
+            output_tokens: 5,
+            first_token_in_window: true,
+            ..Default::default()
+        };
+        // Two chunks in one read (0), one real gap, one one-chunk request.
+        let (a, b, c) = (req(Some(0.0)), req(Some(0.2)), req(None));
+        for scope in [LatencyScope::Window, LatencyScope::All] {
+            let st = latency_stats([&a, &b, &c], scope);
+            let d = st.time_to_second_token.expect("measured");
+            assert!((d.avg - 0.1).abs() < 1e-12, "{scope:?}: {d:?}");
+            assert_eq!(d.p50, 0.1);
+        }
+        // Nobody had a second chunk: not measured, not 0.
+        let st = latency_stats([&c], LatencyScope::All);
+        assert_eq!(st.time_to_second_token, None);
     }
 }

@@ -188,6 +188,11 @@ pub struct Metadata {
     /// whose runs read every 0.5 s throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_interval: Option<f64>,
+    /// Why the warmup (the JIT request, the hidden decode warmup cell)
+    /// stopped at its limit or failed, while the run went on (absent when
+    /// it ended normally).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub warmup_timeout: String,
 }
 
 /// How the run searched for the SLO frontier.

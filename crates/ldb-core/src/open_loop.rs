@@ -49,6 +49,9 @@ pub struct RateInputs<'a> {
     pub token_gap_p99: Option<f64>,
     /// Failed share above which the cell is an error.
     pub max_error_rate: f64,
+    /// Requests never sent: every `--max-in-flight` slot was still taken
+    /// when the cell's time limit came.
+    pub not_sent: u64,
 }
 
 /// One open-loop cell as the result file keeps it.
@@ -67,14 +70,25 @@ pub struct RateResult {
     pub status_reason: String,
     /// Requests sent.
     pub request_count: u64,
+    /// Requests of the schedule never sent: with `--max-in-flight`, every
+    /// slot was still taken when the cell's time limit came.
+    pub not_sent: u64,
     /// Requests that completed.
     pub completed: u64,
     /// Requests that failed.
     pub errors: u64,
     /// The first distinct failure reasons (at most 3).
     pub error_reasons: Vec<String>,
-    /// Requests actually sent per second: (n − 1) / (last send − first send).
-    pub achieved_rate: f64,
+    /// Completed requests per second: completed / (last completion − first
+    /// send), what other tools call request throughput; 0 when requests
+    /// were sent and none completed. `None` when not measured: no request
+    /// sent, or a file before schema 2, whose `achieved_rate` was the send
+    /// rate and reads back as [`RateResult::offered_rate_measured`].
+    pub achieved_rate: Option<f64>,
+    /// Requests actually sent per second: (n − 1) / (last send − first
+    /// send); `None` below two sends. The offered rate as the client
+    /// realised it (`achieved_rate` before schema 2).
+    pub offered_rate_measured: Option<f64>,
     /// Output tokens of completed requests / (last completion − first send), tok/s.
     pub output_tps: f64,
     /// Time to first token from the due time, mean, seconds.
@@ -146,6 +160,56 @@ pub fn saturated(requests: &[RateRequest]) -> bool {
     last - first > first.max(1.0)
 }
 
+/// The cell's status and why: failures (requests never sent count as
+/// failed) beyond `--max-error-rate`, then no tokens, else ok; unsent
+/// requests are named whatever the status.
+fn verdict(
+    i: &RateInputs<'_>,
+    n: u64,
+    failed: &[&String],
+    reasons: &[String],
+    tokens: u64,
+) -> (CellStatus, String) {
+    // Requests that could not even be sent count against the cell like
+    // failed ones: the offered rate was not applied.
+    let planned = n + i.not_sent;
+    let error_share = if planned > 0 {
+        (failed.len() as u64 + i.not_sent) as f64 / planned as f64
+    } else {
+        0.0
+    };
+    let not_sent_why = (i.not_sent > 0).then(|| {
+        format!(
+            "{} of {planned} requests not sent: every --max-in-flight slot was still taken \
+             at the cell's time limit",
+            i.not_sent
+        )
+    });
+    let (status, mut why) = if planned > 0 && error_share > i.max_error_rate {
+        let failed_why = (!failed.is_empty()).then(|| {
+            format!(
+                "{} of {n} requests failed: {}",
+                failed.len(),
+                reasons.first().cloned().unwrap_or_default()
+            )
+        });
+        (
+            CellStatus::Error,
+            failed_why.into_iter().collect::<Vec<_>>(),
+        )
+    } else if tokens == 0 {
+        (
+            CellStatus::NoTokens,
+            vec!["no request completed with output tokens".to_string()],
+        )
+    } else {
+        (CellStatus::Ok, Vec::new())
+    };
+    // The cell says so whatever its status.
+    why.extend(not_sent_why);
+    (status, why.join("; "))
+}
+
 /// The row of one cell.
 pub fn assemble(i: &RateInputs<'_>) -> RateResult {
     let rs = i.requests;
@@ -174,28 +238,7 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
             reasons.push((*f).clone());
         }
     }
-    let error_share = if n > 0 {
-        failed.len() as f64 / n as f64
-    } else {
-        0.0
-    };
-    let (status, status_reason) = if n > 0 && error_share > i.max_error_rate {
-        (
-            CellStatus::Error,
-            format!(
-                "{} of {n} requests failed: {}",
-                failed.len(),
-                reasons.first().cloned().unwrap_or_default()
-            ),
-        )
-    } else if tokens == 0 {
-        (
-            CellStatus::NoTokens,
-            "no request completed with output tokens".to_string(),
-        )
-    } else {
-        (CellStatus::Ok, String::new())
-    };
+    let (status, status_reason) = verdict(i, n, &failed, &reasons, tokens);
     let span = |a: f64, b: f64| (b.is_finite() && a.is_finite() && b > a).then_some(b - a);
     let last_end = rs
         .iter()
@@ -208,10 +251,13 @@ pub fn assemble(i: &RateInputs<'_>) -> RateResult {
         status,
         status_reason,
         request_count: n,
+        not_sent: i.not_sent,
         completed: completed.len() as u64,
         errors: failed.len() as u64,
         error_reasons: reasons,
-        achieved_rate: span(first_send, last_send).map_or(0.0, |s| (n - 1) as f64 / s),
+        achieved_rate: (n > 0)
+            .then(|| span(first_send, last_done).map_or(0.0, |s| completed.len() as f64 / s)),
+        offered_rate_measured: span(first_send, last_send).map(|s| (n - 1) as f64 / s),
         output_tps: span(first_send, last_done).map_or(0.0, |s| tokens as f64 / s),
         ttft_avg: mean(&ttft),
         ttft_p50: pct(ttft.clone(), 50.0),
@@ -264,6 +310,7 @@ mod tests {
             in_flight_capped: false,
             token_gap_p99: Some(0.02),
             max_error_rate: 0.0,
+            not_sent: 0,
         }
     }
 
@@ -277,7 +324,12 @@ mod tests {
         let r = assemble(&inputs(&rs));
         assert_eq!(r.status, CellStatus::Ok);
         assert_eq!((r.request_count, r.completed, r.errors), (10, 10, 0));
-        assert!((r.achieved_rate - 2.0).abs() < 1e-9, "{}", r.achieved_rate);
+        // 10 sends from 0.01 to 4.51: 2 req/s sent
+        let sent = r.offered_rate_measured.expect("sent");
+        assert!((sent - 2.0).abs() < 1e-9, "{sent}");
+        // 10 completions from the first send (0.01) to the last (5.8)
+        let done = r.achieved_rate.expect("done");
+        assert!((done - 10.0 / 5.79).abs() < 1e-9, "{done}");
         // 1,000 tokens from the first send (0.01) to the last completion (5.8)
         assert!(
             (r.output_tps - 1000.0 / 5.79).abs() < 1e-6,
@@ -339,8 +391,60 @@ mod tests {
         assert_eq!(assemble(&lenient).status, CellStatus::Ok);
         let none = assemble(&inputs(&[]));
         assert_eq!(none.status, CellStatus::NoTokens);
-        assert_eq!((none.achieved_rate, none.output_tps), (0.0, 0.0));
+        assert_eq!((none.achieved_rate, none.output_tps), (None, 0.0));
+        assert_eq!(none.offered_rate_measured, None);
         assert_eq!(none.ttft_p50, None);
+    }
+
+    #[test]
+    fn achieved_rate_counts_completions_not_sends() {
+        // 10 req/s sent for 2 s to a server that completes one request
+        // every 0.5 s: it keeps its own pace, whatever the offered rate.
+        let rs: Vec<RateRequest> = (0..20)
+            .map(|k| {
+                let due = f64::from(k) * 0.1;
+                let done = 0.5 * f64::from(k + 1);
+                req(due, 0.0, done - due - 0.1, 0.1, 10)
+            })
+            .collect();
+        let r = assemble(&inputs(&rs));
+        let sent = r.offered_rate_measured.expect("sent");
+        assert!((sent - 10.0).abs() < 1e-9, "{sent}");
+        // 20 completions from the first send (0) to the last (10 s)
+        let done = r.achieved_rate.expect("done");
+        assert!((done - 2.0).abs() < 1e-9, "{done}");
+        // Sent but none completed: a measured 0, not "unknown".
+        let stuck: Vec<RateRequest> = rs
+            .iter()
+            .map(|q| RateRequest {
+                completed_at: None,
+                ..q.clone()
+            })
+            .collect();
+        assert_eq!(assemble(&inputs(&stuck)).achieved_rate, Some(0.0));
+    }
+
+    #[test]
+    fn requests_never_sent_count_against_the_cell_and_label_it() {
+        let rs: Vec<RateRequest> = (0..4)
+            .map(|k| req(f64::from(k), 0.0, 0.1, 0.5, 5))
+            .collect();
+        let mut i = inputs(&rs);
+        i.not_sent = 6;
+        let r = assemble(&i);
+        assert_eq!((r.request_count, r.not_sent), (4, 6));
+        assert_eq!(r.status, CellStatus::Error);
+        assert!(
+            r.status_reason.contains("6 of 10 requests not sent"),
+            "{}",
+            r.status_reason
+        );
+        // A share within --max-error-rate leaves the cell valid, labelled.
+        i.not_sent = 1;
+        i.max_error_rate = 0.5;
+        let r = assemble(&i);
+        assert_eq!(r.status, CellStatus::Ok);
+        assert!(r.status_reason.contains("1 of 5 requests not sent"));
     }
 
     #[test]

@@ -205,10 +205,27 @@ pub fn settle(cell: &mut CellResult) {
         cell.ext.status_reason = format!("repeat {failed} of the cell: {}", status.as_str());
     }
     cell.ext.status = status;
-    for (k, m) in &stats {
-        set_metric(cell, k, m.mean);
+    if valid(status) {
+        for (k, m) in &stats {
+            set_metric(cell, k, m.mean);
+        }
+    } else {
+        clear_headline(cell);
     }
     cell.ext.repeat_stats = stats;
+}
+
+/// An invalid cell shows no headline number, as a single `error` or
+/// `no_tokens` measurement does: the mean of its valid repeats would read
+/// as the cell's value. Its latency keys go back to the detail record's own
+/// (the first valid repeat's, not a mean); `repeats` and `repeat_stats`
+/// keep every measured value.
+fn clear_headline(cell: &mut CellResult) {
+    if let Some(first) = cell.ext.repeats.iter().find(|r| valid(r.status)).cloned() {
+        apply_values(cell, &first);
+    }
+    cell.aggregate_tps = None;
+    cell.per_request_avg_tps = None;
 }
 
 #[cfg(test)]
@@ -265,8 +282,29 @@ mod tests {
         add(&mut cell, measured(110.0, 0.2, 30.0), 3);
         assert_eq!(cell.ext.status, CellStatus::Error);
         assert!(cell.ext.status_reason.contains("repeat 2"));
-        assert_eq!(cell.aggregate_tps, Some(105.0));
+        // No headline number for an invalid cell: the mean of the valid
+        // repeats (105) is not the cell's value.
+        assert_eq!(cell.aggregate_tps, None);
+        assert_eq!(cell.per_request_avg_tps, None);
         assert!(cell.ext.repeats[1].values.is_empty());
+        // The repeats and their statistics stay in the file.
+        assert_eq!(cell.ext.repeats[2].values["aggregate_tps"], 110.0);
+        assert_eq!(cell.ext.repeat_stats["aggregate_tps"].mean, 105.0);
+    }
+
+    #[test]
+    fn a_late_failed_repeat_takes_back_the_means_already_written() {
+        let mut cell = measured(100.0, 0.2, 10.0);
+        add(&mut cell, measured(110.0, 0.4, 20.0), 2);
+        assert_eq!(cell.aggregate_tps, Some(105.0));
+        let mut bad = measured(0.0, 0.0, 30.0);
+        bad.ext.status = CellStatus::NoTokens;
+        add(&mut cell, bad, 3);
+        assert_eq!(cell.ext.status, CellStatus::NoTokens);
+        assert_eq!(cell.aggregate_tps, None);
+        // The latency keys are the detail record's own (repeat 1), not a mean.
+        assert_eq!(cell.latency.ttft.map(|d| d.p99), Some(0.2));
+        assert_eq!(count(&cell), 3);
     }
 
     #[test]

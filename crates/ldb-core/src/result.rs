@@ -25,7 +25,12 @@ pub use tables::{matrix_table, summary_tables};
 use wire::{round1, round3, round4_all};
 
 /// Version of the result layout written by this build (bumped on breaking changes).
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `rate_results[].achieved_rate` is completed requests per second; the
+/// send rate it was in 1 is `offered_rate_measured` (an older file reads
+/// that way, see `document::load`); `request_samples[].time_to_second_token`
+/// is `null` when not measured.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Outcome of one matrix cell, as a machine-readable word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

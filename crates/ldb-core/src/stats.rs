@@ -44,10 +44,28 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 /// Summary of the strictly positive, finite values (zeros mean "not measured").
 pub fn summarize(values: impl IntoIterator<Item = f64>) -> Summary {
-    let mut v: Vec<f64> = values
-        .into_iter()
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .collect();
+    summarize_kept(
+        values
+            .into_iter()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect(),
+    )
+}
+
+/// Like [`summarize`], but for values where 0 is a measurement (time to
+/// second token: two chunks of one read): keeps finite values ≥ 0. The
+/// caller leaves "not measured" out (`None`) rather than writing 0.
+pub fn summarize_measured(values: impl IntoIterator<Item = f64>) -> Summary {
+    summarize_kept(
+        values
+            .into_iter()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .collect(),
+    )
+}
+
+/// The summary of values already filtered.
+fn summarize_kept(mut v: Vec<f64>) -> Summary {
     if v.is_empty() {
         return Summary::default();
     }
@@ -97,6 +115,15 @@ mod tests {
         assert_eq!(s.max, 4.0);
         assert_eq!(s.std, 1.0);
         assert_eq!(summarize([0.0]), Summary::default());
+    }
+
+    #[test]
+    fn summarize_measured_keeps_true_zeros() {
+        let s = summarize_measured([0.0, 0.0, 0.3, -1.0, f64::NAN]);
+        assert_eq!(s.n, 3);
+        assert_eq!(s.min, 0.0);
+        assert!((s.avg - 0.1).abs() < 1e-12, "{s:?}");
+        assert_eq!(summarize_measured([]), Summary::default());
     }
 
     #[test]

@@ -384,9 +384,11 @@ impl RequestTrack {
         let out = self.output_tokens();
         let (first, last) = (self.first, self.last);
         let ttft = first.map_or(0.0, |f| f - self.start);
+        // Not measured (fewer than two token chunks) is `None`; two chunks
+        // of one read give a true 0.
         let tts = match (first, self.second) {
-            (Some(f), Some(s)) => s - f,
-            _ => 0.0,
+            (Some(f), Some(s)) => Some((s - f).max(0.0)),
+            _ => None,
         };
         let span = match (first, last) {
             (Some(f), Some(l)) if l > f => l - f,
@@ -504,6 +506,19 @@ mod tests {
         assert_eq!(r.second_token_at(), Some(1.0));
         r.on_chunk(ev(2.0, C, None), none);
         assert_eq!(r.second_token_at(), Some(1.0), "only the second counts");
+        let s = r.to_sample(0.0, none);
+        assert_eq!(s.time_to_second_token, Some(0.0), "a true zero is kept");
+    }
+
+    #[test]
+    fn one_chunk_leaves_time_to_second_token_unmeasured() {
+        let none = WindowBounds::default();
+        let mut r = RequestTrack::new(0.0);
+        assert_eq!(r.to_sample(0.0, none).time_to_second_token, None);
+        r.on_chunk(ev(1.0, C, None), none);
+        assert_eq!(r.to_sample(0.0, none).time_to_second_token, None);
+        r.on_chunk(ev(1.25, C, None), none);
+        assert_eq!(r.to_sample(0.0, none).time_to_second_token, Some(0.25));
     }
 
     #[test]

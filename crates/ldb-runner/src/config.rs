@@ -132,6 +132,10 @@ pub struct RunConfig {
     pub rate_request_count: u64,
     /// Most requests in flight in an open-loop cell (0 = no cap).
     pub max_in_flight: u64,
+    /// Open-loop cells: the least time past the last due time before the
+    /// cell's limit (the limit is that or 3 × the schedule's span, whichever
+    /// is longer). Not a flag; tests shorten it.
+    pub open_loop_grace: f64,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
     /// `--repeat N`: each cell of the primary matrix is measured N times,
@@ -164,7 +168,26 @@ pub const DEFAULT_SEED: u64 = 42;
 /// thins the gauge samples (three in a 30 s window).
 pub const DEFAULT_METRICS_INTERVAL: f64 = 10.0;
 
+/// The bound of the warmup's waits when `--cell-warmup-timeout-seconds` is
+/// not given (methodology §5): the JIT warmup request's wait for its first
+/// token, and the hidden decode warmup cell's scout and ramp-up. Fixed,
+/// since the automatic readiness limit comes from the prefill speed that
+/// the warmup itself measures; long enough for a first request that
+/// compiles kernels or captures graphs.
+pub const WARMUP_LIMIT_S: f64 = 300.0;
+
 impl RunConfig {
+    /// The bound of every warmup wait: `--cell-warmup-timeout-seconds`
+    /// when given, else [`WARMUP_LIMIT_S`].
+    pub fn warmup_limit(&self) -> std::time::Duration {
+        let s = if self.cell_warmup_timeout > 0.0 && self.cell_warmup_timeout.is_finite() {
+            self.cell_warmup_timeout
+        } else {
+            WARMUP_LIMIT_S
+        };
+        std::time::Duration::from_secs_f64(s)
+    }
+
     /// True for an open-loop run (`--request-rate`).
     pub fn open_loop(&self) -> bool {
         !self.request_rates.is_empty()
@@ -227,6 +250,7 @@ impl Default for RunConfig {
             seed: DEFAULT_SEED,
             rate_request_count: 0,
             max_in_flight: 0,
+            open_loop_grace: 120.0,
             stop_at_saturation: false,
             repeat: 1,
             slo: None,

@@ -19,7 +19,15 @@ use crate::recorder::Recorder;
 use crate::server_watch;
 
 /// The hidden C=1 cell that warms the decode path; its result is dropped.
-pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptPlan) {
+/// Its scout and ramp-up are bounded by the warmup limit each
+/// (`RunConfig::warmup_limit`), its window by its length: past that the
+/// cell is cut as if skipped, the run goes on, and the file says so.
+pub(crate) async fn decode_warmup(
+    rc: &RunCtx,
+    plan: &RunPlan,
+    prompts: &PromptPlan,
+    rec: &mut Recorder,
+) {
     let Some(x) = plan.decode_warmup else {
         return;
     };
@@ -39,10 +47,51 @@ pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptP
         duration: secs,
         record_prefill: false,
     };
-    let _ = run_cell(rc, spec).await;
+    // The scout's own first-token limit is 30 minutes: a watchdog cuts the
+    // cell (through its skip token) once scout, ramp-up and window had
+    // their share, plus time to drain.
+    let bound = 2.0 * rc.cfg.warmup_limit().as_secs_f64() + secs + WARMUP_DRAIN_S;
+    let watchdog = tokio_util::sync::CancellationToken::new();
+    let timer = {
+        let (done, controls) = (watchdog.clone(), rc.controls.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = done.cancelled() => false,
+                _ = tokio::time::sleep(Duration::from_secs_f64(bound)) => {
+                    controls.skip();
+                    true
+                }
+            }
+        })
+    };
+    let out = run_cell(rc, spec).await;
+    watchdog.cancel();
+    let cut = timer.await.unwrap_or(false);
+    let why = if cut && !rc.controls.stop.is_cancelled() {
+        Some(format!(
+            "decode warmup cell C=1 ctx={}: cut at its limit of {bound:.0} s",
+            format_context(x)
+        ))
+    } else if out.cell.warmup_timed_out {
+        Some(format!(
+            "decode warmup cell C=1 ctx={}: {}",
+            format_context(x),
+            out.cell.timeout_reason
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        rc.live.event(format!("decode warmup timed out: {why}"));
+        rec.warmup_label(why);
+    }
     rc.live
         .event(format!("decode warmup done C=1 ctx={}", format_context(x)));
 }
+
+/// Time the hidden warmup cell may take past its scout, ramp-up and window
+/// before the watchdog cuts it: joining its streams and the server's drain.
+const WARMUP_DRAIN_S: f64 = 30.0;
 
 /// The primary matrix in plan order, `--repeat N` times: pass 1 over every
 /// cell, then pass 2 over the cells that measured, and so on, so a drift of
@@ -164,13 +213,17 @@ async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
         return;
     };
     for &x in &rc.cfg.contexts {
-        while let Some((pass, fail)) = crate::slo_search::bisect_gap(spec, rec.results(), x) {
+        // Levels the bisection measured here: never one twice (§7.7).
+        let mut tried: Vec<u32> = Vec::new();
+        while let Some((pass, fail, mid)) =
+            crate::slo_search::bisect_next(spec, rec.results(), x, &tried)
+        {
             if rc.controls.stop.is_cancelled() || server_watch::gone(rc).is_some() {
                 return;
             }
-            let mid = pass + (fail - pass) / 2;
+            tried.push(mid);
             rc.live.event(format!(
-                "slo bisect ctx={}: C={pass} passes, C={fail} fails, measuring C={mid}",
+                "slo bisect ctx={}: C={pass} passes, C={fail} does not, measuring C={mid}",
                 format_context(x)
             ));
             for repeat in 1..=rc.cfg.repeat.max(1) {
@@ -185,7 +238,7 @@ async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
                 pause(rc).await;
             }
             if !rec.measured(mid, x) {
-                // The level could not be measured: the gap cannot close.
+                // Not measured (skipped by the user): the gap cannot close.
                 rc.live.event(format!(
                     "slo bisect ctx={}: C={mid} was not measured; bisection stops",
                     format_context(x)

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, run_stream};
+use bytes::Bytes;
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
 use ldb_core::arrivals::schedule;
 use ldb_core::cellstats::{SchedSample, scheduler_fields};
 use ldb_core::live::Phase;
@@ -17,6 +18,7 @@ use ldb_core::open_loop::{RateInputs, RateRequest, RateResult, assemble, stop_ra
 use ldb_core::result::{CellStatus, PrefillEntry};
 use ldb_core::tokens::format_context;
 use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::cell::CellSpec;
 use crate::cell_io::{drain, scout};
@@ -154,62 +156,38 @@ async fn rate_cell(
     let measuring = rc.scraper.measuring();
     let t0 = rc.clock.now() + 0.05;
     window.open(t0);
-    let mut capped = false;
-    for (i, &d) in due.iter().enumerate() {
-        let wait = t0 + d - rc.clock.now();
-        if wait > 0.0 {
-            tokio::select! {
-                _ = skip.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-            }
-        }
-        if skip.is_cancelled() {
-            break;
-        }
-        let permit = match &cap {
-            Some(sem) => {
-                let p = match sem.clone().try_acquire_owned() {
-                    Ok(p) => p,
-                    Err(_) => {
-                        capped = true;
-                        tokio::select! {
-                            _ = skip.cancelled() => break,
-                            p = sem.clone().acquire_owned() => match p {
-                                Ok(p) => p,
-                                Err(_) => break,
-                            },
-                        }
-                    }
-                };
-                Some(p)
-            }
-            None => None,
-        };
-        let env = StreamEnv {
+    // The cell's time limit covers the dispatch too: a server that accepts
+    // requests and never answers keeps every --max-in-flight slot taken,
+    // and the wait for a free one must end with the cell. Bounded: an
+    // overloaded server may hold requests for long.
+    let span = due.last().copied().unwrap_or(0.0);
+    let limit = t0 + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+    let (capped, not_sent) = send_all(
+        rc,
+        Sender {
+            due: &due,
+            t0,
+            deadline,
+            skip: &skip,
+            cap,
             window: window.clone(),
             counters: counters.clone(),
-            cancel: skip.child_token(),
-            idle_timeout: rc.cfg.idle_timeout(),
-            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
-            ..StreamEnv::new(rc.http.clone(), rc.clock)
-        };
-        let (body, tx) = (body.clone(), tx.clone());
-        let (in_flight, most) = (in_flight.clone(), most.clone());
-        let scheduled = t0 + d;
-        tokio::spawn(async move {
-            let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-            most.fetch_max(now, Ordering::Relaxed);
-            let out = run_stream(&env, body).await;
-            in_flight.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
-            let _ = tx.send((i, scheduled, out));
-        });
+            body,
+            tx,
+            in_flight: in_flight.clone(),
+            most: most.clone(),
+        },
+    )
+    .await;
+    if not_sent > 0 {
+        rc.live.event(format!(
+            "rate cell {at}: {not_sent} requests not sent, every --max-in-flight slot still \
+             taken at the cell's limit"
+        ));
     }
-    drop(tx);
     let sent = due.len();
-    // Bounded: an overloaded server may hold requests for long.
-    let span = due.last().copied().unwrap_or(0.0);
-    let limit = t0 + span + (3.0 * span).max(120.0);
     let mut outs = Vec::with_capacity(sent);
     let mut sched: Vec<SchedSample> = Vec::new();
     let mut last_seq = 0;
@@ -279,6 +257,7 @@ async fn rate_cell(
         in_flight_capped: capped,
         token_gap_p99: counters.gaps.stats().p99,
         max_error_rate: rc.cfg.max_error_rate,
+        not_sent,
     });
     let sf = scheduler_fields(1, &sched, false, 0.0);
     if !sched.is_empty() {
@@ -292,8 +271,9 @@ async fn rate_cell(
         row.status_reason = "cut short by the user".into();
     }
     rc.live.event(format!(
-        "rate cell done {at}: {:.2} req/s sent, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
-        row.achieved_rate,
+        "rate cell done {at}: {:.2} req/s sent, {:.2} req/s done, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
+        row.offered_rate_measured.unwrap_or(0.0),
+        row.achieved_rate.unwrap_or(0.0),
         row.output_tps,
         row.ttft_p50.map_or("-".into(), |v| format!("{v:.3}")),
         row.completed,
@@ -305,6 +285,90 @@ async fn rate_cell(
             .event(format!("rate cell error {at}: {}", row.status_reason));
     }
     (row, prefill)
+}
+
+/// What the sending loop of an open-loop cell works with.
+struct Sender<'a> {
+    /// Due times, seconds after `t0`.
+    due: &'a [f64],
+    /// Run-clock time of the first due time.
+    t0: f64,
+    /// The cell's time limit: no request is sent after it.
+    deadline: tokio::time::Instant,
+    skip: &'a CancellationToken,
+    /// `--max-in-flight` slots.
+    cap: Option<Arc<Semaphore>>,
+    window: Arc<SharedWindow>,
+    counters: Arc<CellCounters>,
+    body: Bytes,
+    /// Each finished request: (index, due time, outcome).
+    tx: mpsc::UnboundedSender<(usize, f64, StreamOutcome)>,
+    in_flight: Arc<AtomicU64>,
+    most: Arc<AtomicU64>,
+}
+
+/// Sends every request at its due time, each on its own task; returns
+/// whether a request waited for a `--max-in-flight` slot, and how many
+/// were never sent because the cell's limit came while every slot was
+/// taken.
+async fn send_all(rc: &RunCtx, s: Sender<'_>) -> (bool, u64) {
+    let mut not_sent = 0u64;
+    let mut capped = false;
+    for (i, &d) in s.due.iter().enumerate() {
+        let wait = s.t0 + d - rc.clock.now();
+        if wait > 0.0 {
+            tokio::select! {
+                _ = s.skip.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
+            }
+        }
+        if s.skip.is_cancelled() {
+            break;
+        }
+        let permit = match &s.cap {
+            Some(sem) => {
+                let p = match sem.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        capped = true;
+                        tokio::select! {
+                            _ = s.skip.cancelled() => break,
+                            _ = tokio::time::sleep_until(s.deadline) => {
+                                not_sent = (s.due.len() - i) as u64;
+                                break;
+                            }
+                            p = sem.clone().acquire_owned() => match p {
+                                Ok(p) => p,
+                                Err(_) => break,
+                            },
+                        }
+                    }
+                };
+                Some(p)
+            }
+            None => None,
+        };
+        let env = StreamEnv {
+            window: s.window.clone(),
+            counters: s.counters.clone(),
+            cancel: s.skip.child_token(),
+            idle_timeout: rc.cfg.idle_timeout(),
+            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+            ..StreamEnv::new(rc.http.clone(), rc.clock)
+        };
+        let (body, tx) = (s.body.clone(), s.tx.clone());
+        let (in_flight, most) = (s.in_flight.clone(), s.most.clone());
+        let scheduled = s.t0 + d;
+        tokio::spawn(async move {
+            let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+            most.fetch_max(now, Ordering::Relaxed);
+            let out = run_stream(&env, body).await;
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+            drop(permit);
+            let _ = tx.send((i, scheduled, out));
+        });
+    }
+    (capped, not_sent)
 }
 
 #[cfg(test)]

@@ -29,7 +29,13 @@ pub(crate) async fn prefill_phase(
     let env = probe_env(rc);
     live.event("decode warmup start");
     let jit_prompt = prompts.messages(0, "jit");
-    let mut jit = probe(&env, &rc.model, &jit_prompt, &rc.controls.stop).await;
+    // A server that answers 200 and then only keep-alive comments would hold
+    // the warmup for the 30-minute first-token limit: bound it.
+    let jit_env = StreamEnv {
+        first_token_timeout: Some(rc.cfg.warmup_limit()),
+        ..env.clone()
+    };
+    let mut jit = probe(&jit_env, &rc.model, &jit_prompt, &rc.controls.stop).await;
     // Discovery reached the server, so a refused connection now means it
     // went away (or is restarting): wait for it as for a failed cell.
     if let Some(e) = jit
@@ -41,10 +47,19 @@ pub(crate) async fn prefill_phase(
             // gone (the cells are labelled with the reason) or stopped
             return Ok(());
         }
-        jit = probe(&env, &rc.model, &jit_prompt, &rc.controls.stop).await;
+        jit = probe(&jit_env, &rc.model, &jit_prompt, &rc.controls.stop).await;
     }
     if let Some(e) = jit.error.as_ref().filter(|e| e.is_fatal()) {
         return Err(RunError::Preflight(e.to_string()));
+    }
+    if let Some(e) = jit
+        .error
+        .as_ref()
+        .filter(|_| !rc.controls.stop.is_cancelled())
+    {
+        let why = format!("JIT warmup request: {e}; the run went on without a warmed server");
+        live.event(format!("decode warmup failed: {why}"));
+        rec.warmup_label(why);
     }
     let carried = |x: &u64| plan.prefill_carried.contains(x);
     for sk in plan.prefill_skipped.iter().filter(|s| !carried(&s.context)) {

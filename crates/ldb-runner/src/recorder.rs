@@ -77,6 +77,17 @@ impl Recorder {
         }
     }
 
+    /// The warmup stopped at its limit or failed; the run goes on, and the
+    /// file says so (`metadata.warmup_timeout`).
+    pub(crate) fn warmup_label(&mut self, why: String) {
+        let note = &mut self.doc.metadata.warmup_timeout;
+        if !note.is_empty() {
+            note.push_str("; ");
+        }
+        note.push_str(&why);
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
     /// A prefill row (measured or skipped).
     pub(crate) fn prefill_row(&mut self, context: u64, row: PrefillEntry) {
         self.doc.prefill.insert(context, row);

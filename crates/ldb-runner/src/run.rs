@@ -201,7 +201,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     if rc.cfg.prefill_only {
         return Ok(end_run(&rc, rec, "prefill-only run complete"));
     }
-    decode_warmup(&rc, &plan, &prompts).await;
+    decode_warmup(&rc, &plan, &prompts, &mut rec).await;
     if rc.cfg.open_loop() {
         crate::open_loop::rate_matrix(&rc, &plan, &prompts, &mut rec).await;
         return Ok(end_run(&rc, rec, "run complete"));

@@ -48,39 +48,58 @@ pub(crate) fn search_skip(
 }
 
 /// `--slo-bisect`: the open interval still to search at context `x`, as
-/// (highest passing level, lowest failing level above it); the run
+/// (highest passing level, lowest non-passing level above it); the run
 /// measures the midpoint until the two are adjacent. No passing level
-/// counts as 0. `None` when there is nothing between them, or no failing
+/// counts as 0. `None` when there is nothing between them, or no measured
 /// level above the highest passing one.
+///
+/// One rule (methodology §7.7): a level passes when its cell is `ok` and
+/// meets the SLO; every other *measured* level — one that fails the SLO,
+/// `capacity_limited` while meeting it, `error`, `no_tokens`, or no verdict
+/// at all — is a failing bound. Anything else would leave the gap unchanged
+/// and the same midpoint measured again and again.
 pub(crate) fn bisect_gap(spec: &SloSpec, cells: &[CellResult], x: u64) -> Option<(u32, u32)> {
-    let mut judged: Vec<(u32, Option<bool>, CellStatus)> = cells
+    let mut judged: Vec<(u32, bool)> = cells
         .iter()
-        .filter(|r| r.context_tokens == x)
+        .filter(|r| r.context_tokens == x && !r.ext.status.is_skip())
         .map(|r| {
-            (
-                r.concurrency,
-                verdict(spec, cells, r.concurrency, x),
-                r.ext.status,
-            )
+            let passes = r.ext.status == CellStatus::Ok
+                && verdict(spec, cells, r.concurrency, x) == Some(true);
+            (r.concurrency, passes)
         })
         .collect();
     judged.sort_by_key(|j| j.0);
-    // A passing level stands for its concurrency only when the server ran
-    // it (status ok), as in the frontier.
     let pass = judged
         .iter()
-        .filter(|j| j.1 == Some(true) && j.2 == CellStatus::Ok)
+        .filter(|j| j.1)
         .map(|j| j.0)
         .max()
         .unwrap_or(0);
-    // Only a measured failure bounds the search: a level the search
-    // skipped was never measured.
+    // Only a measured level bounds the search: a level some rule skipped
+    // was never measured.
     let fail = judged
         .iter()
-        .filter(|j| j.0 > pass && j.1 == Some(false) && j.2 != CellStatus::SkippedSlo)
+        .filter(|j| j.0 > pass && !j.1)
         .map(|j| j.0)
         .min()?;
     (fail > pass + 1).then_some((pass, fail))
+}
+
+/// `--slo-bisect`: the next level to measure at context `x`, with the
+/// bounds it splits, as (pass, fail, mid). `tried` holds the levels the
+/// bisection already measured at this context: a midpoint among them (its
+/// cell was not recorded, e.g. skipped by the user) ends the bisection, so
+/// no level is measured twice and the bisection takes at most
+/// ⌈log2(fail − pass)⌉ steps.
+pub(crate) fn bisect_next(
+    spec: &SloSpec,
+    cells: &[CellResult],
+    x: u64,
+    tried: &[u32],
+) -> Option<(u32, u32, u32)> {
+    let (pass, fail) = bisect_gap(spec, cells, x)?;
+    let mid = pass + (fail - pass) / 2;
+    (!tried.contains(&mid)).then_some((pass, fail, mid))
 }
 
 #[cfg(test)]
@@ -153,5 +172,85 @@ mod tests {
         // Nothing fails above the pass: no gap.
         let all = [cell(1, 0, 0.1), cell(16, 0, 0.2)];
         assert_eq!(bisect_gap(&spec(), &all, 0), None);
+    }
+
+    /// Drives [`bisect_next`] as the matrix does, every measured level
+    /// getting the cell `measure` gives it; returns the levels measured.
+    fn drive(start: Vec<CellResult>, measure: impl Fn(u32) -> Option<CellResult>) -> Vec<u32> {
+        let mut cells = start;
+        let mut tried = Vec::new();
+        while let Some((_, _, mid)) = bisect_next(&spec(), &cells, 0, &tried) {
+            tried.push(mid);
+            cells.extend(measure(mid));
+            assert!(tried.len() <= 64, "bisection does not end: {tried:?}");
+        }
+        tried
+    }
+
+    #[test]
+    fn anything_that_does_not_pass_is_the_new_failing_bound() {
+        let start = || vec![cell(4, 0, 0.5), cell(64, 0, 2.0)];
+        // ⌈log2(64 − 4)⌉ = 6 steps at most, whatever the middle levels give.
+        let not_passing: [fn(u32) -> CellResult; 4] = [
+            // capacity_limited, yet meets the SLO
+            |c| {
+                let mut r = cell(c, 0, 0.5);
+                r.ext.status = CellStatus::CapacityLimited;
+                r
+            },
+            |c| {
+                let mut r = cell(c, 0, 0.5);
+                r.ext.status = CellStatus::Error;
+                r
+            },
+            |c| {
+                let mut r = cell(c, 0, 0.5);
+                r.ext.status = CellStatus::NoTokens;
+                r
+            },
+            // no verdict: the SLO's metric is missing
+            |c| {
+                let mut r = cell(c, 0, 0.5);
+                r.latency.ttft = None;
+                r
+            },
+        ];
+        for make in not_passing {
+            let levels = drive(start(), |c| Some(make(c)));
+            assert_eq!(levels, vec![34, 19, 11, 7, 5], "{levels:?}");
+            let mut sorted = levels.clone();
+            sorted.dedup();
+            assert_eq!(sorted.len(), levels.len());
+        }
+    }
+
+    #[test]
+    fn a_level_left_unrecorded_is_not_measured_again() {
+        let levels = drive(vec![cell(4, 0, 0.5), cell(64, 0, 2.0)], |_| None);
+        assert_eq!(levels, vec![34]);
+        // A level recorded as skipped (the user pressed `s`) neither.
+        let levels = drive(vec![cell(4, 0, 0.5), cell(64, 0, 2.0)], |c| {
+            let mut r = cell(c, 0, 0.5);
+            r.ext.status = CellStatus::SkippedUser;
+            Some(r)
+        });
+        assert_eq!(levels, vec![34]);
+    }
+
+    #[test]
+    fn passing_levels_close_the_gap_from_below_within_the_bound() {
+        // True frontier at 40: every level ≤ 40 passes.
+        let levels = drive(vec![cell(4, 0, 0.5), cell(64, 0, 2.0)], |c| {
+            Some(cell(c, 0, if c <= 40 { 0.5 } else { 2.0 }))
+        });
+        assert!(levels.len() <= 6, "{levels:?}");
+        let cells: Vec<CellResult> = levels
+            .iter()
+            .map(|&c| cell(c, 0, if c <= 40 { 0.5 } else { 2.0 }))
+            .collect();
+        let mut all = vec![cell(4, 0, 0.5), cell(64, 0, 2.0)];
+        all.extend(cells);
+        assert_eq!(bisect_gap(&spec(), &all, 0), None);
+        assert!(levels.contains(&40) && levels.contains(&41), "{levels:?}");
     }
 }

@@ -187,3 +187,28 @@ async fn metrics_answering_garbage_after_discovery_leave_client_measurements() {
 async fn metrics_timing_out_after_discovery_leave_client_measurements() {
     metrics_lost_after_discovery(|s| s.faults.metrics_hang_after = 2, "timed out").await;
 }
+
+/// A server that answers HTTP 200 and then only SSE keep-alive comments
+/// (`: ping`) used to hold the JIT warmup request for its 30-minute
+/// first-token limit. The warmup is bounded by `--cell-warmup-timeout-seconds`
+/// (else a fixed limit), the run goes on, and the file says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_comments_alone_end_the_warmup_at_its_limit_and_label_it() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| s.faults.keepalive_only_share = 1.0).await;
+    let mut cfg = config(&sim, &[1], &[0], 1.0);
+    cfg.cell_warmup_timeout = 2.0;
+    cfg.decode_warmup_seconds = 1.0;
+    let run = bench(cfg, Arc::default());
+    let (doc, _) = tokio::time::timeout(std::time::Duration::from_secs(90), run)
+        .await
+        .expect("the run ends: the warmup is bounded");
+    let why = &doc.metadata.warmup_timeout;
+    assert!(why.contains("JIT warmup request"), "{why}");
+    assert!(why.contains("no token within 2 s"), "{why}");
+    assert!(why.contains("decode warmup cell C=1"), "{why}");
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::NoTokens, "{:?}", r.ext);
+    assert!(sim.stats().http.injected_keepalive_only >= 3);
+    sim.shutdown().await;
+}

@@ -68,10 +68,8 @@ async fn poisson_arrivals_reach_the_server_on_schedule() {
     let (rate, cv) = gap_stats(&last_arrivals(&sim, 1000)).expect("stats");
     assert!((rate - 50.0).abs() <= 2.5, "server-side rate {rate}");
     assert!((0.85..=1.15).contains(&cv), "server-side CV {cv}");
-    assert!(
-        (row.achieved_rate - rate).abs() <= 0.02 * rate,
-        "{row:?} vs {rate}"
-    );
+    let sent = row.offered_rate_measured.expect("sent");
+    assert!((sent - rate).abs() <= 0.02 * rate, "{row:?} vs {rate}");
     // The budget is 5 ms on a quiet machine; a loaded 2-core one delays
     // timers by more now and then.
     let lag = row.dispatch_lag_p99.expect("lag");
@@ -128,5 +126,44 @@ async fn an_overloaded_server_shows_its_queue_in_the_latency() {
         "client TTFT from the due time {client_mean:.3} s vs the simulator's {server_mean:.3} s"
     );
     assert!(busy.ttft_p99.expect("p99") > 1.5, "{busy:?}");
+    // Sent at 10 req/s, completed at the server's pace: 2 running, 50
+    // tokens at 10.4 ms a step, ≈ 3.85 req/s (a little less with the
+    // prefill and the first request's wait). `achieved_rate` used to be
+    // the send rate, 10.
+    let sent = busy.offered_rate_measured.expect("sent");
+    assert!((sent - 10.0).abs() <= 0.5, "{busy:?}");
+    let done = busy.achieved_rate.expect("done");
+    assert!((2.5..=4.0).contains(&done), "{busy:?}");
+    let calm_done = calm.achieved_rate.expect("calm done");
+    assert!((calm_done - 3.0).abs() <= 0.6, "{calm:?}");
+    sim.shutdown().await;
+}
+
+/// With `--max-in-flight`, a server that accepts requests and never answers
+/// (HTTP 200, then only keep-alive comments) keeps every slot taken. The
+/// wait for a free slot used to have no deadline; now the cell's time limit
+/// covers it: the unsent requests are counted and the cell says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_cannot_hold_the_dispatch_past_the_limit() {
+    let _one = SERIAL.lock().await;
+    let sim = common::start(FLAT, |s| s.faults.keepalive_only_share = 1.0).await;
+    let mut cfg = config(&sim, &[20.0], 10, 8);
+    cfg.max_in_flight = 2;
+    cfg.open_loop_grace = 2.0;
+    // the JIT warmup meets the same server: bound it short too
+    cfg.cell_warmup_timeout = 1.0;
+    let doc = tokio::time::timeout(std::time::Duration::from_secs(60), bench(cfg))
+        .await
+        .expect("the cell ends at its limit");
+    let row = &doc.rate_results[0];
+    assert_eq!((row.request_count, row.not_sent), (2, 8), "{row:?}");
+    assert_eq!(row.status, CellStatus::Error, "{row:?}");
+    assert!(row.max_in_flight_capped, "{row:?}");
+    assert!(
+        row.status_reason.contains("8 of 10 requests not sent"),
+        "{}",
+        row.status_reason
+    );
+    assert_eq!(row.achieved_rate, Some(0.0), "{row:?}");
     sim.shutdown().await;
 }

@@ -46,6 +46,8 @@ pub struct HttpStats {
     pub injected_stalls: u64,
     /// Malformed SSE lines written.
     pub injected_malformed: u64,
+    /// Streams that got only keep-alive comments (`keepalive_only_share`).
+    pub injected_keepalive_only: u64,
     /// `/metrics` answers that failed on purpose.
     pub metrics_failures: u64,
     /// When each generation request arrived, seconds since the simulator

@@ -248,7 +248,8 @@ pub struct BenchArgs {
     /// Hidden C=1 warmup cell before the matrix, seconds (0 = off) [default: 3; with --sim: 1].
     #[arg(long)]
     pub decode_warmup_seconds: Option<f64>,
-    /// Readiness limit per cell in seconds (0 = automatic, scaled with context and prefill speed).
+    /// Readiness limit per cell in seconds (0 = automatic, scaled with context and prefill speed);
+    /// also bounds the warmup's waits (0: 300 s).
     #[arg(long, default_value_t = 0.0)]
     pub cell_warmup_timeout_seconds: f64,
     /// Let requests stop at end-of-sequence (by default `ignore_eos: true` is sent).

@@ -17,48 +17,11 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
+pub(crate) fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
     ConfigError(format!("invalid {flag}: {detail}"))
 }
 
-/// Base URL and report label from `--host` / `--port`.
-pub fn server_address(host: &str, port: Option<u16>) -> Result<(String, String), ConfigError> {
-    let host = host.trim();
-    if host.is_empty() {
-        return Err(bad("--host", "empty"));
-    }
-    if host.starts_with("http://") || host.starts_with("https://") {
-        let trimmed = host.trim_end_matches('/');
-        let (scheme, rest) = trimmed
-            .split_once("://")
-            .ok_or_else(|| bad("--host", host))?;
-        let (hostport, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        if hostport.is_empty() {
-            return Err(bad("--host", format!("{host:?} has no host name")));
-        }
-        let has_port = hostport
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
-            && !hostport.ends_with(']');
-        let base = match port {
-            Some(p) if !has_port => format!("{scheme}://{hostport}:{p}{path}"),
-            _ => trimmed.to_string(),
-        };
-        // The label lands in the result and on screen: never with credentials.
-        return Ok((base, ldb_core::redact::redact_url(trimmed)));
-    }
-    if host.contains('/') || host.contains(' ') {
-        return Err(bad(
-            "--host",
-            format!("{host:?} is neither a host name nor an http(s) URL"),
-        ));
-    }
-    let port = port.unwrap_or(5000);
-    Ok((format!("http://{host}:{port}"), format!("{host}:{port}")))
-}
+pub use crate::address::server_address;
 
 /// Build the run configuration. `sim` selects the small default matrix.
 pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, ConfigError> {
@@ -410,27 +373,6 @@ fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_forms() {
-        assert_eq!(
-            server_address("localhost", None).unwrap(),
-            ("http://localhost:5000".into(), "localhost:5000".into())
-        );
-        assert_eq!(
-            server_address("http://10.0.0.1/v1/", Some(8000)).unwrap().0,
-            "http://10.0.0.1:8000/v1"
-        );
-        assert_eq!(
-            server_address("https://h:9000", Some(1)).unwrap().0,
-            "https://h:9000"
-        );
-        assert!(server_address("http://", None).is_err());
-        let (base, label) = server_address("https://user:pw@h:1/v1", None).unwrap();
-        assert_eq!(base, "https://user:pw@h:1/v1");
-        assert!(!label.contains("pw"), "{label}");
-        assert!(server_address("a b", None).is_err());
-    }
 
     #[test]
     fn bad_lists_fail_before_any_request() {

@@ -3,6 +3,7 @@
 //! Parses flags, hands over to `app`, and turns the outcome into an exit
 //! code (documented in `--help` and the README).
 
+mod address;
 mod app;
 mod cjk_watchdog;
 mod cli;

@@ -120,6 +120,24 @@ fn reference_only_flags_are_explained_in_one_line() {
     }
 }
 
+/// A malformed address is a configuration error (exit 2, one line), found
+/// before discovery sends anything — not "cannot connect" (exit 3).
+#[test]
+fn malformed_host_urls_are_exit_2_before_anything_is_sent() {
+    for args in [
+        &["--host", "http://[::1"][..],
+        &["--host", "http://[::1", "--port", "8000"],
+        &["--host", "http://127.0.0.1:99999"],
+        &["cjk-watchdog", "--host", "http://[::1"],
+    ] {
+        let o = run(args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("invalid --host"), "{err}");
+    }
+}
+
 #[test]
 fn malformed_lists_are_one_line_errors_with_exit_code_2() {
     for (flag, value) in [

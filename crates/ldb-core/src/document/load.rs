@@ -89,6 +89,48 @@ impl ResultDocument {
         }
         // Parsed again from the text (not from `value`) so that a misfit
         // value is reported with its line and column.
-        serde_json::from_str(text).map_err(|e| LoadError::Invalid(one_line(&e)))
+        let mut doc: ResultDocument =
+            serde_json::from_str(text).map_err(|e| LoadError::Invalid(one_line(&e)))?;
+        upgrade(&mut doc, found);
+        Ok(doc)
+    }
+}
+
+/// Reads keys whose meaning changed in the layout the file was written in
+/// (`found`) with their current meaning, so `report` and `compare` never
+/// set an old value against a new one of another quantity.
+fn upgrade(doc: &mut ResultDocument, found: u64) {
+    if found < 2 {
+        // Schema 1's `achieved_rate` was the send rate: it is the
+        // `offered_rate_measured` of schema 2, and the completion rate
+        // that key now holds was not recorded.
+        for r in &mut doc.rate_results {
+            if r.offered_rate_measured.is_none() {
+                r.offered_rate_measured = r.achieved_rate.take();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema-1 file's `achieved_rate` was the send rate: it reads back
+    /// as `offered_rate_measured`, and the completion rate as unknown.
+    #[test]
+    fn an_older_achieved_rate_reads_as_the_send_rate() {
+        let file = |version: u32| {
+            format!(
+                r#"{{"metadata": {{"tool": "llm-decode-bench", "schema_version": {version}}},
+                "results": [], "rate_results": [{{"request_rate": 10.0, "achieved_rate": 9.5}}]}}"#
+            )
+        };
+        let old = ResultDocument::from_json_str(&file(1)).expect("schema 1");
+        assert_eq!(old.rate_results[0].achieved_rate, None);
+        assert_eq!(old.rate_results[0].offered_rate_measured, Some(9.5));
+        let new = ResultDocument::from_json_str(&file(2)).expect("schema 2");
+        assert_eq!(new.rate_results[0].achieved_rate, Some(9.5));
+        assert_eq!(new.rate_results[0].offered_rate_measured, None);
     }
 }

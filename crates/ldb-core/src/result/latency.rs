@@ -19,8 +19,11 @@ pub struct RequestSample {
     /// reasoning, 0 when no content arrived.
     #[serde(default)]
     pub ttfo: f64,
-    /// First → second content chunk (a gap, 0 without a second chunk).
-    pub time_to_second_token: f64,
+    /// First → second token chunk (f₂ − f₁, methodology §7.1); `None`
+    /// (JSON `null`) when fewer than two arrived. A true 0 — both chunks
+    /// taken from one socket read — is a measured value and is kept.
+    #[serde(default)]
+    pub time_to_second_token: Option<f64>,
     /// Request start → last content chunk, for completed requests only (else 0).
     pub latency: f64,
     /// Mean time per output token after the first (per token, not per chunk).

@@ -16,7 +16,8 @@ use super::metric::{Change, Direction, Estimate, Verdict};
 pub enum RateMetric {
     /// `output_tps`: output tokens per second of the cell.
     OutputTps,
-    /// `achieved_rate`: completed requests per second.
+    /// `achieved_rate`: completed requests per second (first send → last
+    /// completion).
     AchievedRate,
     /// `ttft_p50`, from the scheduled send time.
     TtftP50,
@@ -74,7 +75,9 @@ impl RateMetric {
     fn value(self, r: &RateResult) -> Option<f64> {
         let v = match self {
             RateMetric::OutputTps => Some(r.output_tps),
-            RateMetric::AchievedRate => Some(r.achieved_rate),
+            // `None` for a file before schema 2: its `achieved_rate` was
+            // the send rate and reads as `offered_rate_measured`.
+            RateMetric::AchievedRate => r.achieved_rate,
             RateMetric::TtftP50 => r.ttft_p50,
             RateMetric::TtftP99 => r.ttft_p99,
             RateMetric::E2eP99 => r.e2e_p99,
@@ -194,7 +197,8 @@ mod tests {
             context_tokens: 1024,
             status: CellStatus::Ok,
             output_tps: tps,
-            achieved_rate: rate,
+            achieved_rate: Some(rate),
+            offered_rate_measured: Some(rate),
             ttft_p50: Some(ttft99 / 2.0),
             ttft_p99: Some(ttft99),
             e2e_p99: Some(2.0),
@@ -253,5 +257,34 @@ mod tests {
         let c = compare_rates(&base, &failed, 5.0);
         assert_eq!(c[0].outcome, Outcome::BecameInvalid);
         assert_eq!(c[0].verdict, Verdict::Regression);
+    }
+
+    /// A schema-1 file's `achieved_rate` was the send rate: compare reads
+    /// it as `offered_rate_measured` and does not set it against a newer
+    /// file's completion rate.
+    #[test]
+    fn an_older_files_send_rate_is_not_compared_with_a_completion_rate() {
+        let old = ResultDocument::from_json_str(
+            r#"{"metadata": {"tool": "llm-decode-bench", "schema_version": 1}, "results": [],
+            "rate_results": [{"request_rate": 8.0, "context_tokens": 1024, "status": "ok",
+            "achieved_rate": 8.0, "output_tps": 1500.0, "ttft_p50": 0.5, "ttft_p99": 1.0,
+            "e2e_p99": 2.0, "token_gap_p99": 0.02}]}"#,
+        )
+        .expect("schema 1 file");
+        assert_eq!(old.rate_results[0].offered_rate_measured, Some(8.0));
+        let new = doc(vec![RateResult {
+            achieved_rate: Some(3.0),
+            ..row(8.0, 1500.0, 1.0, false)
+        }]);
+        let c = compare_rates(&old, &new, 5.0);
+        let achieved = c[0]
+            .changes
+            .iter()
+            .find(|(m, _)| *m == RateMetric::AchievedRate)
+            .map(|(_, ch)| *ch)
+            .expect("achieved_rate row");
+        assert_eq!(achieved.base, None);
+        assert_eq!(achieved.change_pct, None);
+        assert_eq!(c[0].verdict, Verdict::Unchanged);
     }
 }

@@ -312,7 +312,7 @@ fn optional(page: &Page<'_>) -> String {
                  rate is a server that no longer keeps up.",
                 "achieved req/s",
             ),
-            &rate_series(page, |r| Some(r.achieved_rate)),
+            &rate_series(page, |r| r.achieved_rate),
         ));
         out.push_str(&figure(
             &rate_spec(

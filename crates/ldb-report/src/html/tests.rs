@@ -317,7 +317,7 @@ fn open_loop_charts_appear_only_with_rate_cells() {
             request_rate: r,
             context_tokens: 0,
             status: CellStatus::Ok,
-            achieved_rate: r.min(5.0),
+            achieved_rate: Some(r.min(5.0)),
             ttft_p99: Some(0.1 * r),
             ..RateResult::default()
         })

@@ -8,6 +8,11 @@ use super::format::{context, ms_plain, rate};
 use super::style::Tone;
 use super::table::{Cell, Table, panel};
 
+/// A rate that may be unknown (an older file has no completion rate).
+fn opt_rate(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".into(), rate)
+}
+
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "—".into(), ms_plain)
 }
@@ -43,7 +48,9 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
         }
     }
     out.extend(cx.note(
-        "Rate = offered requests/s; sent = achieved. Times in ms (p50/p99). Lag = how late the \
+        "Rate = offered requests/s; sent = requests sent per second; done = completed requests \
+         per second from the first send to the last completion (below the rate: the server did \
+         not keep up). Times in ms (p50/p99). Lag = how late the \
          client sent (p99). In flight = most requests open at once. SAT = the wait for the first \
          token grew through the cell: the server did not keep up with the rate.",
     ));
@@ -58,6 +65,7 @@ fn table(rows: &[RateResult]) -> Table {
             "ctx",
             "rate",
             "sent/s",
+            "done/s",
             "out tok/s",
             "TTFT p50/p99",
             "TTFO p50",
@@ -69,7 +77,7 @@ fn table(rows: &[RateResult]) -> Table {
             "",
         ],
     )
-    .right(&[1, 2, 3, 5, 7, 8, 9]);
+    .right(&[1, 2, 3, 4, 6, 8, 9, 10]);
     for r in rows {
         let mut row = vec![
             Cell::plain(context(r.context_tokens)),
@@ -77,10 +85,11 @@ fn table(rows: &[RateResult]) -> Table {
         ];
         if let Some(word) = status_word(r.status).filter(|_| r.request_count == 0) {
             row.push(Cell::plain(word));
-            row.extend((0..9).map(|_| Cell::plain("")));
+            row.extend((0..10).map(|_| Cell::plain("")));
         } else {
             row.extend([
-                Cell::plain(rate(r.achieved_rate)),
+                Cell::plain(opt_rate(r.offered_rate_measured)),
+                Cell::plain(opt_rate(r.achieved_rate)),
                 Cell::plain(rate(r.output_tps)),
                 Cell::plain(format!("{}/{}", ms(r.ttft_p50), ms(r.ttft_p99))),
                 Cell::plain(ms(r.ttfo_p50)),

@@ -117,9 +117,9 @@ pub(crate) fn record(
         elapsed,
         gen_elapsed,
         ttft: first.map(|f| f - start),
-        // from the second output chunk's own arrival time, so two chunks of
-        // one socket read give `ttft` (a gap of 0), not null
-        time_to_second_token: out.track.second_token_at().map(|t| (t - start).max(0.0)),
+        // second − first output chunk, as in every mode (methodology §7.1):
+        // two chunks of one socket read give a true 0, not null
+        time_to_second_token: s.time_to_second_token,
         gen_tok_s: rate(gen_elapsed),
         e2e_tok_s: rate(elapsed),
         hit_max_tokens: output.hit_max_tokens(),

@@ -52,6 +52,19 @@ pub struct FaultConfig {
     /// than the generation counter says.
     #[serde(default)]
     pub frontend_chunk_delay_s: f64,
+    /// Share of streamed generation requests answered with HTTP 200 and
+    /// then only SSE keep-alive comments (`: ping`), never a token, until
+    /// the client hangs up: a server that accepts and never answers. The
+    /// engine never sees them.
+    #[serde(default)]
+    pub keepalive_only_share: f64,
+    /// Seconds between those comments.
+    #[serde(default = "half_f")]
+    pub keepalive_interval_s: f64,
+}
+
+fn half_f() -> f64 {
+    0.5
 }
 
 fn default_error_status() -> u16 {
@@ -74,6 +87,8 @@ impl Default for FaultConfig {
             metrics_garbage_after: 0,
             metrics_hang_after: 0,
             frontend_chunk_delay_s: 0.0,
+            keepalive_only_share: 0.0,
+            keepalive_interval_s: half_f(),
         }
     }
 }

@@ -145,6 +145,13 @@ impl Scenario {
         share("faults.error_share", f.error_share)?;
         share("faults.drop_share", f.drop_share)?;
         share("faults.metrics_fail_share", f.metrics_fail_share)?;
+        share("faults.keepalive_only_share", f.keepalive_only_share)?;
+        check(
+            f.keepalive_interval_s.is_finite() && f.keepalive_interval_s > 0.0,
+            "faults.keepalive_interval_s",
+            "a number of seconds > 0",
+            f.keepalive_interval_s,
+        )?;
         check(
             (500..=599).contains(&f.error_status),
             "faults.error_status",

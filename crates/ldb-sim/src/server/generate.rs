@@ -81,6 +81,10 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
             http.arrivals.push(st.started.elapsed().as_secs_f64());
         }
     }
+    if req.stream && f.keepalive_only_share > 0.0 && st.draw() < f.keepalive_only_share {
+        lock(&st.http).injected_keepalive_only += 1;
+        return keepalive_only(Duration::from_secs_f64(f.keepalive_interval_s));
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (num, _) = st.new_id();
     let start = Instant::now();
@@ -256,6 +260,29 @@ async fn full_response(
         out["timings"] = json!({"cache_n": cached, "prompt_n": prompt.saturating_sub(cached), "predicted_n": total});
     }
     (StatusCode::OK, Json(out)).into_response()
+}
+
+/// HTTP 200, then an SSE keep-alive comment every `every` and nothing else
+/// until the client hangs up (`faults.keepalive_only_share`).
+fn keepalive_only(every: Duration) -> Response {
+    let pings = futures_util::stream::unfold(true, move |first| async move {
+        if !first {
+            tokio::time::sleep(every).await;
+        }
+        Some((
+            Ok::<_, std::io::Error>(Bytes::from_static(b": ping\n\n")),
+            false,
+        ))
+    });
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(pings),
+    )
+        .into_response()
 }
 
 /// An error page as a reverse proxy (nginx) writes it for a dead backend.

@@ -127,3 +127,35 @@ async fn slow_and_failing_metrics() {
     assert_eq!(sim.stats().http.metrics_failures, 1);
     sim.shutdown().await;
 }
+
+/// `keepalive_only_share = 1`: HTTP 200, then SSE comments only, never a
+/// `data:` line, and the engine never sees the request.
+#[tokio::test]
+async fn keepalive_only_streams_send_comments_and_nothing_else() {
+    let mut sc = tiny();
+    sc.faults.keepalive_only_share = 1.0;
+    sc.faults.keepalive_interval_s = 0.05;
+    let sim = start(sc, None).await;
+    let r = post(
+        &sim.base_url(),
+        "/v1/chat/completions",
+        &chat_body("x", 10, json!({})),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let mut body = r.bytes_stream();
+    let mut text = String::new();
+    let until = Instant::now() + Duration::from_millis(400);
+    while Instant::now() < until {
+        match tokio::time::timeout_at(until.into(), body.next()).await {
+            Ok(Some(Ok(p))) => text.push_str(&String::from_utf8_lossy(&p)),
+            _ => break,
+        }
+    }
+    assert!(text.matches(": ping\n\n").count() >= 2, "{text:?}");
+    assert!(!text.contains("data:"), "{text:?}");
+    let stats = sim.stats();
+    assert_eq!(stats.http.injected_keepalive_only, 1);
+    assert_eq!(stats.engine.running, 0);
+    sim.shutdown().await;
+}
