@@ -312,7 +312,7 @@ struct WindowRecord {
 }
 
 /// The measurement window: open it, follow it for `spec.duration`, close it
-/// and drop every stream, then take the end scrape.
+/// and send the end scrape, then drop every stream once it has answered.
 async fn measure_window(
     rc: &RunCtx,
     spec: &CellSpec,
@@ -387,22 +387,23 @@ async fn measure_window(
     }
     let we = rc.clock.now();
     pool.window.close(we);
+    // The end scrape is sent at the window's end, while the streams still
+    // run: the server reads its counters somewhere between the sending and
+    // the answer, and that whole span must still be generating like the
+    // window, or a slow /metrics reads a rate that already fell.
+    let end_scrape = (rc.metrics && !aborted).then(|| {
+        let scraper = rc.scraper.clone();
+        tokio::spawn(async move { scraper.scrape_once().await })
+    });
     let load = read_client_load().since(&load_start);
     let lag = lag_probe.finish().await;
     let headroom = Headroom::measure(load.cpu_s, we - ws, usable_cpus(), &lag);
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
+    let end_scrape = join_scrape(end_scrape).await;
     pool.cancel();
-    let start_scrape = match start_scrape {
-        Some(task) => task.await.ok().flatten(),
-        None => None,
-    };
-    let end_scrape = if rc.metrics && !aborted {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let start_scrape = join_scrape(start_scrape).await;
     WindowRecord {
         start: ws,
         end: we,
@@ -537,6 +538,14 @@ async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,
+    }
+}
+
+/// The answer of a scrape sent on its own task (None: failed, or no task).
+async fn join_scrape(task: Option<tokio::task::JoinHandle<Option<Scrape>>>) -> Option<Scrape> {
+    match task {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
     }
 }
 
