@@ -127,14 +127,14 @@ fn utc_hms(unix: f64) -> String {
 
 /// Run one cell: scout, streams up to readiness, the window, then every
 /// stream closed at once and the server drained.
-pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
+pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let skip = rc.controls.new_skip();
     let cell_start = rc.clock.now();
     let at = where_(&spec);
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
     let prefill = if spec.context > 0 {
-        scout(rc, &spec, &skip).await
+        scout(rc, &mut spec, &skip).await
     } else {
         None
     };

@@ -302,6 +302,7 @@ async fn start(
         hardware: hooks.hardware.clone(),
         prefill_rate: Mutex::new(None),
         faults: Default::default(),
+        sent_prompts: Default::default(),
         cfg,
     };
     Ok((rc, disc, kv))
