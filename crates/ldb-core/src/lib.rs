@@ -21,6 +21,7 @@ pub mod engine;
 pub mod eval;
 pub mod failure;
 pub mod gaps;
+pub mod gauge_mean;
 pub mod hardware;
 pub mod headroom;
 pub mod http1;
