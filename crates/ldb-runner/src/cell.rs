@@ -336,10 +336,7 @@ async fn measure_window(
     // The start scrape runs beside the loop, not awaited here: a freeze of
     // this process while it waited for the answer would hide from the stall
     // watch (and a slow /metrics must not pass for one).
-    let start_scrape = (rc.metrics && !aborted).then(|| {
-        let scraper = rc.scraper.clone();
-        tokio::spawn(async move { scraper.scrape_once().await })
-    });
+    let start_scrape = spawn_scrape(rc, !aborted);
     let mut sched: Vec<Scrape> = Vec::new();
     let mut producing: Vec<f64> = Vec::new();
     // Periodic scrapes count from 1; the edge scrapes carry 0.
@@ -391,10 +388,7 @@ async fn measure_window(
     // run: the server reads its counters somewhere between the sending and
     // the answer, and that whole span must still be generating like the
     // window, or a slow /metrics reads a rate that already fell.
-    let end_scrape = (rc.metrics && !aborted).then(|| {
-        let scraper = rc.scraper.clone();
-        tokio::spawn(async move { scraper.scrape_once().await })
-    });
+    let end_scrape = spawn_scrape(rc, !aborted);
     let load = read_client_load().since(&load_start);
     let lag = lag_probe.finish().await;
     let headroom = Headroom::measure(load.cpu_s, we - ws, usable_cpus(), &lag);
@@ -539,6 +533,14 @@ async fn tick(skip: &CancellationToken) -> bool {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,
     }
+}
+
+/// One scrape sent now on its own task (none without metrics or `wanted`).
+fn spawn_scrape(rc: &RunCtx, wanted: bool) -> Option<tokio::task::JoinHandle<Option<Scrape>>> {
+    (rc.metrics && wanted).then(|| {
+        let scraper = rc.scraper.clone();
+        tokio::spawn(async move { scraper.scrape_once().await })
+    })
 }
 
 /// The answer of a scrape sent on its own task (None: failed, or no task).
