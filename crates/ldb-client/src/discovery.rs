@@ -43,6 +43,10 @@ pub struct Discovery {
     pub tokenize: TokenizeKind,
     /// Lines for the event log, in order.
     pub notes: Vec<String>,
+    /// SGLang with DP attention: ranks per attention-TP group (`tp_size /
+    /// dp_size`), by which scheduler series without a `dp_rank` are told
+    /// apart (`MetricSet::parse_grouped`); 0 otherwise.
+    pub attn_tp_size: u64,
 }
 
 /// How prompt tokens can be counted on this server.

@@ -79,6 +79,20 @@ pub fn apply_sglang_info(info: &Value, path: &str, d: &mut Discovery) {
         d.model_context = ctx;
     }
     d.tokenize = TokenizeKind::Chat;
+    d.attn_tp_size = sglang_attn_tp_size(info);
+}
+
+/// Ranks per attention-TP group under SGLang's DP attention (`tp_size /
+/// dp_size / attn_cp_size`), 0 without DP attention or without the sizes.
+pub fn sglang_attn_tp_size(info: &Value) -> u64 {
+    let dp_attention = info.get("enable_dp_attention").and_then(Value::as_bool) == Some(true);
+    let tp = as_u64(info.get("tp_size")).unwrap_or(0);
+    let dp = as_u64(info.get("dp_size")).unwrap_or(0);
+    let cp = as_u64(info.get("attn_cp_size")).unwrap_or(1).max(1);
+    if !dp_attention || dp < 2 || tp < dp {
+        return 0;
+    }
+    (tp / dp / cp).max(1)
 }
 
 /// llama.cpp's `/props`, when it is one (it has `total_slots` or

@@ -82,6 +82,9 @@ pub struct Scraper {
     health: Arc<Mutex<Health>>,
     /// Measurements under way (held [`Measuring`] guards).
     measuring: Arc<watch::Sender<u32>>,
+    /// SGLang attention-TP group size under DP attention (see
+    /// `MetricSet::parse_grouped`); 0 or 1 otherwise.
+    attn_tp_size: u64,
 }
 
 /// Held while a measurement runs: the scraper keeps its measuring pace
@@ -104,6 +107,19 @@ impl Scraper {
         pace: ScrapePace,
         enabled: bool,
     ) -> Scraper {
+        Scraper::start_grouped(http, engine, clock, pace, enabled, 0)
+    }
+
+    /// [`Scraper::start`] for an SGLang server whose attention-TP groups
+    /// have `attn_tp_size` ranks (`Discovery::attn_tp_size`).
+    pub fn start_grouped(
+        http: Http,
+        engine: Engine,
+        clock: RunClock,
+        pace: ScrapePace,
+        enabled: bool,
+        attn_tp_size: u64,
+    ) -> Scraper {
         let (tx, rx) = watch::channel(None);
         let stop = CancellationToken::new();
         let s = Scraper {
@@ -114,6 +130,7 @@ impl Scraper {
             stop: stop.clone(),
             health: Arc::default(),
             measuring: Arc::new(watch::channel(0).0),
+            attn_tp_size,
         };
         if enabled {
             let me = s.clone();
@@ -190,7 +207,7 @@ impl Scraper {
         let t = self.clock.now();
         let set = match answer {
             Ok((200, text)) => {
-                let set = MetricSet::parse(&text);
+                let set = MetricSet::parse_grouped(&text, self.attn_tp_size);
                 if set.samples.is_empty() {
                     let n = text.len();
                     return self.failed(format!("not Prometheus text (no sample in {n} bytes)"));

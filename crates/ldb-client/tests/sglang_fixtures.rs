@@ -245,6 +245,41 @@ fn dp_attention_groups_are_all_counted_once() {
     );
 }
 
+/// Issue 24 item 11: the same DP-attention server with scheduler series that
+/// carry no `dp_rank` (see source-derived/README.md, "Label sets by
+/// version"). Parsed as before, the second group's series (tp_rank 2) look
+/// like a repeat of the first and the running count is divided by the DP
+/// size; with the server's attention-TP group size from `/server_info`, each
+/// group counts once, with or without `--enable-metrics-for-all-schedulers`.
+#[test]
+fn dp_attention_series_without_dp_rank_count_once_per_group() {
+    let text = read("source-derived/metrics-dp-attention-tp4-dp2-no-dp-rank.txt");
+    let ungrouped = server_snapshot(Engine::Sglang, &MetricSet::parse(&text)).running;
+    assert_eq!(ungrouped, Some(3.0), "the defect this guards against");
+    let info = serde_json::json!({"tp_size": 4, "dp_size": 2, "enable_dp_attention": true});
+    let groups = ldb_client::engine_info::sglang_attn_tp_size(&info);
+    assert_eq!(groups, 2);
+    let m = MetricSet::parse_grouped(&text, groups);
+    assert_eq!(server_snapshot(Engine::Sglang, &m).running, Some(8.0));
+    assert_eq!(
+        m.sum("sglang:realtime_tokens_total", &[("mode", "decode")]),
+        Some(5120.0 + 7936.0)
+    );
+    let all = read("source-derived/metrics-dp-attention-tp4-dp2-all-schedulers-no-dp-rank.txt");
+    let m = MetricSet::parse_grouped(&all, groups);
+    assert_eq!(server_snapshot(Engine::Sglang, &m).running, Some(8.0));
+    // Labelled series (0.5.23) read the same with or without the group size.
+    let labelled = read("source-derived/metrics-dp-attention-tp4-dp2-all-schedulers.txt");
+    let m = MetricSet::parse_grouped(&labelled, groups);
+    assert_eq!(server_snapshot(Engine::Sglang, &m).running, Some(8.0));
+    // Without DP attention (the recorded 0.5.23 server, --dp-size replicas,
+    // plain TP) there is no group size and nothing changes.
+    let recorded: Value = serde_json::from_str(&read("server-info.json")).expect("json");
+    assert_eq!(ldb_client::engine_info::sglang_attn_tp_size(&recorded), 0);
+    let replicas = serde_json::json!({"tp_size": 1, "dp_size": 2, "enable_dp_attention": false});
+    assert_eq!(ldb_client::engine_info::sglang_attn_tp_size(&replicas), 0);
+}
+
 #[test]
 fn spec_decoding_gauges_parse() {
     let s = server_snapshot(

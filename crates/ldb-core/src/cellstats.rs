@@ -105,19 +105,69 @@ pub fn scheduler_fields(
     readiness_failed: bool,
     streams_in_window: f64,
 ) -> SchedulerFields {
+    let equal = vec![1.0; samples.len()];
+    fields(
+        concurrency,
+        samples,
+        &equal,
+        readiness_failed,
+        streams_in_window,
+        1,
+    )
+}
+
+/// [`scheduler_fields`] for a sustained window read by a few scrapes: each
+/// sample weighted by the share of the window it stands for
+/// ([`crate::gauge_mean::reading_weights`]; means and the queue share are
+/// shares of time), and a queue counts towards the verdict only when at
+/// least two readings saw one: with two to four reads a window, one read
+/// that caught a restarting request's moment in the queue is no evidence
+/// of a limit (`max_running < C` still is).
+pub fn scheduler_fields_timed(
+    concurrency: u32,
+    samples: &[SchedSample],
+    weights: &[f64],
+    readiness_failed: bool,
+    streams_in_window: f64,
+) -> SchedulerFields {
+    fields(
+        concurrency,
+        samples,
+        weights,
+        readiness_failed,
+        streams_in_window,
+        2,
+    )
+}
+
+fn fields(
+    concurrency: u32,
+    samples: &[SchedSample],
+    weights: &[f64],
+    readiness_failed: bool,
+    streams_in_window: f64,
+    min_queue_reads: usize,
+) -> SchedulerFields {
+    use crate::gauge_mean::weighted_mean;
     let c = f64::from(concurrency);
-    let n = samples.len() as f64;
     let has = !samples.is_empty() && samples.iter().any(|s| s.running > 0.0 || s.waiting > 0.0);
+    let of = |f: fn(&SchedSample) -> f64| samples.iter().map(f).collect::<Vec<f64>>();
     let (avg_run, max_run, avg_q, max_q, qfrac) = if samples.is_empty() {
         (0.0, 0.0, 0.0, 0.0, 0.0)
     } else {
         (
-            samples.iter().map(|s| s.running).sum::<f64>() / n,
+            weighted_mean(&of(|s| s.running), weights),
             samples.iter().map(|s| s.running).fold(0.0, f64::max),
-            samples.iter().map(|s| s.waiting).sum::<f64>() / n,
+            weighted_mean(&of(|s| s.waiting), weights),
             samples.iter().map(|s| s.waiting).fold(0.0, f64::max),
-            samples.iter().filter(|s| s.waiting > 0.0).count() as f64 / n,
+            weighted_mean(&of(|s| f64::from(u8::from(s.waiting > 0.0))), weights),
         )
+    };
+    let queue_reads = samples.iter().filter(|s| s.waiting > 0.0).count();
+    let (avg_q_v, qfrac_v) = if queue_reads >= min_queue_reads {
+        (avg_q, qfrac)
+    } else {
+        (0.0, 0.0)
     };
     let effective = if has {
         avg_run
@@ -130,11 +180,11 @@ pub fn scheduler_fields(
     // waits for the next engine step, so short requests put one in the queue
     // of an occasional scrape on a server with room to spare (`underfilled`
     // still reports the gap).
-    let queued_repeatedly = qfrac >= REPEATED_QUEUE_SHARE;
+    let queued_repeatedly = qfrac_v >= REPEATED_QUEUE_SHARE;
     let capacity_limited = readiness_failed
         || (concurrency > 1 && has && (max_run < c || (avg_run < 0.95 * c && queued_repeatedly)))
-        || avg_q >= 0.5
-        || qfrac > 0.5;
+        || avg_q_v >= 0.5
+        || qfrac_v > 0.5;
     SchedulerFields {
         avg_running_reqs: avg_run,
         max_running_reqs: max_run.round() as u64,
@@ -156,6 +206,29 @@ mod tests {
             running: r,
             waiting: w,
         }
+    }
+
+    /// Issue 24 item 8: four reads of a window at `--metrics-interval 10`,
+    /// one of which caught two restarting requests in the queue. Unweighted,
+    /// the mean queue is 0.5 and the cell was capacity-limited; one read is
+    /// not evidence enough. Two reads with a queue are.
+    #[test]
+    fn one_read_with_a_queue_in_a_sparse_window_is_not_a_limit() {
+        let samples = [s(8.0, 0.0), s(8.0, 2.0), s(8.0, 0.0), s(8.0, 0.0)];
+        assert!(scheduler_fields(8, &samples, false, 8.0).capacity_limited);
+        let w = crate::gauge_mean::reading_weights(&[0.0, 10.0, 20.0, 30.0], 0.0, 30.0);
+        let f = scheduler_fields_timed(8, &samples, &w, false, 8.0);
+        assert!(!f.capacity_limited, "{f:?}");
+        assert!(
+            (f.avg_queue_reqs - 2.0 * 10.0 / 30.0).abs() < 1e-9,
+            "time-weighted"
+        );
+        let twice = [s(8.0, 0.0), s(8.0, 2.0), s(8.0, 2.0), s(8.0, 0.0)];
+        assert!(scheduler_fields_timed(8, &twice, &w, false, 8.0).capacity_limited);
+        // Fewer running than C is a limit on any number of reads.
+        let short = [s(6.0, 0.0), s(6.0, 0.0)];
+        let w2 = crate::gauge_mean::reading_weights(&[0.0, 30.0], 0.0, 30.0);
+        assert!(scheduler_fields_timed(8, &short, &w2, false, 8.0).capacity_limited);
     }
 
     #[test]

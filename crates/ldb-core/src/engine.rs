@@ -242,6 +242,16 @@ impl ServerSnapshot {
     }
 }
 
+/// SGLang's cached prompt tokens: `sglang:cached_tokens_total` is split by
+/// `cache_source` (`device`, `host`, `storage`; 0.5.23 exported `device`
+/// alone on a CPU server). Where a `total` series sits beside the parts it
+/// alone counts, or the sum would count every cached token twice.
+fn sglang_cached(m: &MetricSet) -> Option<f64> {
+    let name = "sglang:cached_tokens_total";
+    m.sum(name, &[("cache_source", "total")])
+        .or_else(|| m.sum(name, &[]))
+}
+
 fn server_snapshot_inner(
     engine: Engine,
     m: &MetricSet,
@@ -281,10 +291,10 @@ fn server_snapshot_inner(
             kv_usage: mean("sglang:token_usage").or(mean("sglang:utilization")),
             gen_throughput_gauge: s("sglang:gen_throughput"),
             prompt_tokens: s("sglang:prompt_tokens_total"),
-            prompt_cached: s("sglang:cached_tokens_total"),
+            prompt_cached: sglang_cached(m),
             // SGLang counts every prompt token as a lookup and cached ones as hits.
             prefix_queries: s("sglang:prompt_tokens_total"),
-            prefix_hits: s("sglang:cached_tokens_total"),
+            prefix_hits: sglang_cached(m),
             request_success: s("sglang:num_requests_total"),
             prefill_time_sum: m.sum(
                 "sglang:per_stage_req_latency_seconds_sum",
@@ -362,6 +372,33 @@ mod tests {
         assert_eq!(
             ServerSnapshot::default().restart_evidence(&ServerSnapshot::default()),
             None
+        );
+    }
+
+    #[test]
+    fn sglang_cached_tokens_count_a_total_series_alone() {
+        let parts = MetricSet::parse(
+            "sglang:cached_tokens_total{cache_source=\"device\"} 40\n\
+             sglang:cached_tokens_total{cache_source=\"host\"} 2\n",
+        );
+        assert_eq!(
+            server_snapshot(Engine::Sglang, &parts).prompt_cached,
+            Some(42.0)
+        );
+        let with_total = MetricSet::parse(
+            "sglang:cached_tokens_total{cache_source=\"device\"} 40\n\
+             sglang:cached_tokens_total{cache_source=\"host\"} 2\n\
+             sglang:cached_tokens_total{cache_source=\"total\"} 42\n",
+        );
+        let snap = server_snapshot(Engine::Sglang, &with_total);
+        assert_eq!(
+            (snap.prompt_cached, snap.prefix_hits),
+            (Some(42.0), Some(42.0))
+        );
+        let bare = MetricSet::parse("sglang:cached_tokens_total 7\n");
+        assert_eq!(
+            server_snapshot(Engine::Sglang, &bare).prompt_cached,
+            Some(7.0)
         );
     }
 

@@ -19,6 +19,7 @@ pub mod document;
 pub mod engine;
 pub mod failure;
 pub mod gaps;
+pub mod gauge_mean;
 pub mod hardware;
 pub mod headroom;
 pub mod http1;

@@ -12,6 +12,13 @@
 //! smallest rank is kept, and of pipeline stages only `pp_rank="0"`: one
 //! series per DP group, which then sum. Keeping only `tp_rank="0"` would
 //! drop every DP-attention group but the first.
+//!
+//! Series without a `dp_rank` under DP attention (a server whose DP-attention
+//! schedulers carry no DP rank) would look like repeats of one group and
+//! count once, dividing running, queue and token counts by the DP size. So
+//! when the server's description says DP attention is on (attention-TP
+//! groups of `attn_tp_size` ranks, [`MetricSet::parse_grouped`]), such series
+//! are grouped by `tp_rank / attn_tp_size`, the group's lowest rank kept.
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,13 +55,20 @@ pub struct MetricSet {
 impl MetricSet {
     /// Parse a whole exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> MetricSet {
+        MetricSet::parse_grouped(text, 1)
+    }
+
+    /// Parse an SGLang exposition from a server whose attention-TP groups
+    /// have `attn_tp_size` ranks (DP attention: `tp_size / dp_size`; 1 or 0
+    /// without it): series without a `dp_rank` count once per group.
+    pub fn parse_grouped(text: &str, attn_tp_size: u64) -> MetricSet {
         let samples: Vec<Sample> = text
             .lines()
             .filter_map(parse_line)
             .filter(|s| s.label("pp_rank").is_none_or(|r| r == "0"))
             .collect();
         MetricSet {
-            samples: lowest_tp_rank_only(samples),
+            samples: lowest_tp_rank_only(samples, attn_tp_size),
         }
     }
 
@@ -98,15 +112,17 @@ impl MetricSet {
     }
 }
 
-/// A series without its `tp_rank`: metric name and the other labels, sorted.
-type SeriesKey<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+/// A series without its `tp_rank`: metric name, the other labels, sorted,
+/// and the attention-TP group its rank falls in when no label names it.
+type SeriesKey<'a> = (&'a str, Vec<(&'a str, &'a str)>, u64);
 
-/// Of series that differ only in `tp_rank`, keep the one with the lowest rank.
-fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
+/// Of series that differ only in `tp_rank` (within one attention-TP group of
+/// `attn_tp_size` ranks when they carry no `dp_rank`), keep the lowest rank.
+fn lowest_tp_rank_only(samples: Vec<Sample>, attn_tp_size: u64) -> Vec<Sample> {
     fn rank(s: &Sample) -> Option<u64> {
         s.label("tp_rank").map(|r| r.parse().unwrap_or(u64::MAX))
     }
-    fn group(s: &Sample) -> SeriesKey<'_> {
+    fn group(s: &Sample, attn_tp_size: u64) -> SeriesKey<'_> {
         let mut others: Vec<(&str, &str)> = s
             .labels
             .iter()
@@ -114,7 +130,11 @@ fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         others.sort_unstable();
-        (s.name.as_str(), others)
+        let dp_group = match (rank(s), s.label("dp_rank")) {
+            (Some(r), None) if attn_tp_size > 1 => r / attn_tp_size,
+            _ => 0,
+        };
+        (s.name.as_str(), others, dp_group)
     }
     if !samples.iter().any(|s| s.label("tp_rank").is_some()) {
         return samples;
@@ -123,13 +143,13 @@ fn lowest_tp_rank_only(samples: Vec<Sample>) -> Vec<Sample> {
         std::collections::HashMap::new();
     for s in &samples {
         if let Some(r) = rank(s) {
-            let e = lowest.entry(group(s)).or_insert(r);
+            let e = lowest.entry(group(s, attn_tp_size)).or_insert(r);
             *e = (*e).min(r);
         }
     }
     let keep: Vec<bool> = samples
         .iter()
-        .map(|s| rank(s).is_none_or(|r| lowest.get(&group(s)) == Some(&r)))
+        .map(|s| rank(s).is_none_or(|r| lowest.get(&group(s, attn_tp_size)) == Some(&r)))
         .collect();
     samples
         .into_iter()

@@ -99,6 +99,22 @@ pub fn nonce(run_id: &str, tag: &str) -> String {
     format!("[ldb {run_id}-{tag}]")
 }
 
+/// The same prompt under a fresh uniqueness prefix: `~N` opens the nonce
+/// that opens the first message (`[ldb ~1 run-ctx8192] …`), so it shares
+/// with any earlier prompt no more than the chat template and `[ldb `, and a
+/// prefix cache cannot serve it. Three or four characters more: about one
+/// token. A prompt without our nonce gets one in front.
+pub fn renewed(msgs: &[Message], n: u32) -> Vec<Message> {
+    let mut out = msgs.to_vec();
+    if let Some(first) = out.first_mut() {
+        first.content = match first.content.strip_prefix("[ldb ") {
+            Some(rest) => format!("[ldb ~{n} {rest}"),
+            None => format!("[ldb ~{n}] {}", first.content),
+        };
+    }
+    out
+}
+
 /// Linear prompt-size model: `tokens = overhead + chars / chars_per_token`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SizeModel {
@@ -144,6 +160,22 @@ pub fn tolerance(target: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_renewed_prompt_differs_right_after_the_nonce_opening() {
+        let m = messages(&nonce("r1", "ctx8192"), 40);
+        let r = renewed(&m, 2);
+        assert!(
+            r[0].content.starts_with("[ldb ~2 r1-ctx8192] "),
+            "{}",
+            r[0].content
+        );
+        assert_eq!(r[0].content.replacen("~2 ", "", 1), m[0].content);
+        assert_eq!(&r[1..], &m[1..]);
+        assert_ne!(renewed(&m, 1), r);
+        let bare = renewed(&messages("x", 0), 1);
+        assert!(bare[0].content.starts_with("[ldb ~1] x "));
+    }
+
     use super::*;
 
     #[test]

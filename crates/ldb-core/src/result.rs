@@ -254,6 +254,10 @@ pub struct CellExtras {
     /// (Δhits / Δqueries; null when the server reports no prefix-cache counters
     /// or nothing was looked up).
     pub server_prefix_cache_hit_rate: Option<f64>,
+    /// What `server_utilization` and the scheduler means rest on (sustained
+    /// cells with `/metrics`; see `gauge_mean.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_gauge_basis: Option<crate::gauge_mean::GaugeBasis>,
     /// Output tokens per joule of GPU energy in the window (0 when unknown).
     pub tokens_per_joule: f64,
     /// Streams launched → window start.

@@ -15,7 +15,9 @@ use ldb_core::result::{
 use ldb_core::window::WindowBounds;
 
 use client::{active_seconds, channel_split, client_count};
-use server::{capacity_reason, kv_usage, prefix_hit_rate, scheduler, server_count, spec_fields};
+use server::{
+    capacity_reason, gauge_basis, kv_usage, prefix_hit_rate, scheduler, server_count, spec_fields,
+};
 
 /// Everything measured in one cell.
 pub struct CellInputs<'a> {
@@ -131,6 +133,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             server_utilization_max: kv_max,
             server_steps_source: steps_source,
             server_prefix_cache_hit_rate: prefix_hit_rate(&i),
+            server_gauge_basis: gauge_basis(&i),
             tokens_per_joule: i
                 .hw
                 .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))

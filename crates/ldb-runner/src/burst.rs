@@ -99,7 +99,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         spec.mode,
         format_context(ctx)
     ));
-    let as_cell = CellSpec {
+    let mut as_cell = CellSpec {
         concurrency: c,
         context: ctx,
         messages: spec.messages.clone(),
@@ -108,13 +108,13 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     };
     stage(rc, &spec, CellStage::Scout);
     let prefill = if ctx > 0 {
-        scout(rc, &as_cell, &skip).await
+        scout(rc, &mut as_cell, &skip).await
     } else {
         None
     };
     let body = chat_body(
         &rc.model,
-        &spec.messages,
+        &as_cell.messages,
         BodyOptions {
             max_tokens: rc.cfg.max_tokens,
             continuous_usage: false,

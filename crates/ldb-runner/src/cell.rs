@@ -127,14 +127,14 @@ fn utc_hms(unix: f64) -> String {
 
 /// Run one cell: scout, streams up to readiness, the window, then every
 /// stream closed at once and the server drained.
-pub async fn run_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
+pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let skip = rc.controls.new_skip();
     let cell_start = rc.clock.now();
     let at = where_(&spec);
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
     let prefill = if spec.context > 0 {
-        scout(rc, &spec, &skip).await
+        scout(rc, &mut spec, &skip).await
     } else {
         None
     };
@@ -312,7 +312,7 @@ struct WindowRecord {
 }
 
 /// The measurement window: open it, follow it for `spec.duration`, close it
-/// and drop every stream, then take the end scrape.
+/// and send the end scrape, then drop every stream once it has answered.
 async fn measure_window(
     rc: &RunCtx,
     spec: &CellSpec,
@@ -336,10 +336,7 @@ async fn measure_window(
     // The start scrape runs beside the loop, not awaited here: a freeze of
     // this process while it waited for the answer would hide from the stall
     // watch (and a slow /metrics must not pass for one).
-    let start_scrape = (rc.metrics && !aborted).then(|| {
-        let scraper = rc.scraper.clone();
-        tokio::spawn(async move { scraper.scrape_once().await })
-    });
+    let start_scrape = spawn_scrape(rc, !aborted);
     let mut sched: Vec<Scrape> = Vec::new();
     let mut producing: Vec<f64> = Vec::new();
     // Periodic scrapes count from 1; the edge scrapes carry 0.
@@ -387,22 +384,20 @@ async fn measure_window(
     }
     let we = rc.clock.now();
     pool.window.close(we);
+    // The end scrape is sent at the window's end, while the streams still
+    // run: the server reads its counters somewhere between the sending and
+    // the answer, and that whole span must still be generating like the
+    // window, or a slow /metrics reads a rate that already fell.
+    let end_scrape = spawn_scrape(rc, !aborted);
     let load = read_client_load().since(&load_start);
     let lag = lag_probe.finish().await;
     let headroom = Headroom::measure(load.cpu_s, we - ws, usable_cpus(), &lag);
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
+    let end_scrape = join_scrape(end_scrape).await;
     pool.cancel();
-    let start_scrape = match start_scrape {
-        Some(task) => task.await.ok().flatten(),
-        None => None,
-    };
-    let end_scrape = if rc.metrics && !aborted {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let start_scrape = join_scrape(start_scrape).await;
     WindowRecord {
         start: ws,
         end: we,
@@ -537,6 +532,22 @@ async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,
+    }
+}
+
+/// One scrape sent now on its own task (none without metrics or `wanted`).
+fn spawn_scrape(rc: &RunCtx, wanted: bool) -> Option<tokio::task::JoinHandle<Option<Scrape>>> {
+    (rc.metrics && wanted).then(|| {
+        let scraper = rc.scraper.clone();
+        tokio::spawn(async move { scraper.scrape_once().await })
+    })
+}
+
+/// The answer of a scrape sent on its own task (None: failed, or no task).
+async fn join_scrape(task: Option<tokio::task::JoinHandle<Option<Scrape>>>) -> Option<Scrape> {
+    match task {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
     }
 }
 

@@ -12,15 +12,18 @@ use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::CellSpec;
+use crate::cold::hit_cache;
 use crate::ctx::RunCtx;
 use crate::prefill::{entry, probe, validated_probe};
 
 /// The scout: one `max_tokens=1` request with the cell's prompt, so the
 /// streams find its prefix cached; for the first cell of a context it is
-/// measured and becomes the integrated prefill row.
+/// measured and becomes the integrated prefill row. A measured scout whose
+/// prompt went out before gets a fresh one, written into `spec` for the
+/// cell's streams (see `cold.rs`).
 pub(crate) async fn scout(
     rc: &RunCtx,
-    spec: &CellSpec,
+    spec: &mut CellSpec,
     skip: &CancellationToken,
 ) -> Option<PrefillEntry> {
     let env = StreamEnv {
@@ -30,9 +33,19 @@ pub(crate) async fn scout(
     };
     let ctx = spec.context;
     if !spec.record_prefill {
+        rc.sent_prompts.mark(&spec.messages);
         probe(&env, &rc.model, &spec.messages, skip).await;
         return None;
     }
+    if let Some(fresh) = rc.sent_prompts.cold(&spec.messages) {
+        rc.live.event(format!(
+            "integrated prefill ctx={}: its prompt was sent before (a failed scout, a \
+             re-measured cell or an earlier pass); measuring a fresh one",
+            format_context(ctx)
+        ));
+        spec.messages = fresh;
+    }
+    rc.sent_prompts.mark(&spec.messages);
     rc.live.event(format!(
         "integrated prefill start ctx={}",
         format_context(ctx)
@@ -41,6 +54,16 @@ pub(crate) async fn scout(
     if let Some(e) = &p.error {
         rc.live.event(format!(
             "integrated prefill failed ctx={}: {e}",
+            format_context(ctx)
+        ));
+        return None;
+    }
+    let cached = p.cached_tokens.unwrap_or(0).max(validation.cached_tokens);
+    let prompt = p.prompt_tokens.unwrap_or(ctx);
+    if hit_cache(prompt, cached) {
+        rc.live.event(format!(
+            "integrated prefill ctx={} not recorded: the server served {cached} of its \
+             {prompt} prompt tokens from its prefix cache",
             format_context(ctx)
         ));
         return None;

@@ -75,6 +75,8 @@ pub struct RunCtx {
     pub prefill_rate: Mutex<Option<f64>>,
     /// Outages and restarts of the server seen so far.
     pub(crate) faults: crate::server_watch::SharedFaults,
+    /// Prompts sent so far, so a scout timed as a prefill is cold (`cold.rs`).
+    pub(crate) sent_prompts: crate::cold::SentPrompts,
 }
 
 impl RunCtx {

@@ -12,6 +12,7 @@ mod cell_io;
 mod cell_view;
 mod client_load;
 pub mod coding_peak;
+mod cold;
 pub mod config;
 pub mod cstats;
 pub mod ctx;

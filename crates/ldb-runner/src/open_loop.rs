@@ -119,22 +119,22 @@ async fn rate_cell(
         rc.cfg.arrival
     ));
     let skip = rc.controls.new_skip();
-    let spec = CellSpec {
+    let mut spec = CellSpec {
         concurrency: 1,
         context,
-        messages: messages.clone(),
+        messages,
         duration: 0.0,
         record_prefill,
     };
     // The scout warms the context's prefix cache, as before a decode cell.
     let prefill = if context > 0 {
-        scout(rc, &spec, &skip).await
+        scout(rc, &mut spec, &skip).await
     } else {
         None
     };
     let body = chat_body(
         &rc.model,
-        &messages,
+        &spec.messages,
         BodyOptions {
             max_tokens: rc.cfg.max_tokens,
             continuous_usage: false,

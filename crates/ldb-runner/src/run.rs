@@ -245,7 +245,7 @@ async fn start(
     let disc = discover_when_up(&http, &cfg, &live).await?;
     let kv = kv_budget(&cfg, &disc, &http);
     startup_events(&live, &disc, &kv);
-    let scraper = Scraper::start(
+    let scraper = Scraper::start_grouped(
         http.clone(),
         disc.engine,
         clock,
@@ -255,6 +255,7 @@ async fn start(
                 .then(|| Duration::from_secs_f64(cfg.metrics_interval)),
         },
         disc.metrics_available,
+        disc.attn_tp_size,
     );
     live.update(|s| {
         s.model = disc.model.clone();
@@ -302,6 +303,7 @@ async fn start(
         hardware: hooks.hardware.clone(),
         prefill_rate: Mutex::new(None),
         faults: Default::default(),
+        sent_prompts: Default::default(),
         cfg,
     };
     Ok((rc, disc, kv))

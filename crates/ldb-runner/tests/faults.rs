@@ -212,3 +212,37 @@ async fn keep_alive_comments_alone_end_the_warmup_at_its_limit_and_label_it() {
     assert!(sim.stats().http.injected_keepalive_only >= 3);
     sim.shutdown().await;
 }
+
+/// Issue 24 item 2: the first scout of a context fails (one transient 503);
+/// its cell goes on and its streams put the prompt in the prefix cache. The
+/// next cell's scout must not be timed on that cached prompt: it is sent
+/// with a fresh uniqueness prefix and measures the cold prefill (10 000
+/// tok/s on this server; from the cache it would read hundreds of thousands).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scout_retried_after_a_failure_measures_a_cold_prompt() {
+    let _serial = SERIAL.lock().await;
+    // Requests 1 and 2 are the start-up and prefill warmups; 3 is the
+    // first cell's scout (the event log below checks that it failed).
+    let sim = start(FLAT, |s| s.faults.error_requests = vec![3]).await;
+    let cfg = config(&sim, &[1, 2], &[8192], 1.5);
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let log = doc.event_log.join("\n");
+    assert!(
+        log.contains("integrated prefill failed ctx=8k"),
+        "the first scout did not fail:\n{log}"
+    );
+    let row = doc.prefill.get(&8192).expect("a prefill row for 8k");
+    let v = &row.server_validation;
+    assert!(
+        v.cached_tokens * 2 < row.prompt_tokens,
+        "{} of {} prompt tokens came from the cache",
+        v.cached_tokens,
+        row.prompt_tokens
+    );
+    assert!(
+        row.client_tok_per_sec > 6000.0 && row.client_tok_per_sec < 12000.0,
+        "prefill {} tok/s, the server computes 10 000",
+        row.client_tok_per_sec
+    );
+    sim.shutdown().await;
+}

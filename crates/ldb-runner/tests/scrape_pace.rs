@@ -78,3 +78,25 @@ async fn a_window_reads_metrics_at_the_measuring_interval() {
     );
     sim.shutdown().await;
 }
+
+/// Issue 24 item 5: a `/metrics` that answers 1 s late. The server reads
+/// its counters at the end of that second; the end scrape must be sent at the
+/// window's end while the streams still run, or its reading falls after they
+/// stopped and the server's rate reads about a quarter low on a 4 s window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_end_scrape_is_sent_before_the_streams_stop() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| s.faults.metrics_delay_s = 1.0).await;
+    let mut cfg = config(&sim, &[2], &[0], 4.0);
+    cfg.metrics_interval = 0.0;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let r = cell(&doc, 2, 0);
+    assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
+    let tps = r.aggregate_tps.expect("value");
+    assert!(
+        within(r.server_gen_throughput, tps, 0.05),
+        "server {:.1} vs client {tps:.1}",
+        r.server_gen_throughput
+    );
+    sim.shutdown().await;
+}

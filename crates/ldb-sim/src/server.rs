@@ -92,6 +92,8 @@ pub(crate) struct AppState {
     pub next_id: AtomicU64,
     /// Chat requests served a scripted answer so far (`output.answers`).
     pub next_answer: AtomicU64,
+    /// Chat and completion requests received so far (`faults.error_requests`).
+    pub generation_requests: AtomicU64,
     pub started_unix: u64,
     /// The simulator's start, for [`HttpStats::arrivals`].
     pub started: tokio::time::Instant,
@@ -186,6 +188,7 @@ impl SimServer {
             http: Mutex::new(HttpStats::default()),
             next_id: AtomicU64::new(0),
             next_answer: AtomicU64::new(0),
+            generation_requests: AtomicU64::new(0),
             started_unix,
             started: tokio::time::Instant::now(),
             started_unix_f,

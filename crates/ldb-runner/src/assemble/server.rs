@@ -3,9 +3,10 @@
 //! hits, and speculative-decoding fields.
 
 use ldb_client::scrape::Scrape;
-use ldb_core::cellstats::{SchedSample, scheduler_fields};
+use ldb_core::cellstats::{SchedSample, scheduler_fields_timed};
 use ldb_core::engine::Engine;
-use ldb_core::result::{SchedulerFields, SpecFields};
+use ldb_core::gauge_mean::{GaugeBasis, TIME_WEIGHTED, max_weight, reading_weights, weighted_mean};
+use ldb_core::result::{SchedulerFields, SpecFields, round};
 use ldb_core::spec::{SpecWindow, normalize};
 use ldb_core::stats::median;
 
@@ -75,40 +76,79 @@ pub(super) fn server_count(i: &CellInputs<'_>) -> ServerCount {
 }
 
 /// The scrapes sent inside the window: its start scrape and the background
-/// ones (every `--metrics-interval`; none when it is 0). The end scrape is
-/// left out: it is sent after the streams were closed.
+/// ones (every `--metrics-interval`; none when it is 0).
 fn window_samples<'a>(i: &CellInputs<'a>) -> impl Iterator<Item = &'a Scrape> + use<'a> {
     i.start_scrape.into_iter().chain(i.sched.iter())
 }
 
-/// Running and queued requests over the window's scrapes, with the
-/// producing-stream samples as a fallback.
+/// The scrapes that read the window's gauges: the start scrape, the
+/// background ones and the end scrape (sent at the window's end while the
+/// streams still run), each with its weight: the share of the window it
+/// stands for (`ldb_core::gauge_mean`).
+fn gauge_readings<'a>(i: &CellInputs<'a>) -> (Vec<&'a Scrape>, Vec<f64>) {
+    let reads: Vec<&Scrape> = window_samples(i).chain(i.end_scrape).collect();
+    let times: Vec<f64> = reads.iter().map(|s| s.read_at()).collect();
+    let weights = reading_weights(&times, i.window_start, i.window_end);
+    (reads, weights)
+}
+
+/// Running and queued requests over the window's readings, time-weighted,
+/// with the producing-stream samples as a fallback.
 pub(super) fn scheduler(i: &CellInputs<'_>) -> SchedulerFields {
-    let samples: Vec<SchedSample> = window_samples(i)
-        .filter_map(|s| {
-            Some(SchedSample {
-                running: s.snap.running?,
-                waiting: s.snap.waiting.unwrap_or(0.0),
-            })
+    let (reads, weights) = gauge_readings(i);
+    let (samples, weights): (Vec<SchedSample>, Vec<f64>) = reads
+        .iter()
+        .zip(weights)
+        .filter_map(|(s, w)| {
+            Some((
+                SchedSample {
+                    running: s.snap.running?,
+                    waiting: s.snap.waiting.unwrap_or(0.0),
+                },
+                w,
+            ))
         })
-        .collect();
+        .unzip();
     let producing_mean = if i.producing_samples.is_empty() {
         0.0
     } else {
         i.producing_samples.iter().sum::<f64>() / i.producing_samples.len() as f64
     };
-    scheduler_fields(i.concurrency, &samples, i.readiness_failed, producing_mean)
+    scheduler_fields_timed(
+        i.concurrency,
+        &samples,
+        &weights,
+        i.readiness_failed,
+        producing_mean,
+    )
 }
 
-/// Mean and max KV-cache usage over the window's scrapes.
+/// Time-weighted mean and max KV-cache usage over the window's readings.
 pub(super) fn kv_usage(i: &CellInputs<'_>) -> (f64, f64) {
-    let kv: Vec<f64> = window_samples(i).filter_map(|s| s.snap.kv_usage).collect();
-    let mean = if kv.is_empty() {
-        0.0
-    } else {
-        kv.iter().sum::<f64>() / kv.len() as f64
-    };
-    (mean, kv.iter().copied().fold(0.0, f64::max))
+    let (reads, weights) = gauge_readings(i);
+    let (kv, w): (Vec<f64>, Vec<f64>) = reads
+        .iter()
+        .zip(weights)
+        .filter_map(|(s, w)| Some((s.snap.kv_usage?, w)))
+        .unzip();
+    (
+        weighted_mean(&kv, &w),
+        kv.iter().copied().fold(0.0, f64::max),
+    )
+}
+
+/// What the gauge means rest on; none without a reading.
+pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
+    let (reads, weights) = gauge_readings(i);
+    (!reads.is_empty()).then(|| GaugeBasis {
+        method: TIME_WEIGHTED.into(),
+        scrapes: reads.len() as u64,
+        max_gap_s: round(max_weight(&weights), 2),
+        queue_scrapes: reads
+            .iter()
+            .filter(|s| s.snap.waiting.unwrap_or(0.0) > 0.0)
+            .count() as u64,
+    })
 }
 
 /// Δhits / Δlookups of the prefix cache between the bracketing scrapes.

@@ -271,3 +271,45 @@ fn a_window_whose_scrapes_straddle_a_restart_gets_no_server_count() {
     assert_eq!(cell.server_output_tokens, 0);
     assert_eq!(cell.ext.server_client_mismatch, None);
 }
+
+/// Issue 24 item 8: a window read by three scrapes (start, one periodic at
+/// 12 s, end). The KV cache fills from 0.2 to 0.8 in the first two seconds;
+/// the periodic read caught two restarting requests in the queue. Each read
+/// now weighs by the part of the window it stands for, the end scrape (sent
+/// at the window's end, streams running) included, and one read with a
+/// queue does not make the cell capacity-limited. The cell says what the
+/// means rest on.
+#[test]
+fn sparse_scrapes_give_time_weighted_gauges_and_need_two_queue_reads() {
+    let outcomes = two_streams();
+    let with = |t: f64, tokens: f64, kv: f64, waiting: f64| {
+        let mut s = scrape(t, tokens, 2.0);
+        s.snap.kv_usage = Some(kv);
+        s.snap.waiting = Some(waiting);
+        s
+    };
+    let a = with(10.05, 1000.0, 0.2, 0.0);
+    let sched = [with(12.05, 1040.0, 0.8, 2.0)];
+    let b = with(20.05, 1195.0, 0.8, 0.0);
+    let cell = assemble(inputs(&outcomes, &a, &b, &sched));
+    // Read at 10.045, 12.045 and 20.045 (the middle of each send → answer
+    // span): 0.2 stands for [10, 11.045].
+    let want = (0.2 * 1.045 + 0.8 * 8.955) / 10.0;
+    assert!(
+        (cell.server_utilization - want).abs() < 1e-4,
+        "{} (the unweighted start + periodic mean was 0.5)",
+        cell.server_utilization
+    );
+    assert_eq!(
+        cell.ext.status,
+        CellStatus::Ok,
+        "{}",
+        cell.ext.status_reason
+    );
+    assert!(!cell.sched.capacity_limited);
+    let basis = cell.ext.server_gauge_basis.expect("basis");
+    assert_eq!(basis.method, "time_weighted_scrapes");
+    assert_eq!((basis.scrapes, basis.queue_scrapes), (3, 1));
+    // The end scrape, read at 20.045, stands at the window's end (20.0).
+    assert!((basis.max_gap_s - 4.98).abs() < 0.01, "{basis:?}");
+}

@@ -13,6 +13,11 @@ pub struct FaultConfig {
     /// HTTP status of injected errors (500..=599).
     #[serde(default = "default_error_status")]
     pub error_status: u16,
+    /// Generation requests answered with `error_status` by their order of
+    /// arrival (1 = the first chat or completion request), besides the
+    /// random `error_share`: one chosen request fails, as a transient 5xx does.
+    #[serde(default)]
+    pub error_requests: Vec<u64>,
     /// Injected errors come as an HTML page (`text/html`), as a reverse
     /// proxy in front of a dead engine answers, instead of the engine's JSON.
     #[serde(default)]
@@ -76,6 +81,7 @@ impl Default for FaultConfig {
         FaultConfig {
             error_share: 0.0,
             error_status: default_error_status(),
+            error_requests: Vec::new(),
             error_html: false,
             drop_after_tokens: 0,
             drop_share: 1.0,

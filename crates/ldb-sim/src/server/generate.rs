@@ -1,6 +1,7 @@
 //! `POST /v1/chat/completions` and `POST /v1/completions`.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Json;
@@ -47,7 +48,9 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
         Kind::Completion => "POST /v1/completions",
     });
     let f = &st.cfg.faults;
-    if f.error_share > 0.0 && st.draw() < f.error_share {
+    let ordinal = st.generation_requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let chosen = f.error_requests.contains(&ordinal);
+    if chosen || (f.error_share > 0.0 && st.draw() < f.error_share) {
         lock(&st.http).injected_errors += 1;
         if f.error_html {
             return html_error(f.error_status);

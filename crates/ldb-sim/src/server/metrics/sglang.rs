@@ -138,11 +138,20 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         &format!("{tl},mode=\"decode\""),
         s.generated_tokens as f64,
     );
-    o.metric(
-        "sglang:cached_tokens_total",
+    // SGLang 0.5.23 splits it by where the cached tokens came from; the
+    // simulator's cache is all device memory.
+    o.family(
+        "sglang:cached_tokens",
         "counter",
-        "Number of cached prompt tokens.",
-        &tl,
+        "Number of cached prompt tokens by source (device/host/storage).",
+    );
+    let source = match tl.is_empty() {
+        true => "cache_source=\"device\"".to_string(),
+        false => format!("cache_source=\"device\",{tl}"),
+    };
+    o.sample(
+        "sglang:cached_tokens_total",
+        &source,
         s.prompt_tokens_cached as f64,
     );
     o.metric(
