@@ -53,6 +53,32 @@ pub struct AutoStop {
     pub min_s: f64,
 }
 
+/// `metadata.duration_auto`: the rule a run's windows closed by.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DurationAuto {
+    /// `--target-ci`, percent.
+    pub target_ci_pct: f64,
+    /// `--min-duration`, seconds.
+    pub min_duration: f64,
+    /// How the interval is computed ([`METHOD`]).
+    pub method: String,
+    /// Batches per window ([`BATCHES`]).
+    pub batches: u32,
+}
+
+impl DurationAuto {
+    /// The metadata of `rule`.
+    pub fn of(rule: &AutoStop) -> DurationAuto {
+        DurationAuto {
+            target_ci_pct: rule.target_rel * 100.0,
+            min_duration: rule.min_s,
+            method: METHOD.to_string(),
+            batches: BATCHES as u32,
+        }
+    }
+}
+
 /// Why a window closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

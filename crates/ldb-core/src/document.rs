@@ -188,6 +188,10 @@ pub struct Metadata {
     /// whose runs read every 0.5 s throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_interval: Option<f64>,
+    /// `--duration auto`: the rule that closes a sustained window early
+    /// (`duration_per_test` is then its maximum). Absent for fixed windows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_auto: Option<crate::autostop::DurationAuto>,
 }
 
 /// How the run searched for the SLO frontier.

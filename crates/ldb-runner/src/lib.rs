@@ -33,6 +33,7 @@ pub mod selftest;
 mod server_watch;
 mod slo_search;
 mod stall;
+mod window_stop;
 pub mod standalone;
 mod startup;
 pub mod tasks;

@@ -37,6 +37,7 @@ pub(crate) async fn decode_warmup(rc: &RunCtx, plan: &RunPlan, prompts: &PromptP
         context: x,
         messages: prompts.messages(x, &format!("warm-decode{x}")),
         duration: secs,
+        auto_stop: None,
         record_prefill: false,
     };
     let _ = run_cell(rc, spec).await;
@@ -222,6 +223,7 @@ async fn run_planned(
             context: x,
             messages,
             duration: rc.cfg.duration,
+            auto_stop: rc.cfg.auto_stop,
             record_prefill,
         };
         measure_cell(rc, spec).await

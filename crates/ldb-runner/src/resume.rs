@@ -42,6 +42,8 @@ const COMPARED: &[&str] = &[
     // how often the server's /metrics was read while measuring: on a
     // CPU-bound server it moves the numbers (docs/performance.md §3)
     "metrics_interval",
+    // --duration auto closes windows early: a different rule, different cells
+    "duration_auto",
 ];
 
 /// Why a file cannot be resumed at all, whatever the run: it was not written

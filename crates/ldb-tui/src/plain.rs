@@ -159,8 +159,12 @@ fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
         .tps_trace
         .last()
         .map_or_else(|| "-".to_owned(), |v| format::tps(*v, true));
+    let ci = c
+        .rate_ci
+        .as_ref()
+        .map_or_else(String::new, |ci| format!(" {}", format::rate_ci(ci)));
     let line = format!(
-        "{cell} {} {} {:.0}/{:.0}s {tps} tok/s {running}",
+        "{cell} {} {} {:.0}/{:.0}s {tps} tok/s {running}{ci}",
         c.stage.label(),
         format::ascii_bar(frac, 10),
         c.window_elapsed,
