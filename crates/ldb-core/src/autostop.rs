@@ -136,9 +136,7 @@ impl RateEstimate {
 
     /// Whether the interval and the stationarity check both meet `target_rel`.
     pub fn settled(&self, target_rel: f64) -> bool {
-        self.mean > 0.0
-            && self.rel_half_width() <= target_rel
-            && self.drift_rel.abs() <= target_rel
+        self.mean > 0.0 && self.rel_half_width() <= target_rel && self.drift_rel.abs() <= target_rel
     }
 }
 
@@ -168,9 +166,7 @@ pub fn batch_rates(samples: &[(f64, u64)], elapsed: f64, k: usize) -> Vec<f64> {
         return Vec::new();
     }
     let len = elapsed / k as f64;
-    let edges: Vec<f64> = (0..=k)
-        .map(|j| count_at(samples, len * j as f64))
-        .collect();
+    let edges: Vec<f64> = (0..=k).map(|j| count_at(samples, len * j as f64)).collect();
     edges.windows(2).map(|w| (w[1] - w[0]) / len).collect()
 }
 

@@ -33,10 +33,10 @@ pub mod selftest;
 mod server_watch;
 mod slo_search;
 mod stall;
-mod window_stop;
 pub mod standalone;
 mod startup;
 pub mod tasks;
+mod window_stop;
 
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};

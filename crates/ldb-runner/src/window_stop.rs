@@ -51,12 +51,8 @@ impl WindowStop {
                 }
             });
         }
-        self.stopped_by = autostop::decide(
-            self.rule.as_ref(),
-            elapsed,
-            self.max_s,
-            self.last.as_ref(),
-        );
+        self.stopped_by =
+            autostop::decide(self.rule.as_ref(), elapsed, self.max_s, self.last.as_ref());
         self.stopped_by.is_some()
     }
 

@@ -542,4 +542,3 @@ mod tests {
         assert_eq!(cli.bench.requests_jsonl, Some(PathBuf::from("s.jsonl")));
     }
 }
-

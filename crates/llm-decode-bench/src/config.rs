@@ -86,8 +86,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if max_tokens == 0 {
         return Err(bad("--max-tokens", "must be at least 1"));
     }
-    let (duration, auto_stop) =
-        duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
+    let (duration, auto_stop) = duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
     let warm = a
         .decode_warmup_seconds
         .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });

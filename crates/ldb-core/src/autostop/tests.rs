@@ -51,15 +51,15 @@ fn constant_rate_gives_its_value_and_a_narrow_interval() {
         target_rel: 0.01,
         min_s: 5.0,
     };
-    assert_eq!(decide(Some(&rule), 6.0, 30.0, Some(&e)), Some(StoppedBy::Ci));
+    assert_eq!(
+        decide(Some(&rule), 6.0, 30.0, Some(&e)),
+        Some(StoppedBy::Ci)
+    );
     // Not before the minimum, whatever the interval.
     assert_eq!(decide(Some(&rule), 4.9, 30.0, Some(&e)), None);
     // Without the rule, only the maximum closes the window.
     assert_eq!(decide(None, 6.0, 30.0, Some(&e)), None);
-    assert_eq!(
-        decide(None, 30.0, 30.0, None),
-        Some(StoppedBy::MaxDuration)
-    );
+    assert_eq!(decide(None, 30.0, 30.0, None), Some(StoppedBy::MaxDuration));
 }
 
 #[test]

@@ -68,7 +68,10 @@ fn step_time_drift_reads_and_must_not_be_negative() {
     let e = Scenario::from_toml_str(&with("-0.01"), "s.toml")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("step_time.drift_per_s") && !e.contains('\n'), "{e}");
+    assert!(
+        e.contains("step_time.drift_per_s") && !e.contains('\n'),
+        "{e}"
+    );
 }
 
 #[test]

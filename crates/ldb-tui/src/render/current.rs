@@ -119,7 +119,11 @@ fn cell_lines(phase: &Phase, c: &CurrentCell, width: usize) -> Vec<Line<'static>
             && ci.drift_rel.abs() <= ci.target_rel;
         lines.push(Line::styled(
             format::rate_ci(ci),
-            if settled { theme::value() } else { theme::dim() },
+            if settled {
+                theme::value()
+            } else {
+                theme::dim()
+            },
         ));
     }
     let stats = trace_stats(&c.tps_trace);

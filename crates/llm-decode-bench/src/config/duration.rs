@@ -32,11 +32,17 @@ pub fn window_settings(
         Some(DurationArg::Auto) => {
             let max = a.max_duration.unwrap_or(DEFAULT_MAX_DURATION);
             if !positive(max) {
-                return Err(bad("--max-duration", "must be a positive number of seconds"));
+                return Err(bad(
+                    "--max-duration",
+                    "must be a positive number of seconds",
+                ));
             }
             let pct = a.target_ci.unwrap_or(DEFAULT_TARGET_CI_PCT);
             if !(positive(pct) && pct < 100.0) {
-                return Err(bad("--target-ci", "must be a percentage above 0 and below 100"));
+                return Err(bad(
+                    "--target-ci",
+                    "must be a percentage above 0 and below 100",
+                ));
             }
             let min = a.min_duration.unwrap_or(DEFAULT_MIN_DURATION);
             if !(min.is_finite() && min >= 0.0) {
@@ -69,7 +75,10 @@ pub fn window_settings(
                 _ => default_s,
             };
             if !positive(s) {
-                return Err(bad("--duration", "must be a positive number of seconds or auto"));
+                return Err(bad(
+                    "--duration",
+                    "must be a positive number of seconds or auto",
+                ));
             }
             Ok((s, None))
         }
@@ -123,16 +132,76 @@ mod tests {
 
     #[test]
     fn bad_auto_input_is_a_one_line_error_naming_the_flag() {
-        let cases: &[(Option<DurationArg>, Option<f64>, Option<f64>, Option<f64>, &str)] = &[
-            (Some(DurationArg::Seconds(0.0)), None, None, None, "invalid --duration"),
-            (Some(DurationArg::Seconds(f64::NAN)), None, None, None, "invalid --duration"),
-            (Some(DurationArg::Seconds(30.0)), Some(60.0), None, None, "invalid --max-duration: only applies"),
-            (None, None, Some(1.0), None, "invalid --target-ci: only applies"),
-            (None, None, None, Some(5.0), "invalid --min-duration: only applies"),
-            (Some(DurationArg::Auto), Some(-1.0), None, None, "invalid --max-duration"),
-            (Some(DurationArg::Auto), None, Some(0.0), None, "invalid --target-ci"),
-            (Some(DurationArg::Auto), None, Some(f64::INFINITY), None, "invalid --target-ci"),
-            (Some(DurationArg::Auto), Some(10.0), None, Some(20.0), "invalid --min-duration"),
+        let cases: &[(
+            Option<DurationArg>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            &str,
+        )] = &[
+            (
+                Some(DurationArg::Seconds(0.0)),
+                None,
+                None,
+                None,
+                "invalid --duration",
+            ),
+            (
+                Some(DurationArg::Seconds(f64::NAN)),
+                None,
+                None,
+                None,
+                "invalid --duration",
+            ),
+            (
+                Some(DurationArg::Seconds(30.0)),
+                Some(60.0),
+                None,
+                None,
+                "invalid --max-duration: only applies",
+            ),
+            (
+                None,
+                None,
+                Some(1.0),
+                None,
+                "invalid --target-ci: only applies",
+            ),
+            (
+                None,
+                None,
+                None,
+                Some(5.0),
+                "invalid --min-duration: only applies",
+            ),
+            (
+                Some(DurationArg::Auto),
+                Some(-1.0),
+                None,
+                None,
+                "invalid --max-duration",
+            ),
+            (
+                Some(DurationArg::Auto),
+                None,
+                Some(0.0),
+                None,
+                "invalid --target-ci",
+            ),
+            (
+                Some(DurationArg::Auto),
+                None,
+                Some(f64::INFINITY),
+                None,
+                "invalid --target-ci",
+            ),
+            (
+                Some(DurationArg::Auto),
+                Some(10.0),
+                None,
+                Some(20.0),
+                "invalid --min-duration",
+            ),
         ];
         for (d, max, pct, min, want) in cases {
             let mut a = args(*d);
