@@ -130,15 +130,18 @@ mod tests {
         );
     }
 
+    /// `--duration`, `--max-duration`, `--target-ci`, `--min-duration`, the error's start.
+    type Case = (
+        Option<DurationArg>,
+        Option<f64>,
+        Option<f64>,
+        Option<f64>,
+        &'static str,
+    );
+
     #[test]
     fn bad_auto_input_is_a_one_line_error_naming_the_flag() {
-        let cases: &[(
-            Option<DurationArg>,
-            Option<f64>,
-            Option<f64>,
-            Option<f64>,
-            &str,
-        )] = &[
+        let cases: &[Case] = &[
             (
                 Some(DurationArg::Seconds(0.0)),
                 None,
