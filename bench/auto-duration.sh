@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-target/debug/llm-decode-bench}
-SCENARIO=${SCENARIO:-quickstart}
+SCENARIO=${SCENARIO:-bench/auto-duration.toml}   # or quickstart (speculative decoding)
 CONC=${CONC:-1,4,8}
 CTXS=${CTXS:-0,8k}
 MAX=${MAX:-30}
