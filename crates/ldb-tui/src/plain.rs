@@ -226,6 +226,30 @@ mod tests {
     }
 
     #[test]
+    fn an_auto_window_shows_its_live_interval() {
+        let mut p = PlainPrinter::new(Duration::from_secs(5));
+        let mut s = demo::mid_decode();
+        s.events.clear();
+        if let Some(c) = s.current.as_mut() {
+            c.rate_ci = Some(ldb_core::live::LiveRateCi {
+                mean: 475.0,
+                half_width: 9.5,
+                drift_rel: 0.001,
+                target_rel: 0.01,
+                min_s: 5.0,
+            });
+        }
+        let lines = p.lines(&s, Instant::now(), "12:00:00");
+        assert_eq!(
+            lines,
+            ev(&[
+                "12:00:00 C=4 ctx=32k measuring [######----] 6/10s 475.4 tok/s running 4/4 \
+                  ci ±2.0% (target ±1%) drift +0.1%"
+            ])
+        );
+    }
+
+    #[test]
     fn progress_lines_are_rate_limited_per_cell() {
         let mut p = PlainPrinter::new(Duration::from_secs(5));
         let mut s = demo::mid_decode();

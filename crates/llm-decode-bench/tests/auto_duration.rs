@@ -17,7 +17,7 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
         "--duration",
         "auto",
         "--max-duration",
-        "6",
+        "4",
         "--min-duration",
         "2",
         "--target-ci",
@@ -36,7 +36,7 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
         serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
     assert_valid(&doc);
     let md = &doc["metadata"];
-    assert_eq!(md["duration_per_test"], 6.0);
+    assert_eq!(md["duration_per_test"], 4.0);
     assert_eq!(md["duration_auto"]["target_ci_pct"], 2.0);
     assert_eq!(md["duration_auto"]["min_duration"], 2.0);
     let cell = &doc["results"][0];
@@ -44,7 +44,7 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
     assert!(by == "ci" || by == "max_duration", "{by}");
     assert_eq!(cell["rate_ci_method"], "batch_means");
     let secs = cell["measurement_seconds"].as_f64().expect("window");
-    assert!((2.0..6.5).contains(&secs), "window {secs} s");
+    assert!((2.0..4.5).contains(&secs), "window {secs} s");
     let ci = cell["rate_ci95"].as_array().expect("rate_ci95");
     assert_eq!(ci.len(), 2);
 }
