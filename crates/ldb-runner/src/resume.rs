@@ -239,6 +239,27 @@ mod tests {
     }
 
     #[test]
+    fn an_auto_duration_rule_must_match_to_resume() {
+        let rule = |pct: f64| {
+            Some(ldb_core::autostop::DurationAuto::of(
+                &ldb_core::autostop::AutoStop {
+                    target_rel: pct / 100.0,
+                    min_s: 5.0,
+                },
+            ))
+        };
+        let mut auto = md();
+        auto.duration_auto = rule(1.0);
+        let d = setting_differences(&md(), &auto);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("duration_auto: file none, now {"), "{d:?}");
+        let mut wider = md();
+        wider.duration_auto = rule(2.0);
+        assert_eq!(setting_differences(&auto, &wider).len(), 1);
+        assert!(setting_differences(&auto, &auto.clone()).is_empty());
+    }
+
+    #[test]
     fn the_server_counts_except_for_the_simulator_whose_port_moves() {
         let mut now = md();
         now.server = "10.0.0.2:8000".into();

@@ -189,3 +189,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn cell_keys_round_trip_and_old_cells_read_without_them() {
+    use crate::result::CellResult;
+    let mut c = CellResult::default();
+    c.ext.stopped_by = Some(StoppedBy::Ci);
+    c.ext.rate_ci95 = Some([99.5, 100.5]);
+    c.ext.rate_ci_method = Some(METHOD.into());
+    c.ext.rate_drift_pct = Some(-0.25);
+    let v = c.to_json();
+    assert_eq!(v["stopped_by"], "ci");
+    assert_eq!(v["rate_ci95"], serde_json::json!([99.5, 100.5]));
+    let back: CellResult = serde_json::from_value(v.clone()).expect("reads");
+    assert_eq!(back.ext.stopped_by, Some(StoppedBy::Ci));
+    assert_eq!(back.ext.rate_ci95, Some([99.5, 100.5]));
+    assert_eq!(back.ext.rate_drift_pct, Some(-0.25));
+    let mut old = v;
+    for k in [
+        "stopped_by",
+        "rate_ci95",
+        "rate_ci_method",
+        "rate_drift_pct",
+    ] {
+        old.as_object_mut().expect("object").remove(k);
+    }
+    let back: CellResult = serde_json::from_value(old).expect("old cell reads");
+    assert_eq!(back.ext.stopped_by, None);
+    assert_eq!(back.ext.rate_ci95, None);
+}
