@@ -30,8 +30,10 @@ async fn steady_server_closes_early_at_the_full_length_value() {
     let sim = start(FLAT, |_| {}).await;
     // C=4: 4 tokens per step of 10.8 ms.
     let truth = 4.0 / (0.010 + 0.0002 * 4.0);
+    // A ±2 % target: the simulator closes at ±0.7 % after 3 s on an idle
+    // machine; the margin is for a loaded one.
     let mut early_cfg = config(&sim, &[4], &[0], MAX_S);
-    early_cfg.auto_stop = auto(1.0, 3.0);
+    early_cfg.auto_stop = auto(2.0, 3.0);
     let (doc, _) = bench(early_cfg, Arc::default()).await;
     let early = cell(&doc, 4, 0).clone();
     // The full-length cell: the same rule held open to the maximum, so it
@@ -59,10 +61,10 @@ async fn steady_server_closes_early_at_the_full_length_value() {
     let [lo, hi] = interval(&early);
     assert!(lo <= tps && tps <= hi, "{tps} outside its own [{lo}, {hi}]");
     assert!(
-        (hi - lo) / 2.0 <= 0.01 * tps + 0.01,
-        "[{lo}, {hi}] wider than ±1 %"
+        (hi - lo) / 2.0 <= 0.02 * tps + 0.01,
+        "[{lo}, {hi}] wider than ±2 %"
     );
-    assert!(early.ext.rate_drift_pct.is_some_and(|d| d.abs() <= 1.0));
+    assert!(early.ext.rate_drift_pct.is_some_and(|d| d.abs() <= 2.0));
     assert!(within(tps, truth, 0.02), "{tps:.1} vs truth {truth:.1}");
 
     assert_eq!(full.ext.stopped_by, Some(StoppedBy::MaxDuration));
@@ -79,16 +81,20 @@ async fn steady_server_closes_early_at_the_full_length_value() {
     // The maximum stays the run's setting; the rule is in the metadata.
     assert_eq!(doc.metadata.duration_per_test, MAX_S);
     let rule = doc.metadata.duration_auto.as_ref().expect("duration_auto");
-    assert_eq!((rule.target_ci_pct, rule.min_duration), (1.0, 3.0));
+    assert_eq!((rule.target_ci_pct, rule.min_duration), (2.0, 3.0));
     assert!(doc.methodology.get("window_auto_stop").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drifting_server_runs_to_the_maximum() {
     let _serial = SERIAL.lock().await;
-    // The step time grows 10 % over 30 s: the rate falls about 1.7 % over a
-    // 5 s window, more than the 1 % target, at every point of the window.
-    let sim = start(FLAT, |s| s.step_time.drift_per_s = 0.1 / 30.0).await;
+    // The step time grows 10 % over 15 s: the 10 % over 30 s on a
+    // window scaled from 30 s to 8 s, at twice the rate so that the drift
+    // inside a 5-8 s window (about 3 %) stays well clear of the 1 % target
+    // on a loaded machine. The exact 10 %-over-30 s case is the pure test
+    // `a_rate_drifting_ten_percent_over_thirty_seconds_does_not_close` in
+    // ldb-core.
+    let sim = start(FLAT, |s| s.step_time.drift_per_s = 0.1 / 15.0).await;
     let mut cfg = config(&sim, &[4], &[0], MAX_S);
     cfg.auto_stop = auto(1.0, 5.0);
     let (doc, _) = bench(cfg, Arc::default()).await;
@@ -104,7 +110,7 @@ async fn drifting_server_runs_to_the_maximum() {
     );
     assert!((r.measurement_seconds - MAX_S).abs() < 0.5);
     let drift = r.ext.rate_drift_pct.expect("drift recorded");
-    assert!(drift < -1.5, "drift {drift} %");
+    assert!(drift < -2.0, "drift {drift} %");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
