@@ -372,8 +372,7 @@ async fn measure_window(
         }
         let now_producing = pool.producing();
         producing.push(f64::from(now_producing));
-        let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
-        trace.sample(now, tokens);
+        trace.sample(now, pool.counters.window_tokens.load(Ordering::Relaxed));
         let latest = rc.scraper.latest();
         let obs = Observation {
             elapsed: now - pool.launch,
@@ -390,6 +389,7 @@ async fn measure_window(
             trace: Some(&trace.values),
         };
         update_live(rc, spec, pool, &progress);
+        let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
         if stop.pass(rc, now - ws, tokens) {
             break;
         }
