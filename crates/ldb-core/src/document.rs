@@ -193,6 +193,10 @@ pub struct Metadata {
     /// it ended normally).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub warmup_timeout: String,
+    /// `--duration auto`: the rule that closes a sustained window early
+    /// (`duration_per_test` is then its maximum). Absent for fixed windows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_auto: Option<crate::autostop::DurationAuto>,
 }
 
 /// How the run searched for the SLO frontier.

@@ -10,6 +10,7 @@
 //! `ldb-report` (text report), `ldb-sim` (simulated engines).
 
 pub mod arrivals;
+pub mod autostop;
 pub mod cellstats;
 pub mod chunk;
 pub mod cjk;

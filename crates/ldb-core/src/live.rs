@@ -129,6 +129,23 @@ pub struct CurrentCell {
     pub stage_elapsed: f64,
     /// Live speculative accept length (tokens per drafted step).
     pub accept_length: Option<f64>,
+    /// `--duration auto`: the window rate's 95 % interval so far.
+    pub rate_ci: Option<LiveRateCi>,
+}
+
+/// The interval a window under `--duration auto` closes on, as it stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LiveRateCi {
+    /// Window rate so far, tok/s.
+    pub mean: f64,
+    /// Half width of the 95 % interval, tok/s.
+    pub half_width: f64,
+    /// Rate change across the window so far, relative to the mean.
+    pub drift_rel: f64,
+    /// The target half width (and drift), relative (0.01 = ±1 %).
+    pub target_rel: f64,
+    /// The window may not close on the interval before this, seconds.
+    pub min_s: f64,
 }
 
 /// A prefill row in the live view.

@@ -376,6 +376,21 @@ pub struct CellExtras {
     /// headline metric over the repeats. Absent for a single measurement.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub repeat_stats: std::collections::BTreeMap<String, crate::student::MeanCi>,
+    /// `--duration auto`: why the window closed (`ci` or `max_duration`).
+    /// Absent for fixed windows and for windows cut short (skip, errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<crate::autostop::StoppedBy>,
+    /// `--duration auto`: 95 % interval `[low, high]` of the window's
+    /// client-counted rate, tok/s, at its close (see `crate::autostop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_ci95: Option<[f64; 2]>,
+    /// `--duration auto`: how `rate_ci95` was computed (`batch_means`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_ci_method: Option<String>,
+    /// `--duration auto`: how far the rate moved across the window (the
+    /// least-squares slope of the batch rates × the window), percent of the mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_drift_pct: Option<f64>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

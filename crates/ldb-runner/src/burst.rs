@@ -104,6 +104,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         context: ctx,
         messages: spec.messages.clone(),
         duration: 0.0,
+        auto_stop: None,
         record_prefill: spec.record_prefill,
     };
     stage(rc, &spec, CellStage::Scout);

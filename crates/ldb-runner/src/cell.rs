@@ -25,6 +25,7 @@ use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
 use crate::prompts::{BodyOptions, chat_body};
 use crate::stall::StallWatch;
+use crate::window_stop::WindowStop;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -35,8 +36,11 @@ pub struct CellSpec {
     pub context: u64,
     /// Prompt of the streams and the scout.
     pub messages: Vec<Message>,
-    /// Window length, seconds.
+    /// Window length, seconds (the maximum under `auto_stop`).
     pub duration: f64,
+    /// `--duration auto` for a sustained cell: close the window once its
+    /// rate is known (None: the window is `duration`).
+    pub auto_stop: Option<ldb_core::autostop::AutoStop>,
     /// Record the scout as this context's prefill row.
     pub record_prefill: bool,
 }
@@ -309,10 +313,13 @@ struct WindowRecord {
     headroom: Headroom,
     hw_start: Option<usize>,
     hw_end: Option<usize>,
+    /// Why the window closed, and its rate's interval under `--duration auto`.
+    stop: WindowStop,
 }
 
-/// The measurement window: open it, follow it for `spec.duration`, close it
-/// and send the end scrape, then drop every stream once it has answered.
+/// The measurement window: open it, follow it for `spec.duration` (or until
+/// its rate is known, `--duration auto`: `window_stop.rs`), close it and send
+/// the end scrape, then drop every stream once it has answered.
 async fn measure_window(
     rc: &RunCtx,
     spec: &CellSpec,
@@ -342,6 +349,7 @@ async fn measure_window(
     // Periodic scrapes count from 1; the edge scrapes carry 0.
     let mut last_seq = 0;
     let mut trace = RateTrace::new(ws);
+    let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
     loop {
         if aborted || tick(skip).await {
             break;
@@ -378,7 +386,8 @@ async fn measure_window(
             trace: Some(&trace.values),
         };
         update_live(rc, spec, pool, &progress);
-        if now - ws >= spec.duration {
+        let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
+        if stop.pass(rc, now - ws, tokens) {
             break;
         }
     }
@@ -410,6 +419,7 @@ async fn measure_window(
         headroom,
         hw_start,
         hw_end,
+        stop,
     }
 }
 
@@ -450,6 +460,7 @@ fn finish(
     cell.ext.event_loop_lag_p99 = win.headroom.loop_lag_p99_s.map(|s| round(s, 4));
     cell.ext.client_limited = win.headroom.limited();
     cell.ext.measure_attempts = 1;
+    win.stop.record(&mut cell.ext);
     cell.ext.window_start_unix = Some(rc.clock.unix(win.start));
     cell.ext.window_end_unix = Some(rc.clock.unix(win.end));
     cell.wall_time = rc.clock.now() - cell_start;

@@ -42,8 +42,11 @@ pub struct RunConfig {
     pub contexts: Vec<u64>,
     /// `max_tokens` per decode request.
     pub max_tokens: u64,
-    /// Measured window per cell, seconds.
+    /// Measured window per cell, seconds; with `auto_stop`, its maximum.
     pub duration: f64,
+    /// `--duration auto`: a sustained cell's window may close once its rate
+    /// is known (see `ldb_core::autostop`); None = every window is `duration`.
+    pub auto_stop: Option<ldb_core::autostop::AutoStop>,
     /// Hidden C=1 warmup window, seconds (0 = off).
     pub decode_warmup_seconds: f64,
     /// Readiness limit override, seconds (0 = automatic).
@@ -211,6 +214,7 @@ impl Default for RunConfig {
             contexts: vec![0, 16384, 32768, 65536, 131072],
             max_tokens: 8192,
             duration: 30.0,
+            auto_stop: None,
             decode_warmup_seconds: 3.0,
             cell_warmup_timeout: 0.0,
             prefill_contexts: vec![8192, 65536, 131072],

@@ -37,6 +37,7 @@ mod stall;
 pub mod standalone;
 mod startup;
 pub mod tasks;
+mod window_stop;
 
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};

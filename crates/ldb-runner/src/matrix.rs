@@ -45,6 +45,7 @@ pub(crate) async fn decode_warmup(
         context: x,
         messages: prompts.messages(x, &format!("warm-decode{x}")),
         duration: secs,
+        auto_stop: None,
         record_prefill: false,
     };
     // The scout's own first-token limit is 30 minutes: a watchdog cuts the
@@ -275,6 +276,7 @@ async fn run_planned(
             context: x,
             messages,
             duration: rc.cfg.duration,
+            auto_stop: rc.cfg.auto_stop,
             record_prefill,
         };
         measure_cell(rc, spec).await

@@ -40,3 +40,23 @@ pub fn methodology(
         }
     })
 }
+
+/// `--duration auto`: how a sustained window may close early
+/// (`ldb_core::autostop`; docs/methodology.md).
+pub fn add_window_auto_stop(m: &mut Value, auto: &ldb_core::autostop::DurationAuto) {
+    if let Value::Object(map) = m {
+        map.insert(
+            "window_auto_stop".into(),
+            json!({
+                "name": "Window closes when its rate is known (--duration auto)",
+                "present": true,
+                "method": auto.method,
+                "formula": "batch rates r_i over 10 equal sub-windows; mean ± t(0.975, 9) · s/√10 · √((1+ρ)/(1−ρ)), ρ = lag-1 autocorrelation of r_i + (1+3ρ)/10, clamped to [0, 0.9]; drift = slope(r_i) · 10 / mean",
+                "notes": format!(
+                    "A sustained cell's window closes at the first tick after {} s where the 95 % interval of its client-counted rate is within ±{} % of the mean and the rate moved by at most that much across the window (drift); otherwise at duration_per_test, the maximum. stopped_by, rate_ci95 and rate_drift_pct record each cell's close. Open-loop and request-count cells keep their counts.",
+                    auto.min_duration, auto.target_ci_pct
+                )
+            }),
+        );
+    }
+}

@@ -124,6 +124,7 @@ async fn rate_cell(
         context,
         messages,
         duration: 0.0,
+        auto_stop: None,
         record_prefill,
     };
     // The scout warms the context's prefix cache, as before a decode cell.

@@ -247,6 +247,9 @@ impl Recorder {
             !doc.burst_results.is_empty() || (request_mode && !doc.results.is_empty()),
             spec_present,
         );
+        if let Some(auto) = &doc.metadata.duration_auto {
+            crate::methodology::add_window_auto_stop(&mut doc.methodology, auto);
+        }
         (self.save)(doc);
     }
 }

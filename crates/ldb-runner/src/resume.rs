@@ -42,6 +42,8 @@ const COMPARED: &[&str] = &[
     // how often the server's /metrics was read while measuring: on a
     // CPU-bound server it moves the numbers (docs/performance.md §3)
     "metrics_interval",
+    // --duration auto closes windows early: a different rule, different cells
+    "duration_auto",
 ];
 
 /// Why a file cannot be resumed at all, whatever the run: it was not written
@@ -234,6 +236,27 @@ mod tests {
                 "concurrency_levels: file [1,2], now [1,4]",
             ]
         );
+    }
+
+    #[test]
+    fn an_auto_duration_rule_must_match_to_resume() {
+        let rule = |pct: f64| {
+            Some(ldb_core::autostop::DurationAuto::of(
+                &ldb_core::autostop::AutoStop {
+                    target_rel: pct / 100.0,
+                    min_s: 5.0,
+                },
+            ))
+        };
+        let mut auto = md();
+        auto.duration_auto = rule(1.0);
+        let d = setting_differences(&md(), &auto);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("duration_auto: file none, now {"), "{d:?}");
+        let mut wider = md();
+        wider.duration_auto = rule(2.0);
+        assert_eq!(setting_differences(&auto, &wider).len(), 1);
+        assert!(setting_differences(&auto, &auto.clone()).is_empty());
     }
 
     #[test]

@@ -101,9 +101,20 @@ pub struct StepTimeConfig {
     /// Cost per token of context held by the decoding sequences, seconds.
     #[serde(default)]
     pub per_kv_token_s: f64,
+    /// Slow drift of the step time: every decode step takes
+    /// `(1 + drift_per_s · t)` times the formula, `t` the seconds since the
+    /// engine started (thermal throttling, a growing cache). 0 = steady.
+    #[serde(default)]
+    pub drift_per_s: f64,
 }
 
 impl StepTimeConfig {
+    /// Step time `since_start_s` seconds after the engine started: the
+    /// formula times the drift factor `1 + drift_per_s · since_start_s`.
+    pub fn decode_seconds_at(&self, batch: usize, kv_tokens: u64, since_start_s: f64) -> f64 {
+        self.decode_seconds(batch, kv_tokens) * (1.0 + self.drift_per_s * since_start_s.max(0.0))
+    }
+
     /// Step time in seconds for `batch` decoding sequences holding `kv_tokens` in total.
     pub fn decode_seconds(&self, batch: usize, kv_tokens: u64) -> f64 {
         if batch == 0 {

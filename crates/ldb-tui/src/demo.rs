@@ -165,6 +165,7 @@ pub fn mid_decode() -> LiveSnapshot {
         window_total: 10.0,
         stage_elapsed: 6.0,
         accept_length: Some(2.94),
+        rate_ci: None,
     });
     s.hardware = Some(hardware());
     s.events = vec![
@@ -277,6 +278,7 @@ pub fn at(t: f64) -> LiveSnapshot {
                 window_total: 10.0,
                 stage_elapsed: frac * 10.0,
                 accept_length: None,
+                rate_ci: None,
             });
         }
     }

@@ -181,9 +181,43 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// The live interval of a `--duration auto` window:
+/// `ci ±0.8% (target ±1%) drift -0.3%`, with `trending` when the drift alone
+/// keeps the window open.
+pub fn rate_ci(ci: &ldb_core::live::LiveRateCi) -> String {
+    let rel = if ci.mean > 0.0 {
+        ci.half_width / ci.mean * 100.0
+    } else {
+        f64::INFINITY
+    };
+    let mut s = format!(
+        "ci ±{rel:.1}% (target ±{}%) drift {:+.1}%",
+        ci.target_rel * 100.0,
+        ci.drift_rel * 100.0
+    );
+    if ci.drift_rel.abs() > ci.target_rel {
+        s.push_str(" trending");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_rate_interval() {
+        let mut ci = ldb_core::live::LiveRateCi {
+            mean: 500.0,
+            half_width: 4.0,
+            drift_rel: -0.003,
+            target_rel: 0.01,
+            min_s: 5.0,
+        };
+        assert_eq!(rate_ci(&ci), "ci ±0.8% (target ±1%) drift -0.3%");
+        ci.drift_rel = 0.04;
+        assert_eq!(rate_ci(&ci), "ci ±0.8% (target ±1%) drift +4.0% trending");
+    }
 
     #[test]
     fn durations() {

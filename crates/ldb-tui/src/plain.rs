@@ -159,8 +159,12 @@ fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
         .tps_trace
         .last()
         .map_or_else(|| "-".to_owned(), |v| format::tps(*v, true));
+    let ci = c
+        .rate_ci
+        .as_ref()
+        .map_or_else(String::new, |ci| format!(" {}", format::rate_ci(ci)));
     let line = format!(
-        "{cell} {} {} {:.0}/{:.0}s {tps} tok/s {running}",
+        "{cell} {} {} {:.0}/{:.0}s {tps} tok/s {running}{ci}",
         c.stage.label(),
         format::ascii_bar(frac, 10),
         c.window_elapsed,
@@ -219,6 +223,30 @@ mod tests {
         assert!(p.lines(&s, t0, "11:11:12").is_empty());
         s.events.push("10:00:05 cell done".into());
         assert_eq!(p.lines(&s, t0, "11:11:13"), ev(&["10:00:05 cell done"]));
+    }
+
+    #[test]
+    fn an_auto_window_shows_its_live_interval() {
+        let mut p = PlainPrinter::new(Duration::from_secs(5));
+        let mut s = demo::mid_decode();
+        s.events.clear();
+        if let Some(c) = s.current.as_mut() {
+            c.rate_ci = Some(ldb_core::live::LiveRateCi {
+                mean: 475.0,
+                half_width: 9.5,
+                drift_rel: 0.001,
+                target_rel: 0.01,
+                min_s: 5.0,
+            });
+        }
+        let lines = p.lines(&s, Instant::now(), "12:00:00");
+        assert_eq!(
+            lines,
+            ev(&[
+                "12:00:00 C=4 ctx=32k measuring [######----] 6/10s 475.4 tok/s running 4/4 \
+                  ci ±2.0% (target ±1%) drift +0.1%"
+            ])
+        );
     }
 
     #[test]

@@ -674,7 +674,10 @@ fn args_for_diagnostics(a: &BenchArgs) -> Vec<(String, Value)> {
         ),
         (
             "duration".into(),
-            a.duration.map_or(Value::Null, Value::from),
+            a.duration.map_or(Value::Null, |d| match d {
+                crate::cli::DurationArg::Seconds(v) => Value::from(v),
+                crate::cli::DurationArg::Auto => Value::from("auto"),
+            }),
         ),
         ("prefill_contexts".into(), s(&a.prefill_contexts)),
         ("prefill_metric".into(), a.prefill_metric.clone().into()),

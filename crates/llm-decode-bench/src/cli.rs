@@ -242,9 +242,19 @@ pub struct BenchArgs {
     /// max_tokens per decode request [default: 8192; with --sim: 512].
     #[arg(long)]
     pub max_tokens: Option<u64>,
-    /// Seconds of measurement window per cell [default: 30; with --sim: 4].
+    /// Seconds of measurement window per cell, or `auto`: each sustained cell stops once its
+    /// rate is known to ±--target-ci % (between --min-duration and --max-duration) [default: 30; with --sim: 4].
+    #[arg(long, value_parser = parse_duration_arg)]
+    pub duration: Option<DurationArg>,
+    /// With `--duration auto`: the longest window of a cell, seconds [default: 30].
     #[arg(long)]
-    pub duration: Option<f64>,
+    pub max_duration: Option<f64>,
+    /// With `--duration auto`: a window closes when the 95 % interval of its rate is within ±PCT % of the mean [default: 1].
+    #[arg(long, value_name = "PCT")]
+    pub target_ci: Option<f64>,
+    /// With `--duration auto`: no window closes on its interval before this many seconds [default: 5].
+    #[arg(long)]
+    pub min_duration: Option<f64>,
     /// Hidden C=1 warmup cell before the matrix, seconds (0 = off) [default: 3; with --sim: 1].
     #[arg(long)]
     pub decode_warmup_seconds: Option<f64>,
@@ -455,6 +465,26 @@ fn temperature(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
         _ => Err(format!("{s:?} is not a temperature from 0 to 100")),
     }
+}
+
+/// `--duration`: a number of seconds, or `auto` (stop when the rate is known).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DurationArg {
+    /// A fixed window, seconds (validated in `config.rs`).
+    Seconds(f64),
+    /// `auto`: see `ldb_core::autostop`.
+    Auto,
+}
+
+/// Parse `--duration`: `auto` or a number (its range is checked in `config.rs`).
+fn parse_duration_arg(s: &str) -> Result<DurationArg, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(DurationArg::Auto);
+    }
+    s.trim()
+        .parse::<f64>()
+        .map(DurationArg::Seconds)
+        .map_err(|_| format!("{s:?} is not a number of seconds or `auto`"))
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use ldb_runner::{PrefillMetric, RunConfig};
 
 use crate::cli::BenchArgs;
 
+mod duration;
+
 /// A configuration problem, one line naming the flag.
 #[derive(Debug)]
 pub struct ConfigError(pub String);
@@ -47,10 +49,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     if max_tokens == 0 {
         return Err(bad("--max-tokens", "must be at least 1"));
     }
-    let duration = a.duration.unwrap_or(if sim { 4.0 } else { d.duration });
-    if !(duration.is_finite() && duration > 0.0) {
-        return Err(bad("--duration", "must be a positive number of seconds"));
-    }
+    let (duration, auto_stop) = duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
     let warm = a
         .decode_warmup_seconds
         .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });
@@ -187,6 +186,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         contexts,
         max_tokens,
         duration,
+        auto_stop,
         decode_warmup_seconds: warm,
         cell_warmup_timeout: a.cell_warmup_timeout_seconds,
         prefill_contexts,
@@ -585,7 +585,7 @@ mod tests {
         // repeated flag where the last one wins, as the reference's parser did.
         let a = parse(&["--conc", "1,2", "--dur=7", "--duration", "9"]).expect("parses");
         assert_eq!(a.concurrency.as_deref(), Some("1,2"));
-        assert_eq!(a.duration, Some(9.0));
+        assert_eq!(a.duration, Some(crate::cli::DurationArg::Seconds(9.0)));
         let a = parse(&["--output", "a.json", "--output", "b.json"]).expect("parses");
         assert_eq!(a.output, std::path::PathBuf::from("b.json"));
         // An ambiguous prefix is refused (--prefill-contexts, --prefill-metric, …).

@@ -162,6 +162,14 @@ fn info_pairs(b: &Metadata, n: &Metadata) -> Vec<Pair> {
             opt(&b.kv_budget_tokens),
             opt(&n.kv_budget_tokens),
         ),
+        // --duration auto closes windows early at the same values within
+        // its target: shown, not blocking (bench/auto-duration.sh compares
+        // exactly this)
+        pair(
+            "duration_auto",
+            opt(&b.duration_auto),
+            opt(&n.duration_auto),
+        ),
     ]
 }
 
@@ -240,5 +248,23 @@ mod tests {
             ]
         );
         assert!(d.iter().any(|x| x.key == "server" && !x.blocking));
+    }
+
+    #[test]
+    fn an_auto_duration_run_is_compared_with_a_note() {
+        let fixed = Metadata::default();
+        let auto = Metadata {
+            duration_auto: Some(ldb_core::autostop::DurationAuto::of(
+                &ldb_core::autostop::AutoStop {
+                    target_rel: 0.01,
+                    min_s: 5.0,
+                },
+            )),
+            ..Metadata::default()
+        };
+        let d = differences(&fixed, &auto);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].key, "duration_auto");
+        assert!(!d[0].blocking);
     }
 }

@@ -63,6 +63,11 @@ fn rows(doc: &ResultDocument) -> Vec<(&'static str, String)> {
     let engine = format!("{} {}", m.engine, m.engine_version);
     let window = if m.request_count > 0 {
         format!("{} requests per cell", m.request_count)
+    } else if let Some(auto) = &m.duration_auto {
+        format!(
+            "auto: ±{} % after {} s, at most {} s per cell",
+            auto.target_ci_pct, auto.min_duration, m.duration_per_test
+        )
     } else {
         format!("{} s per cell", m.duration_per_test)
     };

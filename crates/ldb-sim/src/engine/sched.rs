@@ -64,6 +64,8 @@ pub(crate) struct Scheduler {
     plan_prefill_tokens: u64,
     plan_decode_batch: usize,
     interval: Interval,
+    /// When the engine started: the origin of `step_time.drift_per_s`.
+    started: Instant,
     pub(crate) stats: EngineStats,
 }
 
@@ -97,6 +99,7 @@ impl Scheduler {
             plan_prefill_tokens: 0,
             plan_decode_batch: 0,
             interval: Interval::default(),
+            started: Instant::now(),
             stats,
             cfg,
         }
@@ -246,7 +249,11 @@ impl Scheduler {
         }
         self.plan_prefill_tokens = prefill;
         self.plan_decode_batch = batch;
-        let decode_s = self.cfg.step_time.decode_seconds(batch, kv_tokens);
+        let since_start = now.saturating_duration_since(self.started).as_secs_f64();
+        let decode_s = self
+            .cfg
+            .step_time
+            .decode_seconds_at(batch, kv_tokens, since_start);
         let prefill_s = prefill as f64 / self.cfg.scheduler.prefill_tok_s;
         if prefill > 0 {
             self.stats.prefill_seconds += prefill_s;

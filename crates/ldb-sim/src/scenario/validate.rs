@@ -89,6 +89,7 @@ impl Scenario {
         non_negative("step_time.base_s", self.step_time.base_s)?;
         non_negative("step_time.per_seq_s", self.step_time.per_seq_s)?;
         non_negative("step_time.per_kv_token_s", self.step_time.per_kv_token_s)?;
+        non_negative("step_time.drift_per_s", self.step_time.drift_per_s)?;
         let kv = &self.kv;
         check(
             kv.block_size >= 1,

@@ -57,6 +57,24 @@ fn bad_value_names_key_and_form() {
 }
 
 #[test]
+fn step_time_drift_reads_and_must_not_be_negative() {
+    let base = include_str!("../../../../scenarios/tiny-test.toml");
+    assert!(base.contains("[step_time]"));
+    let with = |v: &str| base.replace("[step_time]", &format!("[step_time]\ndrift_per_s = {v}"));
+    let sc = Scenario::from_toml_str(&with("0.01"), "s.toml").unwrap();
+    assert_eq!(sc.step_time.drift_per_s, 0.01);
+    let steady = sc.step_time.decode_seconds(4, 0);
+    assert!((sc.step_time.decode_seconds_at(4, 0, 10.0) / steady - 1.1).abs() < 1e-12);
+    let e = Scenario::from_toml_str(&with("-0.01"), "s.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("step_time.drift_per_s") && !e.contains('\n'),
+        "{e}"
+    );
+}
+
+#[test]
 fn every_builtin_loads() {
     for name in Scenario::builtin_names() {
         Scenario::builtin(name).unwrap();

@@ -399,3 +399,52 @@ async fn dropping_the_handle_stops_the_server() {
     let sim = rebound.expect("port freed after drop");
     sim.shutdown().await;
 }
+
+/// `step_time.drift_per_s`: the step time grows with the engine's age, so
+/// the decode rate of a steady load falls as 1 / (1 + drift · t).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_time_drift_slows_decoding_over_time() {
+    let mut sc = tiny();
+    sc.step_time.drift_per_s = 0.25;
+    let t0 = Instant::now();
+    let sim = start(sc, None).await;
+    let base = sim.base_url();
+    let mut streams = Vec::new();
+    for i in 0..4 {
+        let body = chat_body(&format!("drift {i}"), 3000, json!({}));
+        let base = base.clone();
+        streams.push(tokio::spawn(async move {
+            post(&base, "/v1/chat/completions", &body).await
+        }));
+    }
+    assert!(
+        wait_for(&sim, Duration::from_secs(2), |s| s.engine.running == 4
+            && s.engine.decode_steps > 2)
+        .await
+    );
+    // Steps per second over one second early and one second later on.
+    let rate_over = |from: f64| {
+        let sim = &sim;
+        async move {
+            let until = |t: f64| t0 + Duration::from_secs_f64(t);
+            tokio::time::sleep_until(until(from).into()).await;
+            let a = sim.stats().engine.decode_steps;
+            tokio::time::sleep_until(until(from + 1.0).into()).await;
+            let b = sim.stats().engine.decode_steps;
+            (b - a) as f64
+        }
+    };
+    let early = rate_over(0.5).await;
+    let late = rate_over(2.5).await;
+    // Truth: 40 steps/s × 1 / (1 + 0.25 t) at t ≈ 1.0 and 3.0 → 32 and 23.
+    let ratio = late / early;
+    let truth = (1.0 + 0.25 * 1.0) / (1.0 + 0.25 * 3.0);
+    assert!(
+        (ratio / truth - 1.0).abs() < 0.15,
+        "early {early} steps/s, late {late} steps/s, ratio {ratio:.3} vs {truth:.3}"
+    );
+    for s in streams {
+        s.abort();
+    }
+    sim.shutdown().await;
+}

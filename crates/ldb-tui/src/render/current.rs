@@ -113,6 +113,19 @@ fn cell_lines(phase: &Phase, c: &CurrentCell, width: usize) -> Vec<Line<'static>
         Span::raw(format!("  producing {}/{}", c.producing, c.concurrency)),
     ]));
     lines.push(tps_line(c));
+    if let (CellStage::Window, Some(ci)) = (c.stage, &c.rate_ci) {
+        let settled = ci.mean > 0.0
+            && ci.half_width / ci.mean <= ci.target_rel
+            && ci.drift_rel.abs() <= ci.target_rel;
+        lines.push(Line::styled(
+            format::rate_ci(ci),
+            if settled {
+                theme::value()
+            } else {
+                theme::dim()
+            },
+        ));
+    }
     let stats = trace_stats(&c.tps_trace);
     let trace_w = width.saturating_sub(6 + stats.chars().count());
     lines.push(if c.tps_trace.is_empty() {
