@@ -188,6 +188,11 @@ pub struct Metadata {
     /// whose runs read every 0.5 s throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_interval: Option<f64>,
+    /// The effective configuration: every flag by long name after
+    /// defaults, presets and `--config`, secrets removed (`rerun` reads it).
+    /// Absent in files written before the key existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 /// How the run searched for the SLO frontier.
