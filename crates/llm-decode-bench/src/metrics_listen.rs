@@ -248,3 +248,81 @@ pub fn render(s: &LiveSnapshot, cpu: Option<f64>, lag: Option<f64>) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldb_core::live::{CurrentCell, MatrixCell};
+
+    #[test]
+    fn the_page_reads_the_snapshot() {
+        let s = LiveSnapshot {
+            engine: "vllm".into(),
+            current: Some(CurrentCell {
+                concurrency: 4,
+                context: 8192,
+                window_elapsed: 1.0,
+                window_total: 4.0,
+                producing: 3,
+                tps_trace: vec![10.0, 120.5],
+                ..CurrentCell::default()
+            }),
+            matrix: vec![MatrixCell {
+                context: 0,
+                concurrency: 1,
+                state: MatrixCellState::Done {
+                    tps: Some(99.5),
+                    ttft_p50: 0.1,
+                    itl_p50: 0.01,
+                    ttfo_p50: f64::NAN,
+                    status: CellStatus::Ok,
+                    effective: 1.0,
+                    tps_ci95: None,
+                },
+            }],
+            ..LiveSnapshot::default()
+        };
+        let page = render(&s, Some(0.25), None);
+        for line in [
+            "ldb_cell_concurrency 4",
+            "ldb_cell_context_tokens 8192",
+            "ldb_cell_window_progress 0.25",
+            "ldb_live_tokens_per_second 120.5",
+            "ldb_requests_in_flight 3",
+            "ldb_cell_tokens_per_second{concurrency=\"1\",context=\"0\"} 99.5",
+            "ldb_cells{state=\"valid\"} 1",
+            "ldb_client_cpu_share 0.25",
+        ] {
+            assert!(page.lines().any(|l| l == line), "{line} not in\n{page}");
+        }
+        assert!(
+            !page
+                .lines()
+                .any(|l| l.starts_with("ldb_event_loop_lag_seconds")),
+            "no lag sample when unknown"
+        );
+    }
+
+    #[test]
+    fn the_grafana_dashboard_asks_only_for_series_the_page_has() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/grafana/llm-decode-bench.json"
+        );
+        let dash = std::fs::read_to_string(path).expect("dashboard");
+        let page = render(&LiveSnapshot::default(), Some(0.0), Some(0.0));
+        let mut asked = 0;
+        for (i, _) in dash.match_indices("ldb_") {
+            let name: String = dash[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                page.contains(&format!("# TYPE {name} gauge")),
+                "{name} is not served"
+            );
+            asked += 1;
+        }
+        assert!(asked >= 8, "the dashboard shows the benchmark's own series");
+    }
+}
