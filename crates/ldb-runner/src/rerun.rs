@@ -127,12 +127,14 @@ mod tests {
 
     #[test]
     fn names_cells_added_and_dropped_and_settings_that_moved() {
-        let mut prior = ResultDocument::default();
-        prior.results = vec![
-            cell(1, 0, CellStatus::Ok),
-            cell(4, 0, CellStatus::Error),
-            cell(16, 8192, CellStatus::SkippedKv),
-        ];
+        let mut prior = ResultDocument {
+            results: vec![
+                cell(1, 0, CellStatus::Ok),
+                cell(4, 0, CellStatus::Error),
+                cell(16, 8192, CellStatus::SkippedKv),
+            ],
+            ..ResultDocument::default()
+        };
         prior.metadata.engine_version = "0.1".into();
         prior.metadata.model = "m".into();
         let plan = RunPlan {

@@ -233,7 +233,7 @@ pub fn render(s: &LiveSnapshot, cpu: Option<f64>, lag: Option<f64>) -> String {
         "Headline tok/s of each finished cell, as in the result.",
         &finished,
     );
-    let opt = |v: Option<f64>| v.map(|v| one(v)).unwrap_or_default();
+    let opt = |v: Option<f64>| v.map(&one).unwrap_or_default();
     gauge(
         &mut o,
         "ldb_client_cpu_share",
