@@ -146,6 +146,8 @@ fn live_metrics_match_the_result_and_rerun_repeats_the_settings() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(!pages.is_empty(), "no page was scraped");
     let first = doc(&out);
+    // metadata.config is in the schema
+    common::assert_valid(&first);
     let c1 = first["results"]
         .as_array()
         .and_then(|r| r.iter().find(|c| c["concurrency"] == 1))
