@@ -283,3 +283,25 @@ fn metrics_listen_on_a_port_in_use_is_exit_2_before_anything_is_sent() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn print_config_shows_the_presets_and_no_key() {
+    let o = bin()
+        .args(["--sim", "--max-tok", "64", "--print-config"])
+        .env("LLM_BENCH_API_KEY", "sk-do-not-print")
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let page = text(&o.stdout);
+    for line in [
+        "concurrency = \"1,4,16\"",
+        "max-tokens = 64",
+        "sim = \"quickstart\"",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line} not in\n{page}");
+    }
+    assert!(
+        !page.contains("sk-do-not-print") && !page.contains("api-key"),
+        "{page}"
+    );
+}
