@@ -197,6 +197,11 @@ pub struct Metadata {
     /// (`duration_per_test` is then its maximum). Absent for fixed windows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_auto: Option<crate::autostop::DurationAuto>,
+    /// The effective configuration: every flag by long name after
+    /// defaults, presets and `--config`, secrets removed (`rerun` reads it).
+    /// Absent in files written before the key existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 /// How the run searched for the SLO frontier.

@@ -9,12 +9,12 @@ use ldb_core::client_load::{
 };
 
 /// The counters now, from the real `/proc`.
-pub(crate) fn read_client_load() -> ClientLoadReading {
+pub fn read_client_load() -> ClientLoadReading {
     read_from(Path::new("/proc"))
 }
 
 /// CPUs this process may run on (its affinity mask on Linux), at least 1.
-pub(crate) fn usable_cpus() -> usize {
+pub fn usable_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 

@@ -157,6 +157,9 @@ pub struct RunConfig {
     pub sim_scenario: String,
     /// Command-line arguments as given (redacted later) for diagnostics.
     pub argv: Vec<String>,
+    /// The effective configuration, every flag by long name, secrets
+    /// removed: recorded as `metadata.config` for `rerun` (empty: not known).
+    pub effective_config: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `--seed` when not given: fixed, so two runs send the same schedule.
@@ -262,6 +265,7 @@ impl Default for RunConfig {
             slo_bisect: false,
             sim_scenario: String::new(),
             argv: Vec::new(),
+            effective_config: serde_json::Map::new(),
         }
     }
 }

@@ -136,6 +136,18 @@ pub async fn dry_run(
     Ok((live.events(), p))
 }
 
+/// `rerun`: the plan this configuration gets from the server now, and the
+/// metadata it would record, for [`crate::rerun::differences`].
+pub async fn preview(cfg: &RunConfig) -> Result<(RunPlan, Metadata), RunError> {
+    let (live, _rx) = Live::new();
+    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), 2)?;
+    let disc = discover_when_up(&http, cfg, &live).await?;
+    let kv = kv_budget(cfg, &disc, &http);
+    let p = plan(cfg, limits(&disc, &kv));
+    let md = metadata(cfg, &disc, &kv, p.decode_warmup.unwrap_or(0));
+    Ok((p, md))
+}
+
 /// `--resume` refused: the file and this run differ in a compared setting.
 fn check_settings(cfg: &RunConfig, saved: &Metadata, now: &Metadata) -> Result<(), RunError> {
     let diffs = setting_differences(saved, now);

@@ -122,6 +122,7 @@ pub(crate) fn metadata(cfg: &RunConfig, d: &Discovery, kv: &KvBudget, warm_ctx: 
         prefill_metric: cfg.prefill_metric.as_str().into(),
         metrics_interval: Some(cfg.metrics_interval),
         duration_auto: cfg.auto_stop.as_ref().map(ldb_core::autostop::DurationAuto::of),
+        config: (!cfg.effective_config.is_empty()).then(|| cfg.effective_config.clone()),
         open_loop: cfg.open_loop().then(|| ldb_core::document::OpenLoopSettings {
             request_rates: cfg.request_rates.clone(),
             arrival: cfg.arrival,

@@ -86,10 +86,26 @@ async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
 
 /// The benchmark.
 pub async fn bench(a: BenchArgs, argv: Vec<String>) -> i32 {
-    exit_with(run_bench(a, argv).await)
+    exit_with(run_bench(a, argv, None).await)
 }
 
-async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
+/// `rerun`: the benchmark with the flags of `prior`, said where it differs.
+pub async fn bench_again(
+    a: BenchArgs,
+    argv: Vec<String>,
+    prior: ldb_core::document::ResultDocument,
+) -> i32 {
+    exit_with(run_bench(a, argv, Some(prior)).await)
+}
+
+async fn run_bench(
+    mut a: BenchArgs,
+    argv: Vec<String>,
+    prior: Option<ldb_core::document::ResultDocument>,
+) -> Result<i32, AppError> {
+    if a.print_config {
+        return Ok(crate::effective::print(&a, &argv));
+    }
     // the standalone paired comparison reads two files and contacts no server
     if a.compare_candidate.is_some() {
         return crate::paired::run_standalone(&a, &argv);
@@ -116,7 +132,9 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         )));
     }
     let slo = parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
+    let effective = crate::effective::from_argv(&argv);
     let mut cfg = build(&a, a.sim.is_some(), argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+    cfg.effective_config = crate::effective::recorded(effective, &cfg);
     cfg.slo = slo.clone();
     if slo.is_none() {
         for (given, flag) in [
@@ -154,11 +172,18 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
             }
         }
     }
+    let metrics_listener = match (&a.metrics_listen, a.dry_run) {
+        (Some(spec), false) => Some(crate::metrics_listen::bind(spec).await?),
+        _ => None,
+    };
     let sim = match a.sim.clone() {
         Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg).await?),
         None => None,
     };
     if a.dry_run {
+        if let Some(prior) = &prior {
+            crate::rerun::announce(&cfg, prior, None).await;
+        }
         let r = dry_run(&cfg, resume.as_ref()).await;
         if let Some(s) = sim {
             s.shutdown().await;
@@ -166,7 +191,12 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return r;
     }
     let startup = Startup::collect(&a, &cfg).await;
+    if let Some(prior) = &prior {
+        let gpus = startup.monitor.latest().map(|h| h.gpu_count() as u64);
+        crate::rerun::announce(&cfg, prior, gpus).await;
+    }
     let (live, rx) = Live::new();
+    let metrics_server = metrics_listener.map(|l| crate::metrics_listen::serve(l, live.clone()));
     startup.announce(&live);
     let controls = Arc::new(Controls::default());
     let save_lock: Arc<Mutex<()>> = Arc::default();
@@ -205,6 +235,9 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
     let server = (cfg.base_url.clone(), cfg.api_key.clone());
     let result = ldb_runner::run(cfg, hooks).await;
     ui.finish().await;
+    if let Some(task) = metrics_server {
+        task.abort();
+    }
     startup.monitor.stop();
     // The coding peak needs the server after the report; the simulator stays
     // up until then.

@@ -53,6 +53,37 @@ pub enum Command {
     /// Stream chat completions and watch for Han (Chinese) ideographs in the output
     /// (exit 2 when one appears).
     CjkWatchdog(CjkWatchdogArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    Man,
+    /// Run the flags recorded in a result file again (planning afresh); flags after the
+    /// file override them (e.g. --host, --output).
+    Rerun(RerunArgs),
+}
+
+/// `completions` flags.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `rerun` flags.
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// A result file written by a run of this tool.
+    #[arg(value_name = "RESULT")]
+    pub result: PathBuf,
+    /// Benchmark flags replacing the recorded ones (default --output: RESULT's name with
+    /// `-rerun` added, never RESULT itself).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "FLAGS"
+    )]
+    pub flags: Vec<String>,
 }
 
 /// Exit codes of `cjk-watchdog`, printed in its `--help`.
@@ -221,6 +252,18 @@ pub struct SimArgs {
 /// Flags of the benchmark (names and defaults of the reference tool where they exist).
 #[derive(Debug, Args, Default)]
 pub struct BenchArgs {
+    /// Read flags from a TOML file (keys are long flag names: `max-tokens = 512`); flags on
+    /// the command line override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the effective configuration (defaults, presets and --config applied) as TOML
+    /// and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Serve the run's live state (cell, window progress, tok/s, requests in flight,
+    /// errors, client CPU, loop lag) in the Prometheus text format at http://ADDR:PORT/metrics.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<String>,
     /// Server host name, or a full URL (http://…, https://…).
     #[arg(long, default_value = "localhost")]
     pub host: String,

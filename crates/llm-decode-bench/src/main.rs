@@ -12,13 +12,18 @@ mod coding_peak;
 mod compare;
 mod compat;
 mod config;
+mod config_file;
 mod cstats;
 mod cstats_config;
+mod effective;
 mod error;
 mod fdlimit;
+mod metrics_listen;
 mod paired;
 mod report;
+mod rerun;
 mod selftest;
+mod tools;
 
 use clap::Parser;
 
@@ -28,6 +33,14 @@ fn main() {
         eprintln!("error: {message}");
         std::process::exit(app::exit::CONFIG);
     }
+    // `--config FILE`: its flags go before the command line's, which win.
+    let argv = match config_file::expand(&argv) {
+        Ok(a) => a,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(app::exit::CONFIG);
+        }
+    };
     let cli = match cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {
@@ -47,6 +60,11 @@ fn main() {
             std::process::exit(code);
         }
     };
+    match &cli.command {
+        Some(cli::Command::Completions(a)) => std::process::exit(tools::completions(a.shell)),
+        Some(cli::Command::Man) => std::process::exit(tools::man()),
+        _ => {}
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -64,6 +82,10 @@ fn main() {
             Some(cli::Command::Report(a)) => report::run(&a),
             Some(cli::Command::Selftest(a)) => selftest::run(&a).await,
             Some(cli::Command::CjkWatchdog(a)) => cjk_watchdog::run(a).await,
+            Some(cli::Command::Rerun(a)) => {
+                rerun::run(a, argv.first().cloned().unwrap_or_default()).await
+            }
+            Some(cli::Command::Completions(_) | cli::Command::Man) => app::exit::OK,
             None => app::bench(cli.bench, argv).await,
         }
     });
