@@ -75,7 +75,8 @@ pub fn probe_library(names: &[&str]) -> Result<String, String> {
                 drop(lib);
                 return Ok((*name).to_string());
             }
-            Err(e) => last = format!("{name}: {e}"),
+            // the loader's message starts with the name it tried
+            Err(e) => last = e.to_string(),
         }
     }
     Err(last)

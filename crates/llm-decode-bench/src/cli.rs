@@ -431,6 +431,9 @@ pub struct BenchArgs {
     /// Completion-token statistics mode.
     #[command(flatten)]
     pub cstats: crate::cli_cstats::CsArgs,
+    /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA).
+    #[command(flatten)]
+    pub fabric: crate::cli_fabric::FabricArgs,
     /// After the matrix's report and save, run single-stream coding requests one after
     /// another and add their generation speed to the result (`coding_peak`).
     #[arg(long)]

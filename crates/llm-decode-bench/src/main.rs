@@ -7,13 +7,15 @@ mod app;
 mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
+mod cli_fabric;
 mod coding_peak;
 mod compare;
-mod compat;
 mod config;
 mod cstats;
 mod cstats_config;
 mod error;
+mod fabric;
+mod fabric_config;
 mod fdlimit;
 mod paired;
 mod report;
@@ -23,10 +25,6 @@ use clap::Parser;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    if let Some(message) = compat::reference_only_flag(&argv) {
-        eprintln!("error: {message}");
-        std::process::exit(app::exit::CONFIG);
-    }
     let cli = match cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {
