@@ -142,3 +142,43 @@ fn a_hanging_helper_times_out_and_the_benchmark_goes_on() {
     let log = doc["event_log"].to_string();
     assert!(log.contains("startup fabric: amd_fabric timeout"), "{log}");
 }
+
+#[test]
+fn compare_of_two_fabric_files_flags_the_pair_that_regressed() {
+    let fixture = format!(
+        "{}/../ldb-report/tests/fabric/amd_fabric_2s8n.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let block: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).expect("fixture")).expect("JSON");
+    let file = |block: &Value| {
+        serde_json::json!({
+            "metadata": {"version": "x", "mode": "amd_fabric_only", "timestamp": "t"},
+            "nvidia_p2p_override": {},
+            "p2pmark": {"status": "not_run"},
+            "amd_fabric": block,
+        })
+    };
+    let mut slower = block.clone();
+    let r = slower["data"]["read_gbps"][0][4].as_f64().expect("N0->N4");
+    slower["data"]["read_gbps"][0][4] = serde_json::json!(r * 0.8);
+    let (d, base) = tmp("base.json");
+    let new = d.path().join("new.json");
+    std::fs::write(&base, file(&block).to_string()).expect("base");
+    std::fs::write(&new, file(&slower).to_string()).expect("new");
+    let (b, n) = (base.to_str().expect("path"), new.to_str().expect("path"));
+    let o = run(&["compare", b, n]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{}", text(&o.stderr));
+    let flagged: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("REGRESSION"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "{stdout}");
+    assert!(
+        flagged[0].contains("N0->N4") && flagged[0].contains("read GB/s"),
+        "{stdout}"
+    );
+    let o = run(&["compare", b, b]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+}
