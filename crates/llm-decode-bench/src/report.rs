@@ -52,6 +52,12 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
              --requests-jsonl take one file (use compare to set runs side by side)",
         ));
     }
+    if let [one] = a.results.as_slice()
+        && let Some(text) = fabric_only_report(one)
+    {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(exit::OK);
+    }
     let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
     let mut docs = Vec::with_capacity(a.results.len());
     for path in &a.results {
@@ -116,8 +122,40 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             color: std::io::stdout().is_terminal(),
         };
         let _ = ldb_report::text::render(&doc, &opts, &mut std::io::stdout().lock());
+        // the fabric diagnostics were printed before the run; a saved
+        // result shows them after the matrix
+        let fabric = ldb_report::text::fabric::render(
+            &doc.p2pmark,
+            &doc.amd_fabric,
+            &ldb_report::text::fabric::FabricTextOptions {
+                width: opts.width,
+                p2p_detail: false,
+                cpu_detail: false,
+            },
+        );
+        let _ = std::io::stdout().lock().write_all(fabric.as_bytes());
     }
     Ok(exit::OK)
+}
+
+/// The console report of a fabric-only file (`--…-only`), or `None` for
+/// any other file (which the result loader then reads or refuses).
+fn fabric_only_report(path: &Path) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let mode = v["metadata"]["mode"].as_str()?;
+    if !(mode.ends_with("_only") && (mode.contains("p2pmark") || mode.contains("amd_fabric"))) {
+        return None;
+    }
+    let opts = ldb_report::text::fabric::FabricTextOptions {
+        width: crate::app::terminal_width(),
+        p2p_detail: false,
+        cpu_detail: false,
+    };
+    Some(ldb_report::text::fabric::render(
+        &v["p2pmark"],
+        &v["amd_fabric"],
+        &opts,
+    ))
 }
 
 /// Writes `bytes` to the file, or to stdout for `-`.

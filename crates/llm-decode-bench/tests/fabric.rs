@@ -96,6 +96,10 @@ fn fabric_only_writes_the_fabric_file_and_contacts_no_server() {
         "{stdout}"
     );
     assert!(stdout.contains("P2P config: mode=all"), "{stdout}");
+    // `report` prints a saved fabric-only file's report
+    let o = run(&["report", out.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("NUMA fabric: CPU node -> memory node"));
 }
 
 #[test]
