@@ -95,8 +95,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return crate::paired::run_standalone(&a, &argv);
     }
     // Every fabric flag is checked first, whatever the mode.
-    let fabric = crate::fabric_config::fabric_plan(&a.fabric).map_err(AppError::Config)?;
-    crate::fabric::check_memory(&fabric)?;
+    let fabric = crate::fabric::checked_plan(&a.fabric)?;
     if fabric.only {
         return crate::fabric::run_only(fabric, &a.output, terminal_width()).await;
     }
@@ -172,7 +171,7 @@ async fn run_bench(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError>
         return r;
     }
     let mut startup = Startup::collect(&a, &cfg).await;
-    let fabric_line = startup.run_fabric(&fabric).await;
+    let fabric_line = crate::fabric::before_bench(&fabric, &mut startup.diagnostics).await;
     let (live, rx) = Live::new();
     startup.announce(&live);
     if let Some(line) = fabric_line {
@@ -343,32 +342,6 @@ impl Startup {
             p2p,
             p2p_lines,
         }
-    }
-
-    /// The fabric diagnostics asked for, before the dashboard takes the
-    /// screen; their blocks join the diagnostics (the runner copies them
-    /// into the result). The dashboard's startup line, when any ran.
-    pub(crate) async fn run_fabric(
-        &mut self,
-        plan: &crate::fabric_config::FabricPlan,
-    ) -> Option<String> {
-        if !plan.any() {
-            return None;
-        }
-        let (p, width) = (plan.clone(), terminal_width());
-        let blocks = tokio::task::spawn_blocking(move || {
-            crate::fabric::run(&p, width, &mut std::io::stdout().lock())
-        })
-        .await
-        .ok()?;
-        if !self.diagnostics.is_object() {
-            self.diagnostics = Value::Object(serde_json::Map::new());
-        }
-        if let Some(d) = self.diagnostics.as_object_mut() {
-            d.insert("p2pmark".into(), blocks.p2pmark.clone());
-            d.insert("amd_fabric".into(), blocks.amd_fabric.clone());
-        }
-        crate::fabric::startup_line(&blocks)
     }
 
     /// The P2P panel before the dashboard takes the screen, and the startup

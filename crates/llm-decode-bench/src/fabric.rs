@@ -29,9 +29,37 @@ fn not_run() -> Value {
     json!({ "status": "not_run" })
 }
 
+/// The fabric flags validated, and the memory check done: exit 2 on either.
+pub fn checked_plan(a: &crate::cli_fabric::FabricArgs) -> Result<FabricPlan, AppError> {
+    let plan = crate::fabric_config::fabric_plan(a).map_err(AppError::Config)?;
+    check_memory(&plan)?;
+    Ok(plan)
+}
+
+/// The diagnostics asked for, run before the dashboard takes the screen;
+/// their blocks join the startup diagnostics (the runner copies them into
+/// the result). The dashboard's startup line, when any ran.
+pub async fn before_bench(plan: &FabricPlan, diagnostics: &mut Value) -> Option<String> {
+    if !plan.any() {
+        return None;
+    }
+    let (p, width) = (plan.clone(), crate::app::terminal_width());
+    let blocks = tokio::task::spawn_blocking(move || run(&p, width, &mut std::io::stdout().lock()))
+        .await
+        .ok()?;
+    if !diagnostics.is_object() {
+        *diagnostics = Value::Object(serde_json::Map::new());
+    }
+    if let Some(d) = diagnostics.as_object_mut() {
+        d.insert("p2pmark".into(), blocks.p2pmark.clone());
+        d.insert("amd_fabric".into(), blocks.amd_fabric.clone());
+    }
+    startup_line(&blocks)
+}
+
 /// Refuse, before anything is allocated, a CPU fabric run whose buffers do
 /// not fit in the memory available now.
-pub fn check_memory(plan: &FabricPlan) -> Result<(), AppError> {
+fn check_memory(plan: &FabricPlan) -> Result<(), AppError> {
     let Some(cpu) = plan.cpu.as_ref().filter(|c| c.bin.is_none()) else {
         return Ok(());
     };

@@ -53,9 +53,9 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
         ));
     }
     if let [one] = a.results.as_slice()
-        && let Some(text) = fabric_only_report(one)
+        && let Some(v) = fabric_only_file(one)
     {
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        print_fabric(&v["p2pmark"], &v["amd_fabric"]);
         return Ok(exit::OK);
     }
     let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
@@ -122,40 +122,30 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             color: std::io::stdout().is_terminal(),
         };
         let _ = ldb_report::text::render(&doc, &opts, &mut std::io::stdout().lock());
-        // the fabric diagnostics were printed before the run; a saved
-        // result shows them after the matrix
-        let fabric = ldb_report::text::fabric::render(
-            &doc.p2pmark,
-            &doc.amd_fabric,
-            &ldb_report::text::fabric::FabricTextOptions {
-                width: opts.width,
-                p2p_detail: false,
-                cpu_detail: false,
-            },
-        );
-        let _ = std::io::stdout().lock().write_all(fabric.as_bytes());
+        print_fabric(&doc.p2pmark, &doc.amd_fabric);
     }
     Ok(exit::OK)
 }
 
-/// The console report of a fabric-only file (`--…-only`), or `None` for
-/// any other file (which the result loader then reads or refuses).
-fn fabric_only_report(path: &Path) -> Option<String> {
+/// A fabric-only file (`--…-only`) as JSON, or `None` for any other file
+/// (which the result loader then reads or refuses).
+fn fabric_only_file(path: &Path) -> Option<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     let mode = v["metadata"]["mode"].as_str()?;
-    if !(mode.ends_with("_only") && (mode.contains("p2pmark") || mode.contains("amd_fabric"))) {
-        return None;
-    }
+    (mode.ends_with("_only") && (mode.contains("p2pmark") || mode.contains("amd_fabric")))
+        .then_some(v)
+}
+
+/// The fabric diagnostics' report (nothing for blocks not run): printed
+/// before a run, and after the matrix for a saved result.
+fn print_fabric(p2pmark: &serde_json::Value, amd_fabric: &serde_json::Value) {
     let opts = ldb_report::text::fabric::FabricTextOptions {
         width: crate::app::terminal_width(),
         p2p_detail: false,
         cpu_detail: false,
     };
-    Some(ldb_report::text::fabric::render(
-        &v["p2pmark"],
-        &v["amd_fabric"],
-        &opts,
-    ))
+    let text = ldb_report::text::fabric::render(p2pmark, amd_fabric, &opts);
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Writes `bytes` to the file, or to stdout for `-`.
