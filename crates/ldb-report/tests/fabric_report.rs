@@ -72,3 +72,18 @@ fn failures_are_panels_with_their_reason() {
     insta::assert_snapshot!(r);
     assert_eq!(render(&not_run(), &not_run(), &opts(false)), "");
 }
+
+#[test]
+fn the_report_reads_what_the_p2p_arithmetic_assembles() {
+    use ldb_fabric::gpu::fake::FakeMachine;
+    let mut m = FakeMachine::pcie(4, 50.0, 100.0);
+    m.access[2][3] = false;
+    let v = ldb_fabric::gpu::run_p2p(&ldb_fabric::P2pSettings::default(), &m);
+    let r = render(&v, &not_run(), &opts(false));
+    assert!(r.contains("GPUs: 4 used / 4 visible, mode all"), "{r}");
+    assert!(r.contains("11/12 enabled; missing G2->G3"), "{r}");
+    assert!(r.contains("ring avg: 50.0 GB/s"), "{r}");
+    assert!(r.contains("all-to-all total: 400.0 GB/s"), "{r}");
+    assert!(r.contains("Allreduce: custom PCIe vs NCCL"), "{r}");
+    assert!(r.contains("│ 256 B "), "{r}");
+}
