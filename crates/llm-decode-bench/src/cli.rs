@@ -431,9 +431,6 @@ pub struct BenchArgs {
     /// Completion-token statistics mode.
     #[command(flatten)]
     pub cstats: crate::cli_cstats::CsArgs,
-    /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA).
-    #[command(flatten)]
-    pub fabric: crate::cli_fabric::FabricArgs,
     /// After the matrix's report and save, run single-stream coding requests one after
     /// another and add their generation speed to the result (`coding_peak`).
     #[arg(long)]
@@ -450,6 +447,10 @@ pub struct BenchArgs {
     /// Sampling temperature of the coding-peak runs (not sent when unset).
     #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
     pub coding_peak_temperature: Option<f64>,
+    /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA); last, because its
+    /// help heading applies to every flag after it.
+    #[command(flatten)]
+    pub fabric: crate::cli_fabric::FabricArgs,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
