@@ -377,3 +377,30 @@ fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
         server_down,
     }
 }
+
+#[cfg(test)]
+mod fabric_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn measured_blocks_reach_the_document_and_a_resumed_file_keeps_its_own() {
+        let mut doc = ResultDocument::default();
+        let diag = json!({"p2pmark": {"status": "not_run"}, "amd_fabric": {"status": "timeout"}});
+        fabric_blocks(&mut doc, &diag);
+        assert_eq!(doc.amd_fabric["status"], "timeout");
+        assert!(doc.p2pmark.is_null(), "written as not_run");
+        assert_eq!(
+            (
+                doc.metadata.p2pmark_status.as_str(),
+                doc.metadata.amd_fabric_status.as_str()
+            ),
+            ("not_run", "timeout")
+        );
+        // a resumed run that measured nothing keeps the file's block
+        fabric_blocks(&mut doc, &json!({"amd_fabric": {"status": "not_run"}}));
+        assert_eq!(doc.metadata.amd_fabric_status, "timeout");
+        fabric_blocks(&mut doc, &Value::Null);
+        assert_eq!(doc.amd_fabric["status"], "timeout");
+    }
+}
