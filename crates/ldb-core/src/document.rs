@@ -242,8 +242,9 @@ pub struct OpenLoopSettings {
 /// The complete result file.
 ///
 /// Read with the derived `Deserialize`; the tables derived from the cells
-/// (`summary_table*`) and the fixed `p2pmark`/`amd_fabric` blocks are not
-/// fields: they are ignored on read and rebuilt on write (`DocumentOut`).
+/// (`summary_table*`) are not fields: they are ignored on read and rebuilt
+/// on write (`DocumentOut`). The `p2pmark`/`amd_fabric` blocks are written
+/// as `{"status": "not_run"}` while empty (`null`).
 /// Use [`ResultDocument::from_json_str`] to read a file: it checks what the
 /// derive cannot (that it is a result at all, and its schema version).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -255,6 +256,11 @@ pub struct ResultDocument {
     pub startup_diagnostics: Value,
     /// NVIDIA P2P override check (`null` is written as `{}`).
     pub nvidia_p2p_override: Value,
+    /// GPU peer-to-peer diagnostic (`--p2pmark`; `null` is written as
+    /// `{"status": "not_run"}`). docs/fabric.md.
+    pub p2pmark: Value,
+    /// CPU/NUMA fabric diagnostic (`--amd-fabric`; as `p2pmark`).
+    pub amd_fabric: Value,
     /// Whole-run hardware summary (`{}` when empty).
     pub hardware_run_summary: HardwareSummary,
     /// `HH:MM:SS message` lines (all of them).
@@ -284,8 +290,10 @@ struct DocumentOut<'a> {
     startup_diagnostics: &'a Value,
     #[serde(serialize_with = "null_as_empty")]
     nvidia_p2p_override: &'a Value,
-    p2pmark: NotRun,
-    amd_fabric: NotRun,
+    #[serde(serialize_with = "null_as_not_run")]
+    p2pmark: &'a Value,
+    #[serde(serialize_with = "null_as_not_run")]
+    amd_fabric: &'a Value,
     hardware_run_summary: &'a HardwareSummary,
     event_log: &'a [String],
     prefill: &'a BTreeMap<u64, PrefillEntry>,
@@ -305,13 +313,14 @@ struct DocumentOut<'a> {
     coding_peak: Option<&'a crate::coding_peak::CodingPeak>,
 }
 
-/// `{"status": "not_run"}`: fabric benchmarks this tool does not run.
-#[derive(Serialize)]
-struct NotRun {
-    status: &'static str,
+/// A fabric block never filled in: `{"status": "not_run"}`.
+fn null_as_not_run<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_null() {
+        serde_json::json!({ "status": "not_run" }).serialize(s)
+    } else {
+        v.serialize(s)
+    }
 }
-
-const NOT_RUN: NotRun = NotRun { status: "not_run" };
 
 fn null_as_empty<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
     if v.is_null() {
@@ -332,8 +341,8 @@ impl Serialize for ResultDocument {
             metadata: &self.metadata,
             startup_diagnostics: &self.startup_diagnostics,
             nvidia_p2p_override: &self.nvidia_p2p_override,
-            p2pmark: NOT_RUN,
-            amd_fabric: NOT_RUN,
+            p2pmark: &self.p2pmark,
+            amd_fabric: &self.amd_fabric,
             hardware_run_summary: &self.hardware_run_summary,
             event_log: &self.event_log,
             prefill: &self.prefill,

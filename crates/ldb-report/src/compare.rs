@@ -20,6 +20,7 @@
 //! `docs/compare.md` defines every rule, metric, format and exit code.
 
 pub mod cells;
+pub mod fabric;
 mod json;
 pub mod metric;
 pub mod rates;

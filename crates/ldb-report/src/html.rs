@@ -18,6 +18,7 @@ mod chart;
 mod charts;
 mod coding_peak;
 mod escape;
+mod fabric;
 mod heatmap;
 mod meta;
 mod synthetic;
@@ -126,6 +127,7 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&heatmap::section(&page));
     out.push_str(&charts::section(&page));
     out.push_str(&coding_peak::section(&page));
+    out.push_str(&fabric::section(&page));
     out.push_str(&meta::warnings_section(&page));
     out.push_str(&meta::methodology_section(&page));
     out.push_str("</body>\n</html>\n");

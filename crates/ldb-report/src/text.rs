@@ -16,6 +16,7 @@ mod coding_peak;
 // The HTML report reuses the cell grammar, legend and formats.
 pub(crate) mod cells;
 pub(crate) mod decode;
+pub mod fabric;
 pub(crate) mod format;
 pub(crate) mod hardware;
 mod open_loop;

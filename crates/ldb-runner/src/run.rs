@@ -73,6 +73,30 @@ pub struct RunHooks {
 
 pub use crate::plan::test_order;
 
+/// The fabric diagnostics measured before the run travel in the startup
+/// diagnostics (which keep copies, as the reference's did); the document
+/// gets them and their statuses. A resumed file keeps its own blocks unless
+/// this run measured again.
+fn fabric_blocks(doc: &mut ResultDocument, diagnostics: &Value) {
+    let status = |v: &Value| {
+        v.get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("not_run")
+            .to_string()
+    };
+    for (key, block) in [
+        ("p2pmark", &mut doc.p2pmark),
+        ("amd_fabric", &mut doc.amd_fabric),
+    ] {
+        let given = diagnostics.get(key).filter(|v| status(v) != "not_run");
+        if let Some(v) = given {
+            *block = v.clone();
+        }
+    }
+    doc.metadata.p2pmark_status = status(&doc.p2pmark);
+    doc.metadata.amd_fabric_status = status(&doc.amd_fabric);
+}
+
 /// Discovery, retried while the server is still starting (connection
 /// refused, HTTP 502/503/504, no answer) for up to `--wait-for-server`
 /// seconds; any other failure, or the time running out, is returned at once.
@@ -191,6 +215,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     doc.startup_diagnostics = hooks.diagnostics.clone();
     doc.nvidia_p2p_override = hooks.p2p.clone();
     doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_object();
+    fabric_blocks(&mut doc, &hooks.diagnostics);
     doc.metadata.nvidia_p2p_override_effective = hooks
         .p2p
         .get("effective")
@@ -364,5 +389,32 @@ fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
         doc: rec.close(interrupted),
         interrupted,
         server_down,
+    }
+}
+
+#[cfg(test)]
+mod fabric_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn measured_blocks_reach_the_document_and_a_resumed_file_keeps_its_own() {
+        let mut doc = ResultDocument::default();
+        let diag = json!({"p2pmark": {"status": "not_run"}, "amd_fabric": {"status": "timeout"}});
+        fabric_blocks(&mut doc, &diag);
+        assert_eq!(doc.amd_fabric["status"], "timeout");
+        assert!(doc.p2pmark.is_null(), "written as not_run");
+        assert_eq!(
+            (
+                doc.metadata.p2pmark_status.as_str(),
+                doc.metadata.amd_fabric_status.as_str()
+            ),
+            ("not_run", "timeout")
+        );
+        // a resumed run that measured nothing keeps the file's block
+        fabric_blocks(&mut doc, &json!({"amd_fabric": {"status": "not_run"}}));
+        assert_eq!(doc.metadata.amd_fabric_status, "timeout");
+        fabric_blocks(&mut doc, &Value::Null);
+        assert_eq!(doc.amd_fabric["status"], "timeout");
     }
 }

@@ -110,6 +110,11 @@ async fn run_bench(
     if a.compare_candidate.is_some() {
         return crate::paired::run_standalone(&a, &argv);
     }
+    // Every fabric flag is checked first, whatever the mode.
+    let fabric = crate::fabric::checked_plan(&a.fabric)?;
+    if fabric.only {
+        return crate::fabric::run_only(fabric, &a.output, terminal_width()).await;
+    }
     if a.cstats.mode() {
         return crate::cstats::run(a, argv).await;
     }
@@ -190,14 +195,18 @@ async fn run_bench(
         }
         return r;
     }
-    let startup = Startup::collect(&a, &cfg).await;
+    let mut startup = Startup::collect(&a, &cfg).await;
     if let Some(prior) = &prior {
         let gpus = startup.monitor.latest().map(|h| h.gpu_count() as u64);
         crate::rerun::announce(&cfg, prior, gpus).await;
     }
+    let fabric_line = crate::fabric::before_bench(&fabric, &mut startup.diagnostics).await;
     let (live, rx) = Live::new();
     let metrics_server = metrics_listener.map(|l| crate::metrics_listen::serve(l, live.clone()));
     startup.announce(&live);
+    if let Some(line) = fabric_line {
+        live.event(line);
+    }
     let controls = Arc::new(Controls::default());
     let save_lock: Arc<Mutex<()>> = Arc::default();
     let ui = spawn_ui(&a, rx, &controls, &save_lock, &cfg.output);

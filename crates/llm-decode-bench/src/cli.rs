@@ -13,7 +13,8 @@ Exit codes:
   3    server unreachable, rejected the request (e.g. HTTP 401: check --api-key), or does not serve the model;
        or it stopped answering mid-run and did not return within --server-down-grace (the result is saved)
   4    the run finished but some cells are invalid (ERROR or no tokens in the window;
-       with --prefill-only: no prefill row was measured)
+       with --prefill-only: no prefill row was measured;
+       with --amd-fabric-only/--p2pmark-only: a diagnostic asked for is not ok)
   5    the result file (or a report file of `report`: CSV, Markdown, HTML, JSONL) could not be written
   130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
        a second Ctrl-C or signal exits at once, leaving the last saved result file";
@@ -501,6 +502,10 @@ pub struct BenchArgs {
     /// Sampling temperature of the coding-peak runs (not sent when unset).
     #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
     pub coding_peak_temperature: Option<f64>,
+    /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA); last, because its
+    /// help heading applies to every flag after it.
+    #[command(flatten)]
+    pub fabric: crate::cli_fabric::FabricArgs,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use ldb_report::compare::fabric::{compare_fabric, render_fabric_text};
 use ldb_report::compare::{CompareReport, Comparison, render_markdown, render_text, to_json};
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -22,6 +23,19 @@ fn compare(a: &CompareArgs) -> Result<i32, AppError> {
         )));
     }
     let names: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
+    let raw: Vec<serde_json::Value> = a
+        .files
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default()
+        })
+        .collect();
+    if raw.iter().all(is_fabric_only) {
+        return compare_fabric_only(a, &names, &raw);
+    }
     let docs = a
         .files
         .iter()
@@ -56,7 +70,69 @@ fn compare(a: &CompareArgs) -> Result<i32, AppError> {
     };
     // A closed pipe (`| head`) is not an error of the comparison.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(if report.has_regression() {
+    // The fabric blocks, when both runs measured them (text forms only).
+    let mut fabric_regressed = false;
+    for (new, name) in raw[1..].iter().zip(&names[1..]) {
+        let rows = compare_fabric(&raw[0], new, a.threshold);
+        fabric_regressed |= rows.iter().any(|r| r.regressed);
+        if !rows.is_empty() && a.format != CompareFormat::Json {
+            let _ = writeln!(std::io::stdout(), "\n{name} vs {}", names[0]);
+            let _ = std::io::stdout().write_all(render_fabric_text(&rows, a.threshold).as_bytes());
+        }
+    }
+    Ok(if report.has_regression() || fabric_regressed {
+        exit::REGRESSION
+    } else {
+        exit::OK
+    })
+}
+
+/// A fabric-only file (`--p2pmark-only`, `--amd-fabric-only`).
+fn is_fabric_only(v: &serde_json::Value) -> bool {
+    v["metadata"]["mode"].as_str().is_some_and(|m| {
+        m.ends_with("_only") && (m.contains("p2pmark") || m.contains("amd_fabric"))
+    })
+}
+
+/// Fabric-only files: each new run's fabric blocks against the base's.
+fn compare_fabric_only(
+    a: &CompareArgs,
+    names: &[String],
+    raw: &[serde_json::Value],
+) -> Result<i32, AppError> {
+    let mut out = String::new();
+    let mut regressed = false;
+    let mut json_runs = Vec::new();
+    for (new, name) in raw[1..].iter().zip(&names[1..]) {
+        let rows = compare_fabric(&raw[0], new, a.threshold);
+        if rows.is_empty() {
+            return Err(AppError::Config(format!(
+                "{name}: no fabric block is ok in both {} and {name}; nothing to compare",
+                names[0]
+            )));
+        }
+        regressed |= rows.iter().any(|r| r.regressed);
+        out.push_str(&format!("{name} vs {}\n", names[0]));
+        out.push_str(&render_fabric_text(&rows, a.threshold));
+        json_runs.push(serde_json::json!({
+            "base": names[0],
+            "new": name,
+            "rows": rows.iter().map(|r| serde_json::json!({
+                "block": r.block, "path": r.path, "metric": r.metric, "base": r.base,
+                "new": r.new, "change_pct": r.change_pct, "regressed": r.regressed,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if a.format == CompareFormat::Json {
+        out = serde_json::to_string_pretty(&serde_json::json!({
+            "threshold_pct": a.threshold,
+            "fabric": json_runs,
+        }))
+        .unwrap_or_default();
+        out.push('\n');
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    Ok(if regressed {
         exit::REGRESSION
     } else {
         exit::OK

@@ -211,7 +211,7 @@ mod tests {
         let cli = <Cli as clap::Parser>::try_parse_from(&expanded).expect("parses");
         assert_eq!(
             (cli.bench.max_tokens, cli.bench.duration),
-            (Some(7), Some(9.0))
+            (Some(7), Some(crate::cli::DurationArg::Seconds(9.0)))
         );
         let missing: Vec<String> = ["x", "--config", "/nonexistent/c.toml"]
             .map(String::from)

@@ -8,15 +8,17 @@ mod app;
 mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
+mod cli_fabric;
 mod coding_peak;
 mod compare;
-mod compat;
 mod config;
 mod config_file;
 mod cstats;
 mod cstats_config;
 mod effective;
 mod error;
+mod fabric;
+mod fabric_config;
 mod fdlimit;
 mod metrics_listen;
 mod paired;
@@ -29,10 +31,6 @@ use clap::Parser;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    if let Some(message) = compat::reference_only_flag(&argv) {
-        eprintln!("error: {message}");
-        std::process::exit(app::exit::CONFIG);
-    }
     // `--config FILE`: its flags go before the command line's, which win.
     let argv = match config_file::expand(&argv) {
         Ok(a) => a,

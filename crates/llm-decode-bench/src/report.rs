@@ -52,6 +52,12 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
              --requests-jsonl take one file (use compare to set runs side by side)",
         ));
     }
+    if let [one] = a.results.as_slice()
+        && let Some(v) = fabric_only_file(one)
+    {
+        print_fabric(&v["p2pmark"], &v["amd_fabric"]);
+        return Ok(exit::OK);
+    }
     let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
     let mut docs = Vec::with_capacity(a.results.len());
     for path in &a.results {
@@ -116,8 +122,30 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             color: std::io::stdout().is_terminal(),
         };
         let _ = ldb_report::text::render(&doc, &opts, &mut std::io::stdout().lock());
+        print_fabric(&doc.p2pmark, &doc.amd_fabric);
     }
     Ok(exit::OK)
+}
+
+/// A fabric-only file (`--…-only`) as JSON, or `None` for any other file
+/// (which the result loader then reads or refuses).
+fn fabric_only_file(path: &Path) -> Option<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let mode = v["metadata"]["mode"].as_str()?;
+    (mode.ends_with("_only") && (mode.contains("p2pmark") || mode.contains("amd_fabric")))
+        .then_some(v)
+}
+
+/// The fabric diagnostics' report (nothing for blocks not run): printed
+/// before a run, and after the matrix for a saved result.
+fn print_fabric(p2pmark: &serde_json::Value, amd_fabric: &serde_json::Value) {
+    let opts = ldb_report::text::fabric::FabricTextOptions {
+        width: crate::app::terminal_width(),
+        p2p_detail: false,
+        cpu_detail: false,
+    };
+    let text = ldb_report::text::fabric::render(p2pmark, amd_fabric, &opts);
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Writes `bytes` to the file, or to stdout for `-`.

@@ -103,23 +103,6 @@ fn token_targeting_estimate_skips_the_exact_count() {
     assert_eq!(mode, "estimate");
 }
 
-/// Flags of the reference tool that are not ours get one line saying what
-/// became of them (exit 2), not a bare "unexpected argument".
-#[test]
-fn reference_only_flags_are_explained_in_one_line() {
-    for args in [
-        &["--p2pmark-only"][..],
-        &["--amd-fabric-only"],
-        &["--p2pmark-size-mb=64"],
-    ] {
-        let o = run(args);
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains("docs/compat.md"), "{err}");
-    }
-}
-
 /// A malformed address is a configuration error (exit 2, one line), found
 /// before discovery sends anything — not "cannot connect" (exit 3).
 #[test]

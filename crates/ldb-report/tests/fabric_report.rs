@@ -1,0 +1,89 @@
+//! Snapshots of the fabric console reports, rendered from result blocks in
+//! the recorded shape: a 2-socket / 8-node EPYC machine (`amd_fabric`) and
+//! four PCIe GPUs with one peer path missing (`p2pmark`). The fixture
+//! numbers are synthetic (tests/fabric/README.md), not from real hardware.
+
+use ldb_report::text::fabric::{FabricTextOptions, render};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fabric/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON")
+}
+
+fn opts(detail: bool) -> FabricTextOptions {
+    FabricTextOptions {
+        width: 120,
+        p2p_detail: detail,
+        cpu_detail: detail,
+    }
+}
+
+fn not_run() -> Value {
+    json!({"status": "not_run"})
+}
+
+#[test]
+fn cpu_fabric_compact() {
+    let r = render(&not_run(), &fixture("amd_fabric_2s8n.json"), &opts(false));
+    assert!(r.contains("local=10, remote=12/32"), "{r}");
+    assert!(r.contains("N7->N0"));
+    insta::assert_snapshot!(r);
+}
+
+#[test]
+fn cpu_fabric_detail() {
+    insta::assert_snapshot!(render(
+        &not_run(),
+        &fixture("amd_fabric_2s8n.json"),
+        &opts(true)
+    ));
+}
+
+#[test]
+fn p2p_compact() {
+    let r = render(&fixture("p2pmark_4gpu.json"), &not_run(), &opts(false));
+    assert!(r.contains("11/12 enabled; missing G2->G3"), "{r}");
+    assert!(r.contains("CUDA peer access issues"));
+    insta::assert_snapshot!(r);
+}
+
+#[test]
+fn p2p_detail() {
+    insta::assert_snapshot!(render(
+        &fixture("p2pmark_4gpu.json"),
+        &not_run(),
+        &opts(true)
+    ));
+}
+
+#[test]
+fn failures_are_panels_with_their_reason() {
+    let p2p = json!({"status": "unavailable", "binary": "native", "mode": "all",
+        "reason": "the CUDA driver cannot be loaded (libcuda.so.1: cannot open shared object file: No such file or directory)"});
+    let cpu = json!({"status": "missing_binary", "binary": "/x/llm_amd_fabric",
+        "error": "amd_fabric binary not found or not executable: /x/llm_amd_fabric",
+        "suggestion": "build it with: make -C tools/amd_fabric"});
+    let r = render(&p2p, &cpu, &opts(false));
+    assert!(
+        r.contains("No such file or directory"),
+        "long reasons wrap, not cut: {r}"
+    );
+    insta::assert_snapshot!(r);
+    assert_eq!(render(&not_run(), &not_run(), &opts(false)), "");
+}
+
+#[test]
+fn the_report_reads_what_the_p2p_arithmetic_assembles() {
+    use ldb_fabric::gpu::fake::FakeMachine;
+    let mut m = FakeMachine::pcie(4, 50.0, 100.0);
+    m.access[2][3] = false;
+    let v = ldb_fabric::gpu::run_p2p(&ldb_fabric::P2pSettings::default(), &m);
+    let r = render(&v, &not_run(), &opts(false));
+    assert!(r.contains("GPUs: 4 used / 4 visible, mode all"), "{r}");
+    assert!(r.contains("11/12 enabled; missing G2->G3"), "{r}");
+    assert!(r.contains("ring avg: 50.0 GB/s"), "{r}");
+    assert!(r.contains("all-to-all total: 400.0 GB/s"), "{r}");
+    assert!(r.contains("Allreduce: custom PCIe vs NCCL"), "{r}");
+    assert!(r.contains("│ 256 B "), "{r}");
+}

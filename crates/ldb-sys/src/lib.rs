@@ -1,0 +1,165 @@
+//! The workspace's only unsafe code, kept small: pinning the calling thread
+//! to a set of CPUs (`sched_setaffinity`) and checking whether a shared
+//! library can be loaded at run time (`dlopen`). Everything above this crate
+//! stays `unsafe_code = "forbid"`.
+
+use std::io;
+
+/// Pin the calling thread to `cpus` (Linux CPU numbers). An empty list, a
+/// CPU number past the kernel's set size, or a refusal by the kernel is an
+/// error; the thread's affinity is then unchanged.
+pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
+    if cpus.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no CPU to pin to",
+        ));
+    }
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is a valid empty set
+    // (what CPU_ZERO would produce).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus {
+        if cpu >= max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond the affinity mask size ({max})"),
+            ));
+        }
+        // SAFETY: `cpu` < the set's bit count, checked above; CPU_SET writes
+        // one bit inside `set`, which we own.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: pid 0 means the calling thread; the pointer and size describe
+    // `set`, a live, initialised cpu_set_t on our stack that the kernel only
+    // reads.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Send SIGKILL to the process group `pgid` (a helper started as the leader
+/// of its own group, so that its children die with it and release the
+/// pipes we read).
+pub fn kill_process_group(pgid: u32) -> io::Result<()> {
+    let pgid = libc::pid_t::try_from(pgid)
+        .ok()
+        .filter(|&p| p > 1)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a process group"))?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a
+    // negative pid addresses exactly the group `pgid` (> 1, checked above, so
+    // never -1 = "every process we may signal").
+    let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The first of `names` that the dynamic loader can open, or the loader's
+/// error for the last one. The library is closed again before returning:
+/// this only answers "is it installed here".
+pub fn probe_library(names: &[&str]) -> Result<String, String> {
+    let mut last = String::from("no library name given");
+    for name in names {
+        // SAFETY: loading a shared library runs its initialisers. The names
+        // passed here are the CUDA driver, NVRTC and NCCL, whose initialisers
+        // only set up their own state; nothing of the library is called and
+        // no symbol is kept past the drop below.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(lib) => {
+                drop(lib);
+                return Ok((*name).to_string());
+            }
+            // the loader's message starts with the name it tried
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
+/// `CUresult cuInit(unsigned int)`.
+type CuInit = unsafe extern "C" fn(u32) -> i32;
+/// `CUresult cuDeviceGetCount(int *)`.
+type CuDeviceGetCount = unsafe extern "C" fn(*mut i32) -> i32;
+
+/// GPUs the CUDA driver sees: the driver library is loaded at run time (the
+/// first of `names` that opens), initialised and asked. Any failure is the
+/// reason as text (library absent, symbol missing, a CUDA error code).
+pub fn cuda_device_count(names: &[&str]) -> Result<usize, String> {
+    let mut last = String::from("no library name given");
+    let lib = names.iter().find_map(|name| {
+        // SAFETY: as in `probe_library`: loading the CUDA driver runs only
+        // its own initialisers.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(l) => Some(l),
+            Err(e) => {
+                last = e.to_string();
+                None
+            }
+        }
+    });
+    let lib = lib.ok_or_else(|| format!("the CUDA driver cannot be loaded ({last})"))?;
+    // SAFETY: the symbols are looked up by their C names and given the
+    // driver API's documented signatures (cuda.h: CUresult is a C enum, an
+    // int; flags an unsigned int; the count an int pointer). `lib` outlives
+    // both calls, which happen inside this function.
+    unsafe {
+        let init: libloading::Symbol<'_, CuInit> =
+            lib.get(b"cuInit\0").map_err(|e| format!("cuInit: {e}"))?;
+        let count: libloading::Symbol<'_, CuDeviceGetCount> = lib
+            .get(b"cuDeviceGetCount\0")
+            .map_err(|e| format!("cuDeviceGetCount: {e}"))?;
+        let rc = init(0);
+        if rc != 0 {
+            return Err(format!(
+                "cuInit failed with CUDA error {rc} (no usable GPU or driver)"
+            ));
+        }
+        let mut n: i32 = 0;
+        // `n` is a live local the driver writes once.
+        let rc = count(&mut n);
+        if rc != 0 {
+            return Err(format!("cuDeviceGetCount failed with CUDA error {rc}"));
+        }
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_to_cpu_zero_works_and_nonsense_is_refused() {
+        // CPU 0 is online on every Linux machine the tests run on.
+        std::thread::spawn(|| pin_current_thread(&[0]))
+            .join()
+            .expect("thread")
+            .expect("pin to CPU 0");
+        assert!(pin_current_thread(&[]).is_err());
+        assert!(pin_current_thread(&[1 << 20]).is_err());
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_with_its_name() {
+        let e = probe_library(&["libdoes-not-exist-ldb.so.9"]).expect_err("absent");
+        assert!(e.contains("libdoes-not-exist-ldb.so.9"), "{e}");
+        assert!(probe_library(&["libc.so.6"]).is_ok());
+        // libc loads but has no CUDA symbols: an error naming the symbol
+        let e = cuda_device_count(&["libc.so.6"]).expect_err("not a driver");
+        assert!(e.starts_with("cuInit"), "{e}");
+        let e = cuda_device_count(&["libdoes-not-exist-ldb.so.9"]).expect_err("absent");
+        assert!(e.contains("cannot be loaded"), "{e}");
+    }
+
+    #[test]
+    fn process_group_one_and_zero_are_refused() {
+        assert!(kill_process_group(0).is_err());
+        assert!(kill_process_group(1).is_err());
+    }
+}
