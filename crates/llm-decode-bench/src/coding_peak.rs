@@ -9,26 +9,21 @@ use ldb_core::document::ResultDocument;
 use ldb_runner::Controls;
 use ldb_runner::coding_peak::CodingPeakConfig;
 
-use crate::cli::BenchArgs;
 use crate::error::{AppError, exit};
 
-/// Runs the probe against the benchmarked server (`server`: base URL and
-/// API key) and model. `Ok(Some(130))` when Ctrl-C stopped it (the file keeps
-/// the matrix alone); `Ok(None)` when the run's own exit code stands.
+/// Runs the probe (`cfg`) against the benchmarked server (`server`: base
+/// URL and API key) and model; `html`: the `--html` page to update.
+/// `Ok(Some(130))` when Ctrl-C stopped it (the file keeps the matrix
+/// alone); `Ok(None)` when the run's own exit code stands.
 pub async fn run(
-    a: &BenchArgs,
+    cfg: &CodingPeakConfig,
+    html: Option<&Path>,
     server: &(String, Option<String>),
     doc: &mut ResultDocument,
     controls: &Controls,
     output: &Path,
     opts: &ldb_report::text::TextOptions,
 ) -> Result<Option<i32>, AppError> {
-    let cfg = CodingPeakConfig {
-        runs: a.coding_peak_runs,
-        max_tokens: a.coding_peak_max_tokens,
-        prompt: a.coding_peak_prompt.clone(),
-        temperature: a.coding_peak_temperature,
-    };
     let color = std::io::stdout().is_terminal();
     let title = format!(
         "Running the coding peak: {} single-stream run(s), max_tokens {}...",
@@ -43,7 +38,7 @@ pub async fn run(
         .map_err(|e| AppError::Server(e.to_string()))?;
     let model = doc.metadata.model.clone();
     let runs = cfg.runs;
-    let probe = ldb_runner::coding_peak::run(&http, &model, &cfg, |s| {
+    let probe = ldb_runner::coding_peak::run(&http, &model, cfg, |s| {
         println!("  {}", progress_line(s, runs));
         let _ = std::io::stdout().flush();
     });
@@ -64,7 +59,7 @@ pub async fn run(
     print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
     ldb_report::json::write_atomic(output, doc).map_err(|e| AppError::Output(e.to_string()))?;
     println!("Results saved to {}", output.display());
-    if let Some(path) = &a.html {
+    if let Some(path) = html {
         // The page was last written with the matrix; add the probe to it.
         let name = ldb_report::html::name_of(output);
         let inputs = [ldb_report::html::Input { name: &name, doc }];
