@@ -161,17 +161,15 @@ fn scan(path: &str, text: &str) -> Vec<Offender> {
             continue;
         }
         code_lines += 1;
-        if let Some(name) = fn_name(lines[i]) {
-            if let Some(end) = fn_end(&lines, i) {
-                let n = end - i + 1;
-                if n > MAX_FN_LINES {
-                    out.push(Offender {
-                        path: path.to_string(),
-                        item: name,
-                        lines: n,
-                    });
-                }
-            }
+        if let Some(name) = fn_name(lines[i])
+            && let Some(end) = fn_end(&lines, i)
+            && end - i + 1 > MAX_FN_LINES
+        {
+            out.push(Offender {
+                path: path.to_string(),
+                item: name,
+                lines: end - i + 1,
+            });
         }
         i += 1;
     }
