@@ -200,7 +200,11 @@ impl Mode for BenchSession {
         if outcome.interrupted {
             let _ = writeln!(out, "Interrupted by user. Saving partial results...");
         }
-        let _ = ldb_report::text::render(&outcome.doc, &m.opts, &mut out);
+        let runs = [ldb_report::export::Run {
+            name: "",
+            doc: &outcome.doc,
+        }];
+        let _ = ldb_report::export::write_to(&ldb_report::export::Text(m.opts), &runs, &mut out);
         save::report_extras(
             self.html.as_deref(),
             self.requests_jsonl.as_deref(),

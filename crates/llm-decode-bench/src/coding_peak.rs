@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use ldb_core::document::ResultDocument;
+use ldb_report::export::{self, Run};
 use ldb_runner::Controls;
 use ldb_runner::coding_peak::CodingPeakConfig;
 
@@ -57,16 +58,17 @@ pub async fn run(
         );
     }
     print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
-    ldb_report::json::write_atomic(output, doc).map_err(|e| AppError::Output(e.to_string()))?;
+    let name = ldb_report::html::name_of(output);
+    let runs = [Run { name: &name, doc }];
+    export::write_atomic(&export::Json, &runs, output)
+        .map_err(|e| AppError::Output(e.to_string()))?;
     println!("Results saved to {}", output.display());
     if let Some(path) = html {
         // The page was last written with the matrix; add the probe to it.
-        let name = ldb_report::html::name_of(output);
-        let inputs = [ldb_report::html::Input { name: &name, doc }];
-        let html_opts = ldb_report::html::HtmlOptions {
+        let html = export::Html(ldb_report::html::HtmlOptions {
             show_capacity_limited_values: opts.show_capacity_limited_values,
-        };
-        if let Err(e) = ldb_report::html::write_atomic(path, &inputs, &html_opts) {
+        });
+        if let Err(e) = export::write_atomic(&html, &runs, path) {
             eprintln!("warning: the HTML report was not updated with the coding peak: {e}");
         }
     }

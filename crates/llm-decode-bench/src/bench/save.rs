@@ -1,6 +1,7 @@
 //! The benchmark's save hook (the result file after every fact, judged by
 //! `--slo`, with the `--html` page rewritten after it) and the lines after
-//! the report saying where the extra files went.
+//! the report saying where the extra files went. Every file goes through
+//! the report crate's exporters (`ldb_report::export`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use ldb_core::document::ResultDocument;
 use ldb_core::slo::SloSpec;
+use ldb_report::export::{self, Run};
 use ldb_runner::Live;
 
 use crate::session::Saves;
@@ -26,16 +28,16 @@ pub(crate) struct LiveHtml {
 impl LiveHtml {
     /// Writes the page for `doc`; a failure is a warning, never the run's end.
     fn write(&self, doc: &ResultDocument) {
-        let inputs = [ldb_report::html::Input {
+        let runs = [Run {
             name: &self.name,
             doc,
         }];
-        let opts = ldb_report::html::HtmlOptions {
+        let html = export::Html(ldb_report::html::HtmlOptions {
             show_capacity_limited_values: self.show_capacity_limited_values,
-        };
+        });
         let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        match ldb_report::html::write_atomic(&self.path, &inputs, &opts) {
-            Ok(()) => *error = None,
+        match export::write_atomic(&html, &runs, &self.path) {
+            Ok(_) => *error = None,
             Err(e) => {
                 if error.is_none() {
                     self.live
@@ -67,7 +69,10 @@ pub(crate) fn hook(
         });
         let doc = judged.as_ref().unwrap_or(doc);
         saves.write(|| {
-            let saved = ldb_report::json::write_atomic(&output, doc).map_err(|e| e.to_string());
+            let runs = [Run { name: "", doc }];
+            let saved = export::write_atomic(&export::Json, &runs, &output)
+                .map(drop)
+                .map_err(|e| e.to_string());
             if let Some(h) = &html {
                 h.write(doc);
             }
@@ -94,7 +99,7 @@ pub(crate) fn report_extras(
         }
     }
     if let Some(path) = requests_jsonl {
-        match ldb_report::jsonl::write_atomic(path, doc) {
+        match export::write_atomic(&export::Jsonl, &[Run { name: "", doc }], path) {
             Ok(n) => {
                 let _ = writeln!(out, "{n} request samples written to {}", path.display());
             }
