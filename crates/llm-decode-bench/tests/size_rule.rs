@@ -43,11 +43,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
     ("crates/ldb-tui/src/cstats.rs", "render", 183),
     (
-        "crates/llm-decode-bench/src/cstats_config.rs",
-        "build_cs",
-        111,
-    ),
-    (
         "crates/llm-decode-bench/src/metrics_listen.rs",
         "render",
         127,
