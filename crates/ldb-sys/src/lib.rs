@@ -1,7 +1,13 @@
 //! The workspace's only unsafe code, kept small: pinning the calling thread
-//! to a set of CPUs (`sched_setaffinity`) and checking whether a shared
-//! library can be loaded at run time (`dlopen`). Everything above this crate
-//! stays `unsafe_code = "forbid"`.
+//! to a set of CPUs (`sched_setaffinity`), checking whether a shared
+//! library can be loaded at run time (`dlopen`), and safe wrappers over the
+//! CUDA driver ([`cuda`]), NVRTC ([`nvrtc`]) and NCCL ([`nccl`]), all loaded
+//! at run time so that nothing CUDA is linked at build time. Everything
+//! above this crate stays `unsafe_code = "forbid"`.
+
+pub mod cuda;
+pub mod nccl;
+pub mod nvrtc;
 
 use std::io;
 
