@@ -6,6 +6,7 @@
 //! driver `CUstream` is a `cudaStream_t`).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::rc::Rc;
 
 use libloading::Library;
 
@@ -107,20 +108,20 @@ impl Nccl {
 }
 
 /// One communicator per GPU 0..n of this process, destroyed on drop.
-pub struct Comms<'a> {
-    nccl: &'a Nccl,
+pub struct Comms {
+    nccl: Rc<Nccl>,
     comms: Vec<Comm>,
 }
 
-impl std::fmt::Debug for Comms<'_> {
+impl std::fmt::Debug for Comms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Comms({})", self.comms.len())
     }
 }
 
-impl<'a> Comms<'a> {
+impl Comms {
     /// `ncclCommInitAll` over GPUs `0..n` (the CUDA ordinals).
-    pub fn init_all(nccl: &'a Nccl, n: usize) -> Result<Comms<'a>, String> {
+    pub fn init_all(nccl: &Rc<Nccl>, n: usize) -> Result<Comms, String> {
         let nd = c_int::try_from(n).map_err(|_| format!("{n} GPUs"))?;
         let devs: Vec<c_int> = (0..nd).collect();
         let mut comms: Vec<Comm> = vec![std::ptr::null_mut(); n];
@@ -128,7 +129,10 @@ impl<'a> Comms<'a> {
         // ordinals; NCCL writes the handles, destroyed in `drop`.
         let rc = unsafe { (nccl.api.init_all)(comms.as_mut_ptr(), nd, devs.as_ptr()) };
         nccl.check(rc, "ncclCommInitAll")?;
-        Ok(Comms { nccl, comms })
+        Ok(Comms {
+            nccl: Rc::clone(nccl),
+            comms,
+        })
     }
 
     /// Enqueue one fp16 sum allreduce of `count` elements: GPU i sums
@@ -192,7 +196,7 @@ impl<'a> Comms<'a> {
     }
 }
 
-impl Drop for Comms<'_> {
+impl Drop for Comms {
     fn drop(&mut self) {
         for &c in &self.comms {
             // SAFETY: each handle came from ncclCommInitAll and is
