@@ -37,11 +37,12 @@ type NcclSetup = (Rc<Nccl>, Rc<Comms>);
 
 /// The allreduce group over GPUs 0..n.
 pub(crate) struct Group {
+    // first, so the communicators go before the buffers and contexts
+    nccl: RefCell<Option<Result<NcclSetup, String>>>,
     n: usize,
     capacity: usize,
     ranks: Vec<Rank>,
     epoch: Cell<u32>,
-    nccl: RefCell<Option<Result<NcclSetup, String>>>,
 }
 
 impl Group {
@@ -215,7 +216,8 @@ impl Group {
             r.failed.download(0, &mut w)?;
             if w[0] & 0xffff_ffff != 0 {
                 return Err(format!(
-                    "one-shot allreduce: GPU {i} waited over 1 s at the barrier for a peer"
+                    "one-shot allreduce: GPU {i} waited over {} s at the barrier for a peer",
+                    plan::BARRIER_TIMEOUT_NS / 1_000_000_000
                 ));
             }
             r.output.download(0, &mut w)?;

@@ -25,8 +25,9 @@ pub const SINGLE_GPU_ALLREDUCE_BYTES: u64 = 1 << 20;
 pub struct CudaDriver {
     settings: P2pSettings,
     deadline: Option<Instant>,
-    machine: OnceCell<Result<Machine, String>>,
+    // the group before the machine: dropped first
     group: RefCell<Option<Result<Rc<Group>, String>>>,
+    machine: OnceCell<Result<Machine, String>>,
 }
 
 impl std::fmt::Debug for CudaDriver {

@@ -244,8 +244,14 @@ impl Machine {
                 p
             }
         };
-        let k =
-            Rc::new(ldb_sys::cuda::kernels::load(&g, &ptx).map_err(|e| format!("GPU {i}: {e}"))?);
+        let k = Rc::new(ldb_sys::cuda::kernels::load(&g, &ptx).map_err(|e| {
+            let hint = if e.contains("UNSUPPORTED_PTX_VERSION") {
+                " (NVRTC is newer than the driver: use the NVRTC of the driver's CUDA version)"
+            } else {
+                ""
+            };
+            format!("GPU {i}: {e}{hint}")
+        })?);
         self.kernels.borrow_mut().insert(i, Rc::clone(&k));
         Ok(k)
     }

@@ -14,7 +14,8 @@
 //! - `ldb_barrier`: GPU `rank`'s thread t stores `epoch` into GPU t's flag
 //!   slot `rank`, then waits until its own slot t reaches `epoch` (GPU t
 //!   has arrived), giving up after `timeout_ns` (sets `*failed`), so a
-//!   missing peer can never hang the run.
+//!   missing peer can never hang the run; once `*failed` is set, later
+//!   barriers return at once.
 //! - `ldb_oneshot_sum`: every thread takes 16-byte packs (8 fp16 values)
 //!   at index i from each of the `n` inputs named in `table` (peers'
 //!   memory, read directly over the peer path), sums them in fp32 and
@@ -64,6 +65,7 @@ extern "C" __global__ void ldb_barrier(const u64* table, int n, int rank,
                                        u32 epoch, u64 timeout_ns, int* failed) {
     const int t = threadIdx.x;
     if (blockIdx.x != 0 || t >= n) return;
+    if (*(volatile int*)failed) return;  // an earlier step gave up: do not wait again
     volatile u32* theirs = (volatile u32*)table[8 + t];
     volatile u32* mine = (volatile u32*)table[8 + rank];
     __threadfence_system();

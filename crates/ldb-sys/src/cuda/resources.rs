@@ -76,8 +76,10 @@ impl DeviceBuffer {
         self.gpu.synchronize()
     }
 
-    /// Copy `words` from the host to `offset` bytes into the buffer
-    /// (synchronous).
+    /// Copy `words` from the host to `offset` bytes into the buffer;
+    /// returns when the data is on the device (the driver may return
+    /// earlier for pageable memory, so the context is synchronised: work
+    /// on non-blocking streams would not wait for it otherwise).
     pub fn upload(&self, offset: usize, words: &[u64]) -> Result<(), String> {
         let len = std::mem::size_of_val(words);
         self.check_range(offset, len, "cuMemcpyHtoD_v2")?;
@@ -91,10 +93,13 @@ impl DeviceBuffer {
                 len,
             )
         };
-        self.gpu.driver().check(rc, "cuMemcpyHtoD_v2")
+        self.gpu.driver().check(rc, "cuMemcpyHtoD_v2")?;
+        self.gpu.synchronize()
     }
 
-    /// Copy from `offset` bytes into the buffer to the host (synchronous).
+    /// Copy from `offset` bytes into the buffer to the host (returns when
+    /// the copy is done; it does not wait for non-blocking streams, so
+    /// callers synchronise the stream that wrote the data first).
     pub fn download(&self, offset: usize, words: &mut [u64]) -> Result<(), String> {
         let len = std::mem::size_of_val(words);
         self.check_range(offset, len, "cuMemcpyDtoH_v2")?;
