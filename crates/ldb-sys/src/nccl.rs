@@ -59,7 +59,7 @@ impl std::fmt::Debug for Nccl {
 
 impl Nccl {
     /// Load the first of `names` that opens.
-    pub fn load(names: &[&str]) -> Result<Nccl, String> {
+    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Nccl, String> {
         let (lib, library) =
             open_first(names).map_err(|e| format!("NCCL cannot be loaded ({e})"))?;
         // SAFETY: each type below is nccl.h's signature for that name; the

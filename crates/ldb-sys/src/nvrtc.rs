@@ -66,7 +66,7 @@ impl Drop for ProgramGuard<'_> {
 
 impl Nvrtc {
     /// Load the first of `names` that opens.
-    pub fn load(names: &[&str]) -> Result<Nvrtc, String> {
+    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Nvrtc, String> {
         let (lib, library) =
             open_first(names).map_err(|e| format!("NVRTC cannot be loaded ({e})"))?;
         // SAFETY: each type below is nvrtc.h's signature for that name;

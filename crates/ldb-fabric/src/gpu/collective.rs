@@ -95,7 +95,8 @@ impl Group {
     /// NCCL and its communicators, set up on first use.
     fn comms(&self) -> Result<Rc<Comms>, String> {
         if self.nccl.borrow().is_none() {
-            let made = Nccl::load(NCCL_LIBRARIES).and_then(|lib| {
+            let names = plan::library_names(std::env::var(plan::NCCL_ENV).ok(), NCCL_LIBRARIES);
+            let made = Nccl::load(&names).and_then(|lib| {
                 let lib = Rc::new(lib);
                 let comms = Comms::init_all(&lib, self.n)?;
                 Ok((lib, Rc::new(comms)))

@@ -218,7 +218,8 @@ impl Machine {
         if let Some(n) = self.nvrtc.borrow().as_ref() {
             return Ok(Rc::clone(n));
         }
-        let n = Rc::new(Nvrtc::load(NVRTC_LIBRARIES)?);
+        let names = plan::library_names(std::env::var(plan::NVRTC_ENV).ok(), NVRTC_LIBRARIES);
+        let n = Rc::new(Nvrtc::load(&names)?);
         *self.nvrtc.borrow_mut() = Some(Rc::clone(&n));
         Ok(n)
     }

@@ -160,6 +160,22 @@ pub fn check_allreduce_word(word: u64, n: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Environment variables naming a library file to try before the usual
+/// names (pip wheels put NVRTC and NCCL outside the loader's path).
+pub const NVRTC_ENV: &str = "LDB_NVRTC_LIBRARY";
+/// See [`NVRTC_ENV`].
+pub const NCCL_ENV: &str = "LDB_NCCL_LIBRARY";
+
+/// The names to ask the loader for: the override (when set and not
+/// blank), then the defaults.
+pub fn library_names(overridden: Option<String>, defaults: &[&str]) -> Vec<String> {
+    overridden
+        .filter(|p| !p.trim().is_empty())
+        .into_iter()
+        .chain(defaults.iter().map(|d| (*d).to_string()))
+        .collect()
+}
+
 /// `bytes` as MiB, rounded, for messages.
 pub fn mib(bytes: usize) -> usize {
     (bytes + (1 << 19)) >> 20
@@ -278,5 +294,16 @@ mod tests {
         assert!(check_allreduce_word(w, 2).is_ok());
         assert!(check_allreduce_word(w, 3).is_err());
         assert_eq!(mib(256 << 20), 256);
+    }
+
+    #[test]
+    fn a_library_override_is_tried_first() {
+        let d = ["libnccl.so.2", "libnccl.so"];
+        assert_eq!(library_names(None, &d), d);
+        assert_eq!(library_names(Some(" ".into()), &d), d);
+        assert_eq!(
+            library_names(Some("/opt/nccl/libnccl.so.2".into()), &d),
+            ["/opt/nccl/libnccl.so.2", "libnccl.so.2", "libnccl.so"]
+        );
     }
 }

@@ -24,20 +24,28 @@ use libloading::Library;
 use api::{CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_SUCCESS, CuContext, CuDevice, DriverApi};
 pub use resources::{DeviceBuffer, Event, Module, Stream};
 
-/// Open the first of `names` the dynamic loader finds; the loader's error
-/// for the last one otherwise.
-pub(crate) fn open_first(names: &[&str]) -> Result<(Library, String), String> {
-    let mut last = String::from("no library name given");
+/// Open the first of `names` the dynamic loader finds; otherwise the
+/// loader's error for the first name, and the other names tried.
+pub(crate) fn open_first<S: AsRef<str>>(names: &[S]) -> Result<(Library, String), String> {
+    let mut first: Option<String> = None;
     for name in names {
+        let name = name.as_ref();
         // SAFETY: loading a shared library runs its initialisers; the names
         // given here are the CUDA driver, NVRTC and NCCL, whose initialisers
         // set up only their own state.
         match unsafe { Library::new(name) } {
-            Ok(lib) => return Ok((lib, (*name).to_string())),
-            Err(e) => last = e.to_string(),
+            Ok(lib) => return Ok((lib, name.to_string())),
+            Err(e) => {
+                first.get_or_insert_with(|| e.to_string());
+            }
         }
     }
-    Err(last)
+    let others: Vec<&str> = names.iter().skip(1).map(AsRef::as_ref).collect();
+    match (first, others.is_empty()) {
+        (None, _) => Err("no library name given".into()),
+        (Some(e), true) => Err(e),
+        (Some(e), false) => Err(format!("{e}; also tried {}", others.join(", "))),
+    }
 }
 
 /// Look `name` up in `lib` as a `T`.
@@ -73,7 +81,7 @@ impl std::fmt::Debug for Driver {
 impl Driver {
     /// Load the first of `names` that opens, look the API up and call
     /// `cuInit(0)`.
-    pub fn load(names: &[&str]) -> Result<Rc<Driver>, String> {
+    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Rc<Driver>, String> {
         let (lib, library) =
             open_first(names).map_err(|e| format!("the CUDA driver cannot be loaded ({e})"))?;
         // SAFETY: `lib` is the CUDA driver (one of the driver's file names
