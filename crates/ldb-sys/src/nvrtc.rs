@@ -35,6 +35,9 @@ struct Api {
     ptx_size: unsafe extern "C" fn(Program, *mut usize) -> NvrtcResult,
     ptx: unsafe extern "C" fn(Program, *mut c_char) -> NvrtcResult,
     destroy: unsafe extern "C" fn(*mut Program) -> NvrtcResult,
+    /// Present from CUDA 11.2 on.
+    num_archs: Option<unsafe extern "C" fn(*mut c_int) -> NvrtcResult>,
+    archs: Option<unsafe extern "C" fn(*mut c_int) -> NvrtcResult>,
 }
 
 /// NVRTC, loaded.
@@ -82,6 +85,8 @@ impl Nvrtc {
                 ptx_size: sym(&lib, "nvrtcGetPTXSize")?,
                 ptx: sym(&lib, "nvrtcGetPTX")?,
                 destroy: sym(&lib, "nvrtcDestroyProgram")?,
+                num_archs: sym(&lib, "nvrtcGetNumSupportedArchs").ok(),
+                archs: sym(&lib, "nvrtcGetSupportedArchs").ok(),
             }
         };
         Ok(Nvrtc {
@@ -113,6 +118,26 @@ impl Nvrtc {
         let rc = unsafe { (self.api.version)(&mut a, &mut b) };
         self.check(rc, "nvrtcVersion")?;
         Ok((a, b))
+    }
+
+    /// The architectures this NVRTC compiles for (e.g. 75, 80, 86, 89, 90);
+    /// empty when it cannot say (before CUDA 11.2).
+    pub fn supported_archs(&self) -> Result<Vec<i32>, String> {
+        let (Some(num), Some(get)) = (self.api.num_archs, self.api.archs) else {
+            return Ok(Vec::new());
+        };
+        let mut n: c_int = 0;
+        // SAFETY: NVRTC writes one int into our local.
+        let rc = unsafe { num(&mut n) };
+        self.check(rc, "nvrtcGetNumSupportedArchs")?;
+        let mut v: Vec<c_int> = vec![0; usize::try_from(n).unwrap_or(0)];
+        if v.is_empty() {
+            return Ok(v);
+        }
+        // SAFETY: `v` has room for the `n` ints NVRTC said it will write.
+        let rc = unsafe { get(v.as_mut_ptr()) };
+        self.check(rc, "nvrtcGetSupportedArchs")?;
+        Ok(v)
     }
 
     /// Compile `source` (named `name` in messages) with `options` to PTX

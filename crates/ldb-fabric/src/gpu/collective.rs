@@ -30,6 +30,8 @@ struct Rank {
     flags: DeviceBuffer,
     table: DeviceBuffer,
     failed: DeviceBuffer,
+    /// Multiprocessors (asked once: no driver query inside timed loops).
+    sms: i32,
 }
 
 /// NCCL loaded and its communicators over the group.
@@ -67,6 +69,7 @@ impl Group {
             // a lane of its own ((i, usize::MAX) is never a copy pair)
             let lane = m.lane(i, usize::MAX)?;
             ranks.push(Rank {
+                sms: m.sms(i)?,
                 lane,
                 input,
                 output,
@@ -146,7 +149,7 @@ impl Group {
                         rank: i,
                     };
                     k.barrier(&r.lane.stream, &group, epoch, plan::BARRIER_TIMEOUT_NS)?;
-                    let grid = plan::sum_grid(packs, m.sms(i)?);
+                    let grid = plan::sum_grid(packs, r.sms);
                     k.oneshot_sum(&r.lane.stream, &r.table, self.n, packs, &r.output, grid)?;
                 }
                 Ok(())

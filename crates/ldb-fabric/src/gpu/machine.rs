@@ -23,7 +23,7 @@ use std::rc::Rc;
 use ldb_sys::cuda::api::{
     ATTR_CC_MAJOR, ATTR_CC_MINOR, ATTR_L2_CACHE_SIZE, ATTR_MULTIPROCESSOR_COUNT,
 };
-use ldb_sys::cuda::kernels::{FabricKernels, KERNEL_SOURCE, nvrtc_options};
+use ldb_sys::cuda::kernels::{FabricKernels, KERNEL_SOURCE, nvrtc_options, pick_arch};
 use ldb_sys::cuda::{DeviceBuffer, Driver, Event, Gpu, Stream};
 use ldb_sys::nvrtc::{NVRTC_LIBRARIES, Nvrtc};
 
@@ -236,10 +236,12 @@ impl Machine {
         let ptx = match cached {
             Some(p) => p,
             None => {
-                let p = Rc::new(self.nvrtc()?.compile_ptx(
+                let nvrtc = self.nvrtc()?;
+                let arch = pick_arch(cc.0, cc.1, &nvrtc.supported_archs().unwrap_or_default());
+                let p = Rc::new(nvrtc.compile_ptx(
                     KERNEL_SOURCE,
                     "ldb_fabric_kernels.cu",
-                    &nvrtc_options(cc.0, cc.1),
+                    &nvrtc_options(arch),
                 )?);
                 self.ptx.borrow_mut().insert(cc, Rc::clone(&p));
                 p

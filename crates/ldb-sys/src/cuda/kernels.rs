@@ -114,10 +114,25 @@ extern "C" __global__ void ldb_oneshot_sum(const u64* table, int n, u64 packs,
 /// The kernels' `extern "C"` names, in the order of the launchers below.
 pub const KERNEL_NAMES: [&str; 3] = ["ldb_chase", "ldb_barrier", "ldb_oneshot_sum"];
 
-/// NVRTC options for a device of compute capability `major.minor`: PTX for
-/// its virtual architecture (the driver finishes it for the device).
-pub fn nvrtc_options(major: i32, minor: i32) -> Vec<String> {
-    vec![format!("--gpu-architecture=compute_{major}{minor}")]
+/// The architecture to compile for on a device of compute capability
+/// `major.minor`: its own when NVRTC supports it, else the newest NVRTC
+/// supports below it (PTX runs on later devices), else its own (an NVRTC
+/// that cannot list them, or a device older than all: the compile error
+/// then says so).
+pub fn pick_arch(major: i32, minor: i32, supported: &[i32]) -> i32 {
+    let device = major * 10 + minor;
+    supported
+        .iter()
+        .copied()
+        .filter(|&a| a <= device)
+        .max()
+        .unwrap_or(device)
+}
+
+/// NVRTC options for architecture `arch` (e.g. 90): PTX for its virtual
+/// architecture (the driver finishes it for the device).
+pub fn nvrtc_options(arch: i32) -> Vec<String> {
+    vec![format!("--gpu-architecture=compute_{arch}")]
 }
 
 /// One GPU's place in the barrier: its `table` (see the module doc), its
@@ -348,7 +363,14 @@ mod tests {
 
     #[test]
     fn nvrtc_targets_the_devices_virtual_architecture() {
-        assert_eq!(nvrtc_options(9, 0), ["--gpu-architecture=compute_90"]);
-        assert_eq!(nvrtc_options(12, 0), ["--gpu-architecture=compute_120"]);
+        assert_eq!(nvrtc_options(90), ["--gpu-architecture=compute_90"]);
+        let nvrtc_12_4 = [50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90];
+        assert_eq!(pick_arch(9, 0, &nvrtc_12_4), 90);
+        assert_eq!(pick_arch(8, 9, &nvrtc_12_4), 89);
+        // a device newer than this NVRTC: the newest PTX it can write
+        assert_eq!(pick_arch(12, 0, &nvrtc_12_4), 90);
+        // NVRTC cannot list its architectures: the device's own
+        assert_eq!(pick_arch(10, 0, &[]), 100);
+        assert_eq!(pick_arch(3, 5, &nvrtc_12_4), 35);
     }
 }
