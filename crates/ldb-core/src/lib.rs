@@ -28,6 +28,7 @@ pub mod kv;
 pub mod live;
 pub mod numfmt;
 pub mod open_loop;
+pub mod plan;
 pub mod prefix_cache;
 pub mod prometheus;
 pub mod prompt;

@@ -21,6 +21,7 @@ pub(crate) mod format;
 pub(crate) mod hardware;
 mod open_loop;
 mod paired;
+pub mod plan;
 mod prefill;
 mod slo;
 pub(crate) mod style;

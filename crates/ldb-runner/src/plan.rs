@@ -1,11 +1,9 @@
 //! The run plan: everything decided before the first generation request,
 //! from the configuration and what discovery found (model context, KV
-//! budget). Pure: no I/O, no clock. `run` follows it, `--dry-run` prints it.
+//! budget). Pure: no I/O, no clock. `run` follows it, `--dry-run` prints it
+//! (`ldb_report::text::plan`). The plan's types are `ldb_core::plan`.
 
-use std::fmt;
-
-use ldb_core::kv::{Infeasible, check};
-use ldb_core::result::CellStatus;
+use ldb_core::kv::check;
 use ldb_core::tokens::format_context;
 
 use crate::config::RunConfig;
@@ -13,6 +11,9 @@ use crate::config::RunConfig;
 mod carry;
 
 pub use carry::mark_carried;
+/// The plan's data types live in the core crate (the report crate prints
+/// them without depending on the runner); planning stays here.
+pub use ldb_core::plan::{PlannedCell, RunPlan, ServerLimits, SkippedPrefill};
 
 /// Prompts are capped here even for models with longer contexts.
 const PREFILL_CAP: u64 = 131_072;
@@ -23,92 +24,6 @@ const PREFILL_MARGIN: u64 = 64;
 const CELL_OVERHEAD_S: f64 = 6.0;
 /// Rough cost of one prefill measurement (scout, warmup or cold profile), seconds.
 const PREFILL_ROW_S: f64 = 3.0;
-
-/// What discovery contributed to the plan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerLimits {
-    /// The model's context length (0 = unknown).
-    pub model_context: u64,
-    /// KV budget in tokens (0 = unknown: no KV skips).
-    pub kv_budget: u64,
-}
-
-/// One decode cell, in run order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlannedCell {
-    /// Concurrency.
-    pub concurrency: u32,
-    /// Nominal context.
-    pub context: u64,
-    /// Why it is skipped without sending a request; `None` = measured.
-    pub skip: Option<Infeasible>,
-    /// `--resume`: the status of this cell's finished result in the file,
-    /// kept as it is instead of measuring the cell again.
-    pub carried: Option<CellStatus>,
-    /// `--resume`: the same for the cell's Burst / E2E result.
-    pub burst_carried: Option<CellStatus>,
-    /// `--resume` with `--repeat N`: repeats of this cell the file already
-    /// holds when they are fewer than N (the cell is then measured for the
-    /// missing ones only, in the passes after them); 0 otherwise.
-    pub carried_repeats: u32,
-}
-
-/// A prefill context beyond the prompt limit: recorded as skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkippedPrefill {
-    /// The context.
-    pub context: u64,
-    /// The row's `skip_reason`.
-    pub reason: String,
-    /// The row's `method`: `scout_only` or `client` (standalone).
-    pub method: ldb_core::result::PrefillMethod,
-}
-
-/// Everything decided before a request is sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunPlan {
-    /// Longest prompt sent: model context − 64, at most 128k.
-    pub max_prefill: u64,
-    /// Decode contexts whose first cell's scout is recorded as the prefill
-    /// row (integrated prefill).
-    pub integrated_prefill: Vec<u64>,
-    /// `--prefill-contexts` outside the matrix, measured by a scout alone.
-    pub scout_only: Vec<u64>,
-    /// Standalone cold prefill contexts (`--standalone-prefill`, `--prefill-only`).
-    pub standalone: Vec<u64>,
-    /// Prefill contexts beyond `max_prefill`, skipped with the reason.
-    pub prefill_skipped: Vec<SkippedPrefill>,
-    /// Context of the prefill warmup request, if any prefill row is measured.
-    pub prefill_warmup: Option<u64>,
-    /// Context of the hidden decode warmup (`None` when it is off).
-    pub decode_warmup: Option<u64>,
-    /// Contexts whose prompts are sized (those that will be sent).
-    pub prompt_contexts: Vec<u64>,
-    /// Decode cells in run order (none for `--prefill-only`).
-    pub cells: Vec<PlannedCell>,
-    /// `--resume`: prefill rows kept from the file, not measured again.
-    pub prefill_carried: Vec<u64>,
-    /// Open-loop contexts that cannot be sent (one request does not fit the
-    /// model), with the reason; their rate cells are recorded as skipped.
-    pub rate_skips: Vec<(u64, String)>,
-    /// Open loop: the rate cells in words, for `--dry-run` (`None` otherwise).
-    pub open_loop: Option<String>,
-    /// Rough lower estimate of the run's length, seconds.
-    pub estimated_seconds: f64,
-}
-
-impl RunPlan {
-    /// Measured (not skipped) cells, carried over or not.
-    pub fn measured_cells(&self) -> impl Iterator<Item = &PlannedCell> {
-        self.cells.iter().filter(|c| c.skip.is_none())
-    }
-
-    /// Cells of the primary matrix this run still measures: neither skipped
-    /// nor carried over from the file it resumes.
-    pub fn cells_to_measure(&self) -> impl Iterator<Item = &PlannedCell> {
-        self.measured_cells().filter(|c| c.carried.is_none())
-    }
-}
 
 /// Order of cells: first column (first C, every context), first row, then the rest.
 pub fn test_order(concs: &[u32], ctxs: &[u64]) -> Vec<(u32, u64)> {
@@ -338,112 +253,10 @@ fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
     (measured + rate_cells) * per_cell + rows * PREFILL_ROW_S + warmup
 }
 
-impl fmt::Display for RunPlan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |xs: &[u64]| {
-            if xs.is_empty() {
-                "none".to_string()
-            } else {
-                xs.iter()
-                    .map(|&x| format_context(x))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        writeln!(f, "Run plan")?;
-        writeln!(f, "  prompts sized: {}", list(&self.prompt_contexts))?;
-        writeln!(
-            f,
-            "  prefill: integrated {}; scout-only {}; standalone {}",
-            list(&self.integrated_prefill),
-            list(&self.scout_only),
-            list(&self.standalone)
-        )?;
-        if !self.prefill_carried.is_empty() {
-            writeln!(
-                f,
-                "  prefill carried over from the file: {}",
-                list(&self.prefill_carried)
-            )?;
-        }
-        for s in &self.prefill_skipped {
-            writeln!(
-                f,
-                "  prefill ctx={} skipped: {}",
-                format_context(s.context),
-                s.reason
-            )?;
-        }
-        match self.decode_warmup {
-            Some(x) => writeln!(f, "  decode warmup: C=1 ctx={}", format_context(x))?,
-            None => writeln!(f, "  decode warmup: off")?,
-        }
-        if let Some(line) = &self.open_loop {
-            writeln!(f, "  {line}")?;
-            for (x, why) in &self.rate_skips {
-                writeln!(f, "  open loop ctx={} skipped: {why}", format_context(*x))?;
-            }
-        }
-        let measured = self.measured_cells().count();
-        let carried = self.cells.iter().filter(|c| c.carried.is_some()).count();
-        write!(
-            f,
-            "  cells: {} in order, {} measured, {} skipped",
-            self.cells.len(),
-            measured,
-            self.cells.len() - measured
-        )?;
-        if carried > 0 {
-            write!(f, ", {carried} carried over from the file")?;
-        }
-        writeln!(f)?;
-        for (i, c) in self.cells.iter().enumerate() {
-            let what = match (&c.carried, &c.skip) {
-                (Some(st), _) => format!("carried over ({})", st.as_str()),
-                (None, None) if c.carried_repeats > 0 => {
-                    format!(
-                        "measure the repeats after {} carried over",
-                        c.carried_repeats
-                    )
-                }
-                (None, None) => "measure".to_string(),
-                (None, Some(inf)) => format!("skip: {}", inf.reason()),
-            };
-            let burst = c
-                .burst_carried
-                .map(|st| format!("; burst carried over ({})", st.as_str()))
-                .unwrap_or_default();
-            writeln!(
-                f,
-                "  {:>3}. C={} ctx={}  {what}{burst}",
-                i + 1,
-                c.concurrency,
-                format_context(c.context)
-            )?;
-        }
-        write!(
-            f,
-            "  estimated time: at least {} (windows, warmups and fixed overheads; slow \
-             ramp-ups and long prefills add to it)",
-            human_seconds(self.estimated_seconds)
-        )
-    }
-}
-
-fn human_seconds(s: f64) -> String {
-    let s = s.round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ldb_core::kv::Infeasible;
 
     fn cfg(concs: &[u32], ctxs: &[u64]) -> RunConfig {
         RunConfig {
@@ -571,7 +384,7 @@ mod tests {
             "{}",
             p.estimated_seconds
         );
-        let shown = p.to_string();
+        let shown = ldb_report::text::plan::PlanText(&p).to_string();
         assert!(shown.contains("estimated time: at least 2m07s"), "{shown}");
         assert!(
             shown.contains("C=8 ctx=16k  skip: needs 139k KV tokens"),

@@ -308,7 +308,7 @@ async fn dry_run(cfg: &RunConfig, resume: Option<&ResultDocument>) -> Result<i32
     for e in events {
         println!("{e}");
     }
-    println!("{plan}");
+    println!("{}", ldb_report::text::plan::PlanText(&plan));
     println!("dry run: nothing was generated; drop --dry-run to run this plan");
     Ok(exit::OK)
 }

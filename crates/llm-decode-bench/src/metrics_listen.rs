@@ -143,22 +143,43 @@ pub fn render(s: &LiveSnapshot, cpu: Option<f64>, lag: Option<f64>) -> String {
         "Seconds since the run started.",
         &one(s.elapsed),
     );
+    running_cell(&mut o, s);
+    matrix(&mut o, s);
+    let opt = |v: Option<f64>| v.map(&one).unwrap_or_default();
+    gauge(
+        &mut o,
+        "ldb_client_cpu_share",
+        "CPU time of this process over wall time x usable CPUs since the previous scrape, 0-1.",
+        &opt(cpu),
+    );
+    gauge(
+        &mut o,
+        "ldb_event_loop_lag_seconds",
+        "Largest lateness of a 10 ms timer on the client's runtime in the last second.",
+        &opt(lag),
+    );
+    o
+}
+
+/// The running cell's gauges (zeros between cells).
+fn running_cell(o: &mut String, s: &LiveSnapshot) {
+    let one = |v: f64| vec![(String::new(), v)];
     let cur = s.current.as_ref();
     let cell = |f: fn(&ldb_core::live::CurrentCell) -> f64| one(cur.map_or(0.0, f));
     gauge(
-        &mut o,
+        o,
         "ldb_cell_concurrency",
         "Concurrency of the running cell (0: none).",
         &cell(|c| f64::from(c.concurrency)),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_cell_context_tokens",
         "Context of the running cell, tokens.",
         &cell(|c| c.context as f64),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_cell_window_progress",
         "Share of the running cell's window measured, 0-1.",
         &cell(|c| {
@@ -170,23 +191,28 @@ pub fn render(s: &LiveSnapshot, cpu: Option<f64>, lag: Option<f64>) -> String {
         }),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_cell_window_tokens",
         "Tokens counted in the running cell's window so far.",
         &cell(|c| c.window_tokens as f64),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_live_tokens_per_second",
         "Live aggregate decode tok/s of the running cell (latest trace point).",
         &cell(|c| c.tps_trace.last().copied().unwrap_or(0.0)),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_requests_in_flight",
         "Streams of the running cell producing tokens.",
         &cell(|c| f64::from(c.producing)),
     );
+}
+
+/// The matrix by state, and each finished cell's headline tok/s.
+fn matrix(o: &mut String, s: &LiveSnapshot) {
+    let one = |v: f64| vec![(String::new(), v)];
     let (mut done, mut errors, mut skipped, mut pending) = (0.0, 0.0, 0.0, 0.0);
     let mut finished = Vec::new();
     for m in &s.matrix {
@@ -216,37 +242,23 @@ pub fn render(s: &LiveSnapshot, cpu: Option<f64>, lag: Option<f64>) -> String {
     ]
     .map(|(k, v)| (format!("{{state=\"{k}\"}}"), v));
     gauge(
-        &mut o,
+        o,
         "ldb_cells",
         "Cells of the matrix by state (error: ERROR or no tokens).",
         &states,
     );
     gauge(
-        &mut o,
+        o,
         "ldb_cell_errors",
         "Finished cells that are invalid (ERROR or no tokens).",
         &one(errors),
     );
     gauge(
-        &mut o,
+        o,
         "ldb_cell_tokens_per_second",
         "Headline tok/s of each finished cell, as in the result.",
         &finished,
     );
-    let opt = |v: Option<f64>| v.map(&one).unwrap_or_default();
-    gauge(
-        &mut o,
-        "ldb_client_cpu_share",
-        "CPU time of this process over wall time x usable CPUs since the previous scrape, 0-1.",
-        &opt(cpu),
-    );
-    gauge(
-        &mut o,
-        "ldb_event_loop_lag_seconds",
-        "Largest lateness of a 10 ms timer on the client's runtime in the last second.",
-        &opt(lag),
-    );
-    o
 }
 
 #[cfg(test)]

@@ -42,11 +42,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 178),
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
     ("crates/ldb-tui/src/cstats.rs", "render", 183),
-    (
-        "crates/llm-decode-bench/src/metrics_listen.rs",
-        "render",
-        127,
-    ),
 ];
 
 /// One item over its limit.

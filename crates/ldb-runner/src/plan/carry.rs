@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(p.decode_warmup, fresh.decode_warmup);
         assert_eq!(p.prefill_warmup, fresh.prefill_warmup);
         assert!(p.estimated_seconds < fresh.estimated_seconds);
-        let shown = p.to_string();
+        let shown = ldb_report::text::plan::PlanText(&p).to_string();
         assert!(shown.contains("1. C=1 ctx=0  carried over (ok)"), "{shown}");
         assert!(shown.contains("2. C=1 ctx=1k  measure"), "{shown}");
         assert!(shown.contains(", 2 carried over from the file"), "{shown}");
@@ -220,7 +220,8 @@ mod tests {
         // 1 + 2 repeats left instead of 4 × 3.
         assert!(p.estimated_seconds < fresh.estimated_seconds);
         assert!(
-            p.to_string()
+            ldb_report::text::plan::PlanText(&p)
+                .to_string()
                 .contains("measure the repeats after 2 carried over")
         );
     }
@@ -242,6 +243,10 @@ mod tests {
         let burst: Vec<bool> = p.cells.iter().map(|c| c.burst_carried.is_some()).collect();
         assert_eq!(burst, [true, false, false, false]);
         assert!(p.decode_warmup.is_some(), "burst cells are left to run");
-        assert!(p.to_string().contains("; burst carried over (ok)"));
+        assert!(
+            ldb_report::text::plan::PlanText(&p)
+                .to_string()
+                .contains("; burst carried over (ok)")
+        );
     }
 }
