@@ -61,6 +61,9 @@ pub enum Command {
     /// Run the flags recorded in a result file again (planning afresh); flags after the
     /// file override them (e.g. --host, --output).
     Rerun(RerunArgs),
+    /// Print what runs a sharded benchmark on a cluster: a Kubernetes Indexed Job
+    /// (`deploy k8s`) or an sbatch script (`deploy slurm`); benchmark flags after `--`.
+    Deploy(crate::deploy::DeployArgs),
 }
 
 /// `completions` flags.

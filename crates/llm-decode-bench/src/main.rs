@@ -15,6 +15,7 @@ mod config;
 mod config_file;
 mod cstats;
 mod cstats_config;
+mod deploy;
 mod effective;
 mod error;
 mod fabric;
@@ -61,6 +62,7 @@ fn main() {
     match &cli.command {
         Some(cli::Command::Completions(a)) => std::process::exit(tools::completions(a.shell)),
         Some(cli::Command::Man) => std::process::exit(tools::man()),
+        Some(cli::Command::Deploy(a)) => std::process::exit(deploy::run(a)),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -83,7 +85,9 @@ fn main() {
             Some(cli::Command::Rerun(a)) => {
                 rerun::run(a, argv.first().cloned().unwrap_or_default()).await
             }
-            Some(cli::Command::Completions(_) | cli::Command::Man) => app::exit::OK,
+            Some(cli::Command::Completions(_) | cli::Command::Man | cli::Command::Deploy(_)) => {
+                app::exit::OK
+            }
             None => app::bench(cli.bench, argv).await,
         }
     });

@@ -1,0 +1,270 @@
+//! `deploy k8s` and `deploy slurm` end to end: what they print is valid
+//! (the Kubernetes API schema, `bash -n`) and carries the benchmark flags
+//! unchanged all the way to the benchmark's own command line, checked by
+//! running the printed container script and sbatch script with stand-ins
+//! for the binary, `srun` and `scontrol`.
+//!
+//! The schema check runs `scripts/k8s-validate.sh` (PyPI's
+//! kubernetes-validate, installed into the tool cache on first use). Where it
+//! cannot be installed the test prints a notice and passes, except under
+//! `CI`, where that is a failure.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{run, text};
+use serde_json::Value;
+
+/// Flags that a careless shell quoting would change: spaces, quotes, `$`,
+/// a backslash, an empty word.
+fn tricky_flags() -> Vec<String> {
+    [
+        "--host",
+        "http://router.svc:8000",
+        "--concurrency",
+        "64,128",
+        "--model",
+        "it's \"a\" model $HOME \\n",
+        "--api-key-file",
+        "",
+        "--output",
+        "fleet run.json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// An executable shell script at `dir/name`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}")).expect("write script");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p
+}
+
+/// A stand-in `llm-decode-bench` that writes its arguments, one per line
+/// with NUL ends, to `$ARGS_OUT`.
+fn recording_binary(dir: &Path) {
+    script(
+        dir,
+        "llm-decode-bench",
+        "for a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$ARGS_OUT\"\n",
+    );
+}
+
+fn recorded(file: &Path) -> Vec<String> {
+    let raw = std::fs::read(file).expect("the stand-in binary ran");
+    raw.split(|b| *b == 0)
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect::<Vec<_>>()
+        .split_last()
+        .map(|(_, words)| words.to_vec())
+        .unwrap_or_default()
+}
+
+fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn kubernetes_manifests_validate_and_carry_the_flags_unchanged() {
+    let flags = tricky_flags();
+    let mut args: Vec<String> = [
+        "deploy",
+        "k8s",
+        "--shards",
+        "4",
+        "--image",
+        "reg.example/ldb:0.1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push("--".into());
+    args.extend(flags.iter().cloned());
+    let out = run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let yaml = text(&out.stdout);
+    assert!(!yaml.contains("LDB_SHARD_SECRET=") && yaml.contains("secretKeyRef"));
+
+    // Parsed back: the Job's args are the flags, word for word.
+    let docs: Vec<Value> = yaml
+        .split("\n---\n")
+        .skip(1)
+        .map(|d| serde_yaml_ng::from_str(d).expect("YAML"))
+        .collect();
+    assert_eq!(docs.len(), 2, "{yaml}");
+    assert_eq!(docs[0]["kind"], "Service");
+    let job = &docs[1];
+    assert_eq!(job["kind"], "Job");
+    let c = &job["spec"]["template"]["spec"]["containers"][0];
+    let got: Vec<String> = serde_json::from_value(c["args"].clone()).expect("args");
+    assert_eq!(got, flags);
+
+    // The container's command run as the pod would run it (shard 0, the
+    // result file present): the benchmark sees the shard flags, then the
+    // flags unchanged, and the log gets the result between its markers.
+    let dir = tempfile::tempdir().expect("tempdir");
+    recording_binary(dir.path());
+    std::fs::write(dir.path().join("fleet run.json"), "{\"ok\": 1}\n").expect("result");
+    let command: Vec<String> = serde_json::from_value(c["command"].clone()).expect("command");
+    let env = |name: &str| {
+        c["env"]
+            .as_array()
+            .and_then(|e| e.iter().find(|v| v["name"] == name))
+            .and_then(|v| v["value"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(env("LDB_RESULT_FILE"), "fleet run.json");
+    let pod = Command::new(&command[0])
+        .args(&command[1..])
+        .args(&flags)
+        .current_dir(dir.path())
+        .env("PATH", path_with(dir.path()))
+        .env("ARGS_OUT", dir.path().join("args"))
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("LDB_RESULT_FILE", env("LDB_RESULT_FILE"))
+        .env("LDB_KEEP_SECONDS", "0")
+        .output()
+        .expect("sh runs");
+    assert!(pod.status.success(), "{}", text(&pod.stderr));
+    let mut want: Vec<String> = [
+        "--shards",
+        "4",
+        "--coordinator",
+        "llm-decode-bench-0.llm-decode-bench.default.svc.cluster.local:29517",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    want.extend(flags.iter().cloned());
+    assert_eq!(recorded(&dir.path().join("args")), want);
+    let log = text(&pod.stdout);
+    assert!(
+        log.contains("result fleet run.json begin ===\n{\"ok\": 1}\n"),
+        "{log}"
+    );
+
+    // With a claim too, both printed sets validate against the API schema.
+    let mut pvc = args.clone();
+    pvc.splice(
+        2..2,
+        ["--output-volume".to_string(), "ldb-results".to_string()],
+    );
+    let out2 = run(&pvc);
+    assert!(out2.status.success(), "{}", text(&out2.stderr));
+    let file = dir.path().join("manifests.yaml");
+    std::fs::write(&file, format!("{yaml}---\n{}", text(&out2.stdout))).expect("write");
+    validate(&file);
+}
+
+/// `scripts/k8s-validate.sh FILE`: a failed validation fails the test; a
+/// validator that cannot be installed fails it under CI only.
+fn validate(file: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/k8s-validate.sh");
+    let out = Command::new(script).arg(file).output().expect("bash runs");
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    if out.status.success() {
+        assert_eq!(so.matches("passed for resource").count(), 4, "{so}{se}");
+        return;
+    }
+    let not_installed = se.contains("pip install") || se.contains("could not create a venv");
+    if not_installed && std::env::var_os("CI").is_none() {
+        eprintln!("notice: the Kubernetes schema check was skipped (no validator): {se}");
+        return;
+    }
+    panic!("the manifests did not validate:\n{so}{se}");
+}
+
+#[test]
+fn the_sbatch_script_parses_and_hands_each_task_the_flags_unchanged() {
+    let flags = tricky_flags();
+    let mut args: Vec<String> = [
+        "deploy", "slurm", "--shards", "2", "--nodes", "2", "--time", "00:20:00",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push("--".into());
+    args.extend(flags.iter().cloned());
+    let out = run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sbatch = dir.path().join("job.sh");
+    std::fs::write(&sbatch, &out.stdout).expect("write");
+    let n = Command::new("bash")
+        .arg("-n")
+        .arg(&sbatch)
+        .output()
+        .expect("bash");
+    assert!(n.status.success(), "bash -n: {}", text(&n.stderr));
+
+    // Stand-ins: scontrol expands the node list, srun runs its command as
+    // task 1 of the job (so the index is seen to come from SLURM_PROCID).
+    recording_binary(dir.path());
+    script(dir.path(), "scontrol", "printf 'node7\\nnode8\\n'\n");
+    script(
+        dir.path(),
+        "srun",
+        "while [ \"${1#--}\" != \"$1\" ]; do shift; done\nSLURM_PROCID=1 exec \"$@\"\n",
+    );
+    let job = |secret: Option<&str>| {
+        let mut c = Command::new("bash");
+        c.arg(&sbatch)
+            .current_dir(dir.path())
+            .env("PATH", path_with(dir.path()))
+            .env("ARGS_OUT", dir.path().join("args"))
+            .env("SLURM_JOB_NODELIST", "node[7-8]")
+            .env_remove("LDB_SHARD_SECRET");
+        if let Some(s) = secret {
+            c.env("LDB_SHARD_SECRET", s);
+        }
+        c.output().expect("bash runs")
+    };
+    let ran = job(Some("s3cret"));
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let mut want: Vec<String> = [
+        "--shards",
+        "2",
+        "--shard-index",
+        "1",
+        "--coordinator",
+        "node7:29517",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    want.extend(flags.iter().cloned());
+    assert_eq!(recorded(&dir.path().join("args")), want);
+
+    // Without the secret the script stops before srun, naming the variable.
+    let refused = job(None);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("LDB_SHARD_SECRET"));
+}
+
+#[test]
+fn shard_flags_among_the_benchmark_flags_are_bad_input() {
+    let out = run(&[
+        "deploy",
+        "slurm",
+        "--shards",
+        "2",
+        "--",
+        "--shard-index",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("deploy sets --shard-index itself"), "{err}");
+}
