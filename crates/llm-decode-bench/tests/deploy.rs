@@ -268,3 +268,47 @@ fn shard_flags_among_the_benchmark_flags_are_bad_input() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("deploy sets --shard-index itself"), "{err}");
 }
+
+/// `scripts/check-portable.sh` run on `bin`, with `readelf` from `path` first.
+fn check_portable(bin: &Path, path: Option<&Path>) -> (i32, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check-portable.sh");
+    let mut c = Command::new(script);
+    c.arg(bin);
+    if let Some(dir) = path {
+        c.env("PATH", path_with(dir));
+    }
+    let out = c.output().expect("bash runs");
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout) + &text(&out.stderr),
+    )
+}
+
+#[test]
+fn the_portability_check_passes_this_binary_and_fails_others() {
+    let ours = Path::new(env!("CARGO_BIN_EXE_llm-decode-bench"));
+    let (code, out) = check_portable(ours, None);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("needs libc.so.6 (allowed)"), "{out}");
+
+    // A stand-in readelf replaying what it prints for a binary that links
+    // zlib and needs glibc 2.38 (fixtures: no compiler or library needed).
+    let dir = tempfile::tempdir().expect("tempdir");
+    script(
+        dir.path(),
+        "readelf",
+        "case \"$1\" in\n\
+         -d) printf ' 0x1 (NEEDED)  Shared library: [libz.so.1]\\n 0x1 (NEEDED)  Shared library: [libc.so.6]\\n';;\n\
+         -V) printf \"Version needs section '.gnu.version_r' contains 1 entry:\\n  000000: Version: 1  File: libc.so.6  Cnt: 2\\n  0x0010:   Name: GLIBC_2.2.5  Flags: none  Version: 2\\n  0x0020:   Name: GLIBC_2.38  Flags: none  Version: 3\\n\";;\n\
+         esac\n",
+    );
+    let (code, out) = check_portable(ours, Some(dir.path()));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL: needs libz.so.1"), "{out}");
+    assert!(
+        out.contains("FAIL: needs GLIBC_2.38, newer than GLIBC_2.34"),
+        "{out}"
+    );
+    let (code, _) = check_portable(&dir.path().join("missing"), None);
+    assert_eq!(code, 2);
+}
