@@ -1,3 +1,6 @@
+//! Beyond one server process: `deploy k8s` / `deploy slurm`, the portable
+//! binary check, and `--metrics-url` over replicas behind a router.
+//!
 //! `deploy k8s` and `deploy slurm` end to end: what they print is valid
 //! (the Kubernetes API schema, `bash -n`) and carries the benchmark flags
 //! unchanged all the way to the benchmark's own command line, checked by
@@ -8,6 +11,10 @@
 //! kubernetes-validate, installed into the tool cache on first use). Where it
 //! cannot be installed the test prints a notice and passes, except under
 //! `CI`, where that is a failure.
+//!
+//! `--metrics-url`: two simulator processes behind a small round-robin TCP
+//! router made by the test; the benchmark talks to the router and reads
+//! both simulators' `/metrics`.
 
 mod common;
 
@@ -311,4 +318,141 @@ fn the_portability_check_passes_this_binary_and_fails_others() {
     );
     let (code, _) = check_portable(&dir.path().join("missing"), None);
     assert_eq!(code, 2);
+}
+
+/// A round-robin TCP router on loopback: each accepted connection goes to
+/// the next backend, bytes copied both ways until either side closes. Its
+/// threads end with the test process.
+fn start_router(backends: Vec<u16>) -> u16 {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("router binds");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for (i, conn) in listener.incoming().enumerate() {
+            let Ok(client) = conn else { continue };
+            let backend = backends[i % backends.len()];
+            let Ok(server) = TcpStream::connect(("127.0.0.1", backend)) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            };
+            let (c2, s2) = (
+                client.try_clone().expect("clone"),
+                server.try_clone().expect("clone"),
+            );
+            pipe(client, server);
+            pipe(s2, c2);
+        }
+    });
+    port
+}
+
+/// GET `path` from a loopback port (HTTP/1.0: the answer ends at close).
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    out
+}
+
+/// Wait (at most 30 s) until something listens on `port`.
+fn wait_listening(port: u16) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A counter's value in a Prometheus page (summed over its series).
+fn counter(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+struct Killed(std::process::Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn metrics_urls_sum_the_replicas_behind_a_router() {
+    let (a, b) = (common::free_port(), common::free_port());
+    let _sims = [Killed(common::spawn_sim(a)), Killed(common::spawn_sim(b))];
+    wait_listening(a);
+    wait_listening(b);
+    let router = start_router(vec![a, b]);
+    let (_d, out) = common::tmp("r.json");
+    let o = run(&[
+        "--host",
+        &format!("http://127.0.0.1:{router}"),
+        "--metrics-url",
+        &format!("http://127.0.0.1:{a}"),
+        "--metrics-url",
+        &format!("http://127.0.0.1:{b}/metrics"),
+        "--concurrency",
+        "8",
+        "--contexts",
+        "0",
+        "--duration",
+        "3",
+        "--decode-warmup-seconds",
+        "0",
+        "--skip-prefill",
+        "--display-mode",
+        "plain",
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    common::assert_valid(&doc);
+    // The KV budget is both replicas' (quickstart: 16 tokens x 200,000 blocks each).
+    let md = &doc["metadata"];
+    assert_eq!(md["kv_budget_tokens"], 2 * 16 * 200_000, "{md}");
+    assert!(
+        md["kv_budget_source"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2 replicas"),
+        "{md}"
+    );
+    // Both replicas served streams (the router alternates connections)...
+    for port in [a, b] {
+        let page = http_get(port, "/metrics");
+        assert!(
+            counter(&page, "vllm:generation_tokens_total") > 0.0,
+            "replica {port} idle"
+        );
+    }
+    // ...and the server-side count of the window is their sum: it matches
+    // the tokens the client received from both (either replica alone would
+    // be about half).
+    let cell = &doc["results"][0];
+    let client = cell["client_output_tokens"]
+        .as_f64()
+        .expect("client tokens");
+    let server = cell["server_output_tokens"]
+        .as_f64()
+        .expect("server tokens");
+    assert!(client > 0.0, "{cell}");
+    assert!(
+        (server / client - 1.0).abs() < 0.05,
+        "server {server} vs client {client}: {cell}"
+    );
 }
