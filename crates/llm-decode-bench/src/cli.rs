@@ -419,10 +419,10 @@ pub struct BenchArgs {
     /// waits still read every 0.5 s. Reading /metrics costs vLLM and SGLang CPU time.
     #[arg(long, value_name = "SECONDS", default_value_t = ldb_runner::config::DEFAULT_METRICS_INTERVAL)]
     pub metrics_interval: f64,
-    /// A replica's /metrics behind a router (repeatable: one per replica; `http://HOST:PORT`
-    /// or `…/metrics`): readiness, the KV budget and server-side validation read every replica
-    /// and sum them instead of reading the server named by --host.
-    #[arg(long, value_name = "URL")]
+    /// A replica's /metrics behind a router (repeatable, or comma-separated: one per replica;
+    /// `http://HOST:PORT` or `…/metrics`): readiness, the KV budget and server-side validation
+    /// read every replica and sum them instead of reading the server named by --host.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
     pub metrics_url: Vec<String>,
     /// Disable hardware sampling.
     #[arg(long)]

@@ -432,6 +432,12 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
             .contains("2 replicas"),
         "{md}"
     );
+    // recorded as one list, as --config and rerun read it back
+    assert_eq!(
+        md["config"]["metrics-url"],
+        format!("http://127.0.0.1:{a},http://127.0.0.1:{b}/metrics"),
+        "{md}"
+    );
     // Both replicas served streams (the router alternates connections)...
     for port in [a, b] {
         let page = http_get(port, "/metrics");
