@@ -7,6 +7,7 @@ pub mod engine_info;
 pub mod error;
 pub mod http;
 pub mod lean;
+pub mod replicas;
 pub mod scrape;
 pub mod stream;
 pub mod text_stream;

@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::Http;
+use crate::replicas::Replicas;
 use crate::stream::RunClock;
 
 /// One scrape.
@@ -85,6 +86,9 @@ pub struct Scraper {
     /// SGLang attention-TP group size under DP attention (see
     /// `MetricSet::parse_grouped`); 0 or 1 otherwise.
     attn_tp_size: u64,
+    /// `--metrics-url`: replicas read and combined instead of the server's
+    /// own `/metrics` (empty: the server's).
+    replicas: Arc<Replicas>,
 }
 
 /// Held while a measurement runs: the scraper keeps its measuring pace
@@ -120,6 +124,28 @@ impl Scraper {
         enabled: bool,
         attn_tp_size: u64,
     ) -> Scraper {
+        Scraper::start_replicas(
+            http,
+            engine,
+            clock,
+            pace,
+            enabled,
+            attn_tp_size,
+            Replicas::default(),
+        )
+    }
+
+    /// [`Scraper::start_grouped`] reading `replicas` (when not empty)
+    /// instead of the server's own `/metrics` (`--metrics-url`).
+    pub fn start_replicas(
+        http: Http,
+        engine: Engine,
+        clock: RunClock,
+        pace: ScrapePace,
+        enabled: bool,
+        attn_tp_size: u64,
+        replicas: Replicas,
+    ) -> Scraper {
         let (tx, rx) = watch::channel(None);
         let stop = CancellationToken::new();
         let s = Scraper {
@@ -131,6 +157,7 @@ impl Scraper {
             health: Arc::default(),
             measuring: Arc::new(watch::channel(0).0),
             attn_tp_size,
+            replicas: Arc::new(replicas),
         };
         if enabled {
             let me = s.clone();
@@ -202,6 +229,22 @@ impl Scraper {
     /// Prometheus sample) is `None`, and counts towards [`Scraper::lost`].
     pub async fn scrape_once(&self) -> Option<Scrape> {
         let sent = self.clock.now();
+        if !self.replicas.is_empty() {
+            let combined = self.replicas.scrape(self.engine, self.attn_tp_size).await;
+            let t = self.clock.now();
+            return match combined {
+                Ok(snap) => {
+                    self.succeeded();
+                    Some(Scrape {
+                        seq: 0,
+                        t,
+                        sent,
+                        snap,
+                    })
+                }
+                Err(reason) => self.failed(reason),
+            };
+        }
         let answer = self.http.get_text("/metrics", Duration::from_secs(5)).await;
         // Arrival, before parsing: the page's values are from no later.
         let t = self.clock.now();

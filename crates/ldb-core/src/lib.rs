@@ -35,6 +35,7 @@ pub mod prompt;
 pub mod readiness;
 pub mod redact;
 pub mod repeat;
+pub mod replicas;
 pub mod result;
 pub mod selftest;
 pub mod slo;

@@ -91,8 +91,21 @@ pub fn looks_like_secret_value(value: &str) -> bool {
     hex || base62
 }
 
-/// Removes `user:password@` from a URL-like string; other text unchanged.
+/// Removes `user:password@` from a URL-like string, or from each URL of a
+/// comma-separated list (a repeated flag such as `--metrics-url` is recorded
+/// as one); other text unchanged.
 pub fn redact_url(s: &str) -> String {
+    if s.contains(',') {
+        return s
+            .split(',')
+            .map(redact_one_url)
+            .collect::<Vec<_>>()
+            .join(",");
+    }
+    redact_one_url(s)
+}
+
+fn redact_one_url(s: &str) -> String {
     let Some(scheme_end) = s.find("://") else {
         return s.to_string();
     };
@@ -291,5 +304,15 @@ mod tests {
         assert_eq!(m["NCCL_DEBUG"], "INFO");
         assert_eq!(m["OMP_FOO"], REDACTED);
         assert!(!m.contains_key("PATH"));
+    }
+
+    #[test]
+    fn each_url_of_a_list_loses_its_credentials() {
+        assert_eq!(
+            redact_url("http://a:1,http://u:pw@b:2/metrics"),
+            format!("http://a:1,http://{REDACTED}@b:2/metrics")
+        );
+        assert_eq!(redact_url("x,y"), "x,y");
+        assert!(!redact_value("metrics-url", "http://a:1/x,http://u:pw@b").contains("pw"));
     }
 }

@@ -36,10 +36,21 @@ pub struct HelperRun<'a> {
     pub args: Vec<String>,
     /// Killed after this long.
     pub timeout: Duration,
-    /// "build it with: …" hint for a missing binary.
+    /// What to do about a missing binary ([`missing_binary_suggestion`]).
     pub suggestion: &'a str,
     /// Short name for messages (`p2pmark`, `amd_fabric`).
     pub what: &'a str,
+}
+
+/// The hint recorded with a missing or non-executable helper named by
+/// `flag` (`--amd-fabric-bin`, `--p2pmark-bin`). This project ships no helper
+/// to build (the reference's `tools/…` folders are not part of it): the user
+/// either fixes the path or drops the flag, and the built-in measurement runs.
+pub fn missing_binary_suggestion(flag: &str) -> String {
+    format!(
+        "check the path given to {flag} (an executable that prints the reference's JSON \
+         line), or leave {flag} out to run the built-in measurement"
+    )
 }
 
 /// Is `path` a regular file with an execute bit?

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ldb_fabric::helper::{HelperRun, run_helper};
+use ldb_fabric::helper::{HelperRun, missing_binary_suggestion, run_helper};
 use serde_json::Value;
 
 fn script(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
@@ -18,11 +18,12 @@ fn script(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
 }
 
 fn run(bin: &Path, timeout: Duration) -> Value {
+    let suggestion = missing_binary_suggestion("--amd-fabric-bin");
     run_helper(&HelperRun {
         bin,
         args: vec!["--size-mb".into(), "1".into()],
         timeout,
-        suggestion: "build it with: make -C tools/amd_fabric",
+        suggestion: &suggestion,
         what: "amd_fabric",
     })
 }
@@ -82,6 +83,12 @@ fn each_helper_outcome_has_its_status() {
         assert_eq!(v["status"], "missing_binary", "{v}");
         let e = v["error"].as_str().unwrap_or("");
         assert!(e.contains(&missing.display().to_string()), "{e}");
-        assert_eq!(v["suggestion"], "build it with: make -C tools/amd_fabric");
+        // The hint names the real options (this project has no tools/ to build).
+        let hint = v["suggestion"].as_str().unwrap_or("");
+        assert!(
+            hint.contains("--amd-fabric-bin") && hint.contains("built-in"),
+            "{hint}"
+        );
+        assert!(!hint.contains("make") && !hint.contains("tools/"), "{hint}");
     }
 }

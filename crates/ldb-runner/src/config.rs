@@ -105,6 +105,9 @@ pub struct RunConfig {
     /// while a window, a burst batch, an open-loop cell or a prefill probe
     /// is measured; 0 = none (the measurement's edge scrapes only).
     pub metrics_interval: f64,
+    /// `--metrics-url`: replicas behind a router whose `/metrics` are read
+    /// and combined instead of the server's own (empty: the server's).
+    pub metrics_urls: Vec<String>,
     /// Measured requests per cell; > 0 replaces the sustained matrix by
     /// request-count cells (`--request-count`).
     pub request_count: u64,
@@ -243,6 +246,7 @@ impl Default for RunConfig {
             cell_pause_seconds: 1.0,
             scrape_interval: 0.5,
             metrics_interval: DEFAULT_METRICS_INTERVAL,
+            metrics_urls: Vec::new(),
             request_count: 0,
             warmup_request_count: 0,
             run_burst: false,

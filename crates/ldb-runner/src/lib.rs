@@ -29,6 +29,7 @@ pub mod prefill;
 mod prefill_phase;
 pub mod prompts;
 mod recorder;
+mod replicas;
 pub mod rerun;
 pub mod resume;
 pub mod run;

@@ -279,10 +279,12 @@ async fn start(
     let max_c = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
     let http = Http::new(&cfg.base_url, cfg.api_key.clone(), max_c + 20)?;
     live.event(format!("startup server={}", cfg.server_label));
-    let disc = discover_when_up(&http, &cfg, &live).await?;
+    let mut disc = discover_when_up(&http, &cfg, &live).await?;
+    // --metrics-url: the replicas' metrics and KV capacity, summed
+    let replicas = crate::replicas::discover(&cfg, &mut disc, &live).await?;
     let kv = kv_budget(&cfg, &disc, &http);
     startup_events(&live, &disc, &kv);
-    let scraper = Scraper::start_grouped(
+    let scraper = Scraper::start_replicas(
         http.clone(),
         disc.engine,
         clock,
@@ -293,6 +295,7 @@ async fn start(
         },
         disc.metrics_available,
         disc.attn_tp_size,
+        replicas,
     );
     live.update(|s| {
         s.model = disc.model.clone();

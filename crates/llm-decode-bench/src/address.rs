@@ -58,6 +58,24 @@ fn compose_address(host: &str, port: Option<u16>) -> Result<(String, String), Co
     Ok((format!("http://{host}:{port}"), format!("{host}:{port}")))
 }
 
+/// `--metrics-url` values, each checked like `--host` (one line naming the
+/// URL, credentials removed, before anything is sent).
+pub fn metrics_urls(urls: &[String]) -> Result<Vec<String>, ConfigError> {
+    urls.iter()
+        .map(|u| {
+            let u = u.trim();
+            let base = ldb_client::replicas::replica_base(u);
+            ldb_client::http::check_base_url(base).map_err(|e| {
+                bad(
+                    "--metrics-url",
+                    format!("{:?}: {e}", ldb_core::redact::redact_url(u)),
+                )
+            })?;
+            Ok(u.to_string())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +130,21 @@ mod tests {
             server_address("[::1]", Some(7)).unwrap().0,
             "http://[::1]:7"
         );
+    }
+
+    #[test]
+    fn metrics_urls_are_checked_and_never_echo_credentials() {
+        let ok = metrics_urls(&[
+            "http://10.0.0.5:8000/metrics".into(),
+            " http://b:8000 ".into(),
+        ])
+        .unwrap();
+        assert_eq!(ok, ["http://10.0.0.5:8000/metrics", "http://b:8000"]);
+        let e = metrics_urls(&["ftp://u:hunter2@a/metrics".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid --metrics-url"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(metrics_urls(&["a:8000".into()]).is_err());
     }
 }

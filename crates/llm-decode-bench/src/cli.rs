@@ -61,6 +61,9 @@ pub enum Command {
     /// Run the flags recorded in a result file again (planning afresh); flags after the
     /// file override them (e.g. --host, --output).
     Rerun(RerunArgs),
+    /// Print what runs a sharded benchmark on a cluster: a Kubernetes Indexed Job
+    /// (`deploy k8s`) or an sbatch script (`deploy slurm`); benchmark flags after `--`.
+    Deploy(crate::deploy::DeployArgs),
 }
 
 /// `completions` flags.
@@ -416,6 +419,11 @@ pub struct BenchArgs {
     /// waits still read every 0.5 s. Reading /metrics costs vLLM and SGLang CPU time.
     #[arg(long, value_name = "SECONDS", default_value_t = ldb_runner::config::DEFAULT_METRICS_INTERVAL)]
     pub metrics_interval: f64,
+    /// A replica's /metrics behind a router (repeatable, or comma-separated: one per replica;
+    /// `http://HOST:PORT` or `…/metrics`): readiness, the KV budget and server-side validation
+    /// read every replica and sum them instead of reading the server named by --host.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    pub metrics_url: Vec<String>,
     /// Disable hardware sampling.
     #[arg(long)]
     pub no_hw_monitor: bool,

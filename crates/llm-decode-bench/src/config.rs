@@ -90,6 +90,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         stream_idle_timeout: a.stream_idle_timeout,
         server_down_grace: a.server_down_grace,
         metrics_interval: a.metrics_interval,
+        metrics_urls: crate::address::metrics_urls(&a.metrics_url)?,
         calibration_cache,
         // The simulator drains at once; a short pause keeps the demo run brief.
         cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },

@@ -141,11 +141,12 @@ fn run_cpu(s: &CpuFabricSettings, out: &mut impl Write) -> Value {
         }
         return v;
     };
+    let suggestion = ldb_fabric::helper::missing_binary_suggestion("--amd-fabric-bin");
     let run = ldb_fabric::helper::HelperRun {
         bin,
         args: cpu_helper_args(s),
         timeout: timeout(s.timeout_s),
-        suggestion: "build it with: make -C tools/amd_fabric",
+        suggestion: &suggestion,
         what: "amd_fabric",
     };
     announce_helper(out, "AMD fabric", &run, s.detail, "--amd-fabric-detail");
@@ -197,11 +198,12 @@ fn run_p2p(s: &P2pSettings, out: &mut impl Write) -> Value {
     let Some(bin) = &s.bin else {
         return ldb_fabric::gpu::run_p2p(s, &ldb_fabric::gpu::CudaDriver::new(s));
     };
+    let suggestion = ldb_fabric::helper::missing_binary_suggestion("--p2pmark-bin");
     let run = ldb_fabric::helper::HelperRun {
         bin,
         args: p2p_helper_args(s),
         timeout: timeout(s.timeout_s),
-        suggestion: "build it with: make -C tools/p2pmark",
+        suggestion: &suggestion,
         what: "p2pmark",
     };
     announce_helper(out, "P2P", &run, s.detail, "--p2pmark-detail");

@@ -28,6 +28,8 @@ pub(crate) enum Invocation {
     Completions(clap_complete::Shell),
     /// `man`.
     Man,
+    /// `deploy k8s|slurm …`: print manifests or an sbatch script.
+    Deploy(crate::deploy::DeployArgs),
     /// `sim …`: serve a simulator until Ctrl-C.
     Sim(crate::cli::SimArgs),
     /// `compare BASE NEW…`.
@@ -62,6 +64,7 @@ impl Invocation {
         Ok(match cli.command {
             Some(Command::Completions(a)) => Invocation::Completions(a.shell),
             Some(Command::Man) => Invocation::Man,
+            Some(Command::Deploy(a)) => Invocation::Deploy(a),
             Some(Command::Sim(a)) => Invocation::Sim(a),
             Some(Command::Compare(a)) => Invocation::Compare(a),
             Some(Command::Report(a)) => Invocation::Report(a),
@@ -82,6 +85,7 @@ impl Invocation {
         match self {
             Invocation::Completions(shell) => crate::tools::completions(shell),
             Invocation::Man => crate::tools::man(),
+            Invocation::Deploy(a) => crate::deploy::run(&a),
             Invocation::Sim(a) => crate::app::serve_sim(a).await,
             Invocation::Compare(a) => crate::compare::run(&a),
             Invocation::Report(a) => crate::report::run(&a),

@@ -17,6 +17,7 @@ mod config;
 mod config_file;
 mod cstats;
 mod cstats_config;
+mod deploy;
 mod effective;
 mod error;
 mod fabric;
@@ -71,6 +72,7 @@ fn main() {
     match invocation {
         invocation::Invocation::Completions(shell) => std::process::exit(tools::completions(shell)),
         invocation::Invocation::Man => std::process::exit(tools::man()),
+        invocation::Invocation::Deploy(ref a) => std::process::exit(deploy::run(a)),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -187,6 +187,35 @@ fn compare_of_two_fabric_files_flags_the_pair_that_regressed() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
 }
 
+/// Issue 27: a helper path that is not there is `missing_binary` with a hint
+/// that names the real options (fix the `--…-bin` path or drop it for the
+/// built-in measurement), not a build step from another project's tree.
+#[test]
+fn a_missing_helper_points_to_its_flag_and_the_built_in_measurement() {
+    let (d, out) = tmp("fabric.json");
+    let absent = d.path().join("no-such-helper");
+    let absent = absent.to_str().expect("path");
+    let o = run(&[
+        "--p2pmark-only",
+        "--p2pmark-bin",
+        absent,
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    let v = &read(&out)["p2pmark"];
+    assert_eq!(v["status"], "missing_binary", "{v}");
+    let hint = v["suggestion"].as_str().unwrap_or("");
+    assert!(
+        hint.contains("--p2pmark-bin") && hint.contains("built-in measurement"),
+        "{hint}"
+    );
+    assert!(
+        !hint.contains("make -C") && !hint.contains("tools/"),
+        "{hint}"
+    );
+}
+
 #[test]
 fn the_native_p2p_without_a_driver_says_why_and_the_benchmark_goes_on() {
     let (_d, out) = tmp("r.json");
