@@ -17,7 +17,7 @@ use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
-use crate::cell_io::{abort_sglang, drain, scout};
+use crate::cell_io::{Scouted, abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::client_load::{read_client_load, usable_cpus};
 use crate::ctx::RunCtx;
@@ -137,11 +137,12 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let at = where_(&spec);
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let prefill = if spec.context > 0 {
+    let scouted = if spec.context > 0 {
         scout(rc, &mut spec, &skip).await
     } else {
-        None
+        Scouted::default()
     };
+    let prefill = scouted.prefill;
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
@@ -166,7 +167,8 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
         s.prefill = prefill;
         return s;
     }
-    let cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    let mut cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    cell.ext.scout_timeout = scouted.timeout;
     announce_done(rc, &at, &cell);
     rc.live.update(|s| s.current = None);
     CellOutput { cell, prefill }

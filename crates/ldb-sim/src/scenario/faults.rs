@@ -66,6 +66,12 @@ pub struct FaultConfig {
     /// Seconds between those comments.
     #[serde(default = "half_f")]
     pub keepalive_interval_s: f64,
+    /// Streamed generation requests that get the keep-alive-only answer by
+    /// their order of arrival (1 = the first chat or completion request),
+    /// besides the random `keepalive_only_share`: one chosen request (a
+    /// scout, say) hangs while the others are served.
+    #[serde(default)]
+    pub keepalive_requests: Vec<u64>,
 }
 
 fn half_f() -> f64 {
@@ -95,6 +101,7 @@ impl Default for FaultConfig {
             frontend_chunk_delay_s: 0.0,
             keepalive_only_share: 0.0,
             keepalive_interval_s: half_f(),
+            keepalive_requests: Vec::new(),
         }
     }
 }
