@@ -20,6 +20,7 @@ use crate::assemble::{CellInputs, assemble};
 use crate::cell_io::{Scouted, abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::client_load::{read_client_load, usable_cpus};
+use crate::confirm_read::confirm_lone_queue;
 use crate::ctx::RunCtx;
 use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
@@ -305,6 +306,8 @@ struct WindowRecord {
     end_scrape: Option<Scrape>,
     /// Periodic scrapes sent inside the window.
     sched: Vec<Scrape>,
+    /// The confirming read of a lone queue reading (`confirm_read.rs`).
+    confirm: Option<Scrape>,
     /// Producing streams at each pass.
     producing: Vec<f64>,
     /// Longest lateness of the driver (see `stall.rs`).
@@ -407,14 +410,16 @@ async fn measure_window(
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
     let end_scrape = join_scrape(end_scrape).await;
-    pool.cancel();
     let start_scrape = join_scrape(start_scrape).await;
+    let confirm = confirm_lone_queue(rc, start_scrape.as_ref(), &sched, end_scrape.as_ref()).await;
+    pool.cancel();
     WindowRecord {
         start: ws,
         end: we,
         start_scrape,
         end_scrape,
         sched,
+        confirm,
         producing,
         stall: stall.worst(),
         load,
@@ -446,6 +451,7 @@ fn finish(
         start_scrape: win.start_scrape.as_ref(),
         end_scrape: win.end_scrape.as_ref(),
         sched: &win.sched,
+        confirm_scrape: win.confirm.as_ref(),
         producing_samples: &win.producing,
         readiness_failed: ramp.timed_out || ramp.plateau,
         accept_len_ref: rc.cfg.accept_len_ref,
