@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::{CellOutput, CellSpec};
-use crate::cell_io::{Scouted, drain, scout};
+use crate::cell_io::{drain, scout};
 use crate::cell_view::{RateTrace, enter_stage, stream_texts};
 use crate::ctx::RunCtx;
 use crate::prompts::{BodyOptions, chat_body};
@@ -108,12 +108,11 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         record_prefill: spec.record_prefill,
     };
     stage(rc, &spec, CellStage::Scout);
-    let scouted = if ctx > 0 {
-        scout(rc, &mut as_cell, &skip).await
+    let prefill = if ctx > 0 {
+        scout(rc, &mut as_cell, &skip).await.prefill
     } else {
-        Scouted::default()
+        None
     };
-    let prefill = scouted.prefill;
     let body = chat_body(
         &rc.model,
         &as_cell.messages,
@@ -172,7 +171,6 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     cell.hardware_summary = hw;
     cell.warmup_duration = measured_from - cell_start;
     cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
-    cell.ext.scout_timeout = scouted.timeout;
     drain(rc).await;
     cell.wall_time = rc.clock.now() - cell_start;
     let msg = match cell.aggregate_tps {

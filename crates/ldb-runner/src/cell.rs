@@ -20,7 +20,7 @@ use crate::assemble::{CellInputs, assemble};
 use crate::cell_io::{Scouted, abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::client_load::{read_client_load, usable_cpus};
-use crate::confirm_read::confirm_lone_queue;
+use crate::confirm_read::edge_reads;
 use crate::ctx::RunCtx;
 use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
@@ -409,10 +409,8 @@ async fn measure_window(
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
-    let end_scrape = join_scrape(end_scrape).await;
-    let start_scrape = join_scrape(start_scrape).await;
-    let confirm = confirm_lone_queue(rc, start_scrape.as_ref(), &sched, end_scrape.as_ref()).await;
-    pool.cancel();
+    let (start_scrape, end_scrape, confirm) =
+        edge_reads(rc, [start_scrape, end_scrape], &sched, pool).await;
     WindowRecord {
         start: ws,
         end: we,
@@ -563,7 +561,9 @@ fn spawn_scrape(rc: &RunCtx, wanted: bool) -> Option<tokio::task::JoinHandle<Opt
 }
 
 /// The answer of a scrape sent on its own task (None: failed, or no task).
-async fn join_scrape(task: Option<tokio::task::JoinHandle<Option<Scrape>>>) -> Option<Scrape> {
+pub(crate) async fn join_scrape(
+    task: Option<tokio::task::JoinHandle<Option<Scrape>>>,
+) -> Option<Scrape> {
     match task {
         Some(task) => task.await.ok().flatten(),
         None => None,

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use ldb_client::scrape::Scrape;
 
+use crate::cell::join_scrape;
 use crate::ctx::RunCtx;
+use crate::pool::StreamPool;
 
 /// The least time between the lone queue reading and the confirming read:
 /// a replacement request waits in the queue for one engine step (tens of
@@ -55,6 +57,25 @@ pub(crate) async fn confirm_lone_queue(
         tokio::time::sleep(Duration::from_secs_f64(wait)).await;
     }
     rc.scraper.scrape_once().await
+}
+
+/// A scrape sent on its own task.
+type ScrapeTask = Option<tokio::task::JoinHandle<Option<Scrape>>>;
+
+/// At the window's end, streams still running: the answers of the start
+/// and end scrapes, then the confirming read when one reading alone saw a
+/// queue ([`confirm_lone_queue`]); then the streams are cancelled.
+pub(crate) async fn edge_reads(
+    rc: &RunCtx,
+    [start, end]: [ScrapeTask; 2],
+    sched: &[Scrape],
+    pool: &StreamPool,
+) -> (Option<Scrape>, Option<Scrape>, Option<Scrape>) {
+    let end = join_scrape(end).await;
+    let start = join_scrape(start).await;
+    let confirm = confirm_lone_queue(rc, start.as_ref(), sched, end.as_ref()).await;
+    pool.cancel();
+    (start, end, confirm)
 }
 
 #[cfg(test)]

@@ -161,10 +161,6 @@ impl Scenario {
         )?;
         non_negative("faults.stall_seconds", f.stall_seconds)?;
         non_negative("faults.metrics_delay_s", f.metrics_delay_s)?;
-        non_negative(
-            "faults.metrics_queue_blip_after_s",
-            f.metrics_queue_blip_after_s,
-        )?;
         non_negative("faults.frontend_chunk_delay_s", f.frontend_chunk_delay_s)?;
         Ok(())
     }
