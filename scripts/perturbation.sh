@@ -3,7 +3,7 @@
 #
 #   scripts/perturbation.sh [--concurrency "1 8"] [--seconds 15] [--rounds 6]
 #                           [--doses "0 0.15 0.5"] [--scrape-rates "0 2 4"]
-#                           [--parts "direct dose scrape"] [--out FILE]
+#                           [--parts "direct dose scrape readcpu"] [--out FILE]
 #
 # The benchmark usually runs on the server's host. This starts the real vLLM
 # CPU server (scripts/vllm-server.sh, --max-num-seqs 8) and, for each
@@ -40,7 +40,13 @@
 # in alternating order, and a line of the server's rate against the reads per
 # second really made. Its slope is the cost of one read; times the
 # benchmark's in-window pace it is the slowdown those reads cause.
-# --parts chooses which of the three parts run (default: all).
+# The fourth part (readcpu, not in the default) needs no load and no CPU to
+# spare, so it also works on a machine other jobs keep busy: the CPU time
+# the server's API process spends answering one /metrics read, from its own
+# /proc counters over --reads reads in a row, minus what it used in as long
+# a time without reads, once on a fresh server and once after a C = 8 batch
+# filled the histograms (a larger page).
+# --parts chooses which parts run (default: direct, dose and scrape).
 # Prints a Markdown table (and writes it to --out when given).
 #
 # Needs: scripts/vllm-server.sh build + model done, curl, python3. Loopback only.
@@ -53,6 +59,7 @@ SECS=15
 ROUNDS=6
 DOSES="0 0.15 0.5"
 SCRAPE_RATES="0 2 4"
+READS=200
 # the benchmark's default --metrics-interval (crates/ldb-runner/src/config.rs)
 METRICS_INTERVAL=10
 PARTS="direct dose scrape"
@@ -69,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --doses) DOSES="$2"; shift 2 ;;
     --scrape-rates) SCRAPE_RATES="$2"; shift 2 ;;
     --parts) PARTS="$2"; shift 2 ;;
+    --reads) READS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) echo "perturbation.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -285,6 +293,46 @@ PY
 times() {
   python3 -c "import sys; s,h,d=map(float,sys.argv[1:]); print(f'{s*d:+.2f} % ± {h*d:.2f} %')" "$1" "$2" "$3"
 }
+# CPU seconds (user + system) the process $1 itself has used (its threads,
+# not its children: vLLM's engine core is a child of the API process).
+own_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+# "ms of API CPU per read, page kB": $READS reads in a row against a
+# stretch as long without reads.
+read_cost() {
+  local api=$1 c0 c1 c2 t0 t1 t2 kb i
+  kb=$(curl -s "$BASE/metrics" | wc -c)
+  c0=$(own_cpu "$api"); t0=$(date +%s.%N)
+  for ((i = 0; i < READS; i++)); do curl -s "$BASE/metrics" >/dev/null; done
+  c1=$(own_cpu "$api"); t1=$(date +%s.%N)
+  sleep "$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1")"
+  c2=$(own_cpu "$api"); t2=$(date +%s.%N)
+  python3 -c "import sys; c0,c1,c2,t0,t1,t2,n,kb=map(float,sys.argv[1:]); base=(c2-c1)/(t2-t1)*(t1-t0); print(f'{1000*((c1-c0)-base)/n:.1f} {kb/1000:.0f} {(t1-t0)/n*1000:.0f}')" \
+    "$c0" "$c1" "$c2" "$t0" "$t1" "$t2" "$READS" "$kb"
+}
+if has readcpu; then
+  API_PID="$(cat "${LDB_CACHE_DIR:-$HOME/.cache/llm-decode-bench}/run/vllm-server-$PORT.pid")"
+  CTABLE="| page | reads | API process CPU per read | page size | wall time per read |
+|---|---|---|---|---|"
+  read -r ms kb wall < <(read_cost "$API_PID")
+  CTABLE+=$'\n'"| fresh server | $READS | $ms ms | $kb kB | $wall ms |"
+  log "fresh server: $ms ms of API CPU per read ($kb kB page, $wall ms each)"
+  # a batch of C = 8 requests of 64 tokens fills the latency histograms
+  write_body "readcpu-$RANDOM"
+  python3 - "$BODY" <<'PY' >"$WORK/short.json"
+import json, sys
+b = json.load(open(sys.argv[1])); b["max_tokens"] = 64
+print(json.dumps(b))
+PY
+  for ((i = 0; i < 8; i++)); do
+    curl -sN -H 'Content-Type: application/json' --data @"$WORK/short.json" "$BASE/v1/chat/completions" >/dev/null &
+  done
+  wait
+  read -r ms kb wall < <(read_cost "$API_PID")
+  CTABLE+=$'\n'"| after a C = 8 batch | $READS | $ms ms | $kb kB | $wall ms |"
+  log "after a batch: $ms ms of API CPU per read ($kb kB page, $wall ms each)"
+fi
 for c in $CONCS; do
   curl_rates=() bench_rates=() curl_cpu=() bench_cpu=()
   if has scrape; then
@@ -351,5 +399,6 @@ REPORT=""
 has direct && REPORT+="$TABLE"$'\n\n'
 has dose && REPORT+="$STABLE"$'\n\n'
 has scrape && REPORT+="$RTABLE"$'\n'
+has readcpu && REPORT+=$'\n'"$CTABLE"$'\n'
 printf '%s' "$REPORT"
 if [[ -n "$OUT" ]]; then printf '%s' "$REPORT" >"$OUT"; fi

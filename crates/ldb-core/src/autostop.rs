@@ -6,7 +6,8 @@
 //! stop when their number is known". In short:
 //!
 //! * The window so far is cut into [`BATCHES`] sub-windows of equal length
-//!   (they lengthen as the window grows); each batch's rate is its token
+//!   (they lengthen as the window grows; past ten seconds one per second, up
+//!   to [`MAX_BATCHES`]: [`batches_for`]); each batch's rate is its token
 //!   count over its length, read from the cumulative count the driver
 //!   samples every tick (linear between samples). The batch rates' mean is
 //!   exactly the window's rate.
@@ -31,9 +32,31 @@ use serde::{Deserialize, Serialize};
 
 use crate::student::t_quantile;
 
-/// Batches the window is cut into (10–30 is the usual advice for batch
-/// means; 10 keeps each batch long — half a second at a 5 s minimum).
+/// Batches a window of up to ten seconds is cut into (10–30 is the usual
+/// advice for batch means; 10 keeps each batch long — half a second at a
+/// 5 s minimum).
 pub const BATCHES: usize = 10;
+
+/// Longer windows get one batch per this many seconds, up to
+/// [`MAX_BATCHES`]: a batch never gets shorter than one second (four
+/// ticks), the length the lag-1 correction was checked down to, while the
+/// interval stops paying for few batches (Student's t with 9 degrees of
+/// freedom is 15 % wider than with 29, and ten batches estimate the lag-1
+/// correlation so coarsely that its clamp at 0 widens a window of
+/// independent noise by another 10 % on average).
+pub const MIN_BATCH_S: f64 = 1.0;
+
+/// The most batches a window is cut into.
+pub const MAX_BATCHES: usize = 30;
+
+/// Batches of a window `elapsed` seconds long: [`BATCHES`] up to ten
+/// seconds, then one per [`MIN_BATCH_S`] up to [`MAX_BATCHES`].
+pub fn batches_for(elapsed: f64) -> usize {
+    if !(elapsed.is_finite() && elapsed > 0.0) {
+        return BATCHES;
+    }
+    ((elapsed / MIN_BATCH_S).floor() as usize).clamp(BATCHES, MAX_BATCHES)
+}
 
 /// The largest lag-1 autocorrelation the interval corrects for; above it
 /// the batches are too short for the window's correlation and the
@@ -63,8 +86,13 @@ pub struct DurationAuto {
     pub min_duration: f64,
     /// How the interval is computed ([`METHOD`]).
     pub method: String,
-    /// Batches per window ([`BATCHES`]).
+    /// Batches of a window up to ten seconds ([`BATCHES`]).
     pub batches: u32,
+    /// Longer windows: one batch per this many seconds ([`MIN_BATCH_S`]);
+    /// 0 in files from before longer windows got more batches.
+    pub min_batch_s: f64,
+    /// … up to this many ([`MAX_BATCHES`]; 0 in those files).
+    pub max_batches: u32,
 }
 
 impl DurationAuto {
@@ -75,6 +103,8 @@ impl DurationAuto {
             min_duration: rule.min_s,
             method: METHOD.to_string(),
             batches: BATCHES as u32,
+            min_batch_s: MIN_BATCH_S,
+            max_batches: MAX_BATCHES as u32,
         }
     }
 }
@@ -216,7 +246,7 @@ pub fn estimate(rates: &[f64]) -> Option<RateEstimate> {
 
 /// The estimate of a window `elapsed` seconds long from its samples.
 pub fn estimate_window(samples: &[(f64, u64)], elapsed: f64) -> Option<RateEstimate> {
-    estimate(&batch_rates(samples, elapsed, BATCHES))
+    estimate(&batch_rates(samples, elapsed, batches_for(elapsed)))
 }
 
 /// Whether the window closes now: at the maximum always, on the interval

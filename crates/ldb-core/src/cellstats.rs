@@ -122,13 +122,16 @@ pub fn scheduler_fields(
 /// shares of time), and a queue counts towards the verdict only when at
 /// least two readings saw one: with two to four reads a window, one read
 /// that caught a restarting request's moment in the queue is no evidence
-/// of a limit (`max_running < C` still is).
+/// of a limit (`max_running < C` still is). `confirming_queue_reads`:
+/// reads taken after the window to confirm a lone reading's queue that saw
+/// one too; they count towards the two readings but enter no mean.
 pub fn scheduler_fields_timed(
     concurrency: u32,
     samples: &[SchedSample],
     weights: &[f64],
     readiness_failed: bool,
     streams_in_window: f64,
+    confirming_queue_reads: usize,
 ) -> SchedulerFields {
     fields(
         concurrency,
@@ -136,7 +139,7 @@ pub fn scheduler_fields_timed(
         weights,
         readiness_failed,
         streams_in_window,
-        2,
+        2_usize.saturating_sub(confirming_queue_reads),
     )
 }
 
@@ -164,7 +167,7 @@ fn fields(
         )
     };
     let queue_reads = samples.iter().filter(|s| s.waiting > 0.0).count();
-    let (avg_q_v, qfrac_v) = if queue_reads >= min_queue_reads {
+    let (avg_q_v, qfrac_v) = if queue_reads > 0 && queue_reads >= min_queue_reads {
         (avg_q, qfrac)
     } else {
         (0.0, 0.0)
@@ -217,18 +220,38 @@ mod tests {
         let samples = [s(8.0, 0.0), s(8.0, 2.0), s(8.0, 0.0), s(8.0, 0.0)];
         assert!(scheduler_fields(8, &samples, false, 8.0).capacity_limited);
         let w = crate::gauge_mean::reading_weights(&[0.0, 10.0, 20.0, 30.0], 0.0, 30.0);
-        let f = scheduler_fields_timed(8, &samples, &w, false, 8.0);
+        let f = scheduler_fields_timed(8, &samples, &w, false, 8.0, 0);
         assert!(!f.capacity_limited, "{f:?}");
         assert!(
             (f.avg_queue_reqs - 2.0 * 10.0 / 30.0).abs() < 1e-9,
             "time-weighted"
         );
         let twice = [s(8.0, 0.0), s(8.0, 2.0), s(8.0, 2.0), s(8.0, 0.0)];
-        assert!(scheduler_fields_timed(8, &twice, &w, false, 8.0).capacity_limited);
+        assert!(scheduler_fields_timed(8, &twice, &w, false, 8.0, 0).capacity_limited);
         // Fewer running than C is a limit on any number of reads.
         let short = [s(6.0, 0.0), s(6.0, 0.0)];
         let w2 = crate::gauge_mean::reading_weights(&[0.0, 30.0], 0.0, 30.0);
-        assert!(scheduler_fields_timed(8, &short, &w2, false, 8.0).capacity_limited);
+        assert!(scheduler_fields_timed(8, &short, &w2, false, 8.0, 0).capacity_limited);
+    }
+
+    /// Issue 24 item 8: while the verdict rests on one reading, a read taken
+    /// after the window decides it: it counts as the second reading when it
+    /// saw a queue too, and changes no mean (the queue share stays the lone
+    /// reading's share of the window).
+    #[test]
+    fn a_confirming_read_makes_a_lone_queue_reading_count() {
+        let samples = [s(8.0, 0.0), s(8.0, 3.0), s(8.0, 0.0)];
+        let w = crate::gauge_mean::reading_weights(&[0.0, 15.0, 30.0], 0.0, 30.0);
+        let alone = scheduler_fields_timed(8, &samples, &w, false, 8.0, 0);
+        assert!(!alone.capacity_limited, "{alone:?}");
+        let confirmed = scheduler_fields_timed(8, &samples, &w, false, 8.0, 1);
+        assert!(confirmed.capacity_limited, "{confirmed:?}");
+        assert_eq!(confirmed.avg_queue_reqs, alone.avg_queue_reqs);
+        assert!((confirmed.queue_fraction - 0.5).abs() < 1e-9);
+        // A confirmation without any queue reading in the window adds nothing.
+        let none = [s(8.0, 0.0), s(8.0, 0.0)];
+        let w2 = crate::gauge_mean::reading_weights(&[0.0, 30.0], 0.0, 30.0);
+        assert!(!scheduler_fields_timed(8, &none, &w2, false, 8.0, 1).capacity_limited);
     }
 
     #[test]

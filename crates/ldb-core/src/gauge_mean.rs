@@ -8,7 +8,8 @@
 //! step function through the readings), the end scrape included: it is sent
 //! at the window's end while the streams still run. The record of what a
 //! mean rests on ([`GaugeBasis`]) goes into the cell: how many readings and
-//! the longest stretch of the window a single reading had to stand for.
+//! the longest stretch of the window a single reading had to stand for, and
+//! the confirming read taken when one reading alone saw a queue.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,13 @@ pub struct GaugeBasis {
     pub max_gap_s: f64,
     /// Readings that saw a non-empty queue.
     pub queue_scrapes: u64,
+    /// Extra `/metrics` reads sent after the end scrape, while the streams
+    /// still ran, because exactly one reading saw a queue and the verdict
+    /// would rest on it (0 or 1). They enter no mean.
+    pub confirm_scrapes: u64,
+    /// Of those, the ones that saw a queue too: only then does the lone
+    /// reading's queue count towards the capacity verdict.
+    pub confirm_queue_scrapes: u64,
 }
 
 /// Method name of [`GaugeBasis::method`].

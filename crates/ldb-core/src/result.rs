@@ -258,6 +258,11 @@ pub struct CellExtras {
     /// cells with `/metrics`; see `gauge_mean.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_gauge_basis: Option<crate::gauge_mean::GaugeBasis>,
+    /// Why the cell's scout ended without a token: it waited its whole
+    /// first-token limit (a server sending only keep-alive comments, say).
+    /// Absent when the scout answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scout_timeout: Option<String>,
     /// Output tokens per joule of GPU energy in the window (0 when unknown).
     pub tokens_per_joule: f64,
     /// Streams launched → window start.

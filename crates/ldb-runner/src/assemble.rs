@@ -39,6 +39,9 @@ pub struct CellInputs<'a> {
     pub end_scrape: Option<&'a Scrape>,
     /// Scrapes sent inside the window.
     pub sched: &'a [Scrape],
+    /// The read taken after the end scrape because one reading alone saw a
+    /// queue (`confirm_read.rs`).
+    pub confirm_scrape: Option<&'a Scrape>,
     /// Producing-stream counts sampled inside the window.
     pub producing_samples: &'a [f64],
     /// Readiness timed out or plateaued.

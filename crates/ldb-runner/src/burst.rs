@@ -109,7 +109,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     };
     stage(rc, &spec, CellStage::Scout);
     let prefill = if ctx > 0 {
-        scout(rc, &mut as_cell, &skip).await
+        scout(rc, &mut as_cell, &skip).await.prefill
     } else {
         None
     };

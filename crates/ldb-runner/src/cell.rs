@@ -17,9 +17,10 @@ use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
-use crate::cell_io::{abort_sglang, drain, scout};
+use crate::cell_io::{Scouted, abort_sglang, drain, scout};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::client_load::{read_client_load, usable_cpus};
+use crate::confirm_read::edge_reads;
 use crate::ctx::RunCtx;
 use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
@@ -137,11 +138,12 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let at = where_(&spec);
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let prefill = if spec.context > 0 {
+    let scouted = if spec.context > 0 {
         scout(rc, &mut spec, &skip).await
     } else {
-        None
+        Scouted::default()
     };
+    let prefill = scouted.prefill;
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
@@ -166,7 +168,8 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
         s.prefill = prefill;
         return s;
     }
-    let cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    let mut cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    cell.ext.scout_timeout = scouted.timeout;
     announce_done(rc, &at, &cell);
     rc.live.update(|s| s.current = None);
     CellOutput { cell, prefill }
@@ -303,6 +306,8 @@ struct WindowRecord {
     end_scrape: Option<Scrape>,
     /// Periodic scrapes sent inside the window.
     sched: Vec<Scrape>,
+    /// The confirming read of a lone queue reading (`confirm_read.rs`).
+    confirm: Option<Scrape>,
     /// Producing streams at each pass.
     producing: Vec<f64>,
     /// Longest lateness of the driver (see `stall.rs`).
@@ -404,15 +409,15 @@ async fn measure_window(
     // Hardware covers the window only, like the tokens it is divided into:
     // not the end scrape, the stream shutdown or the drain.
     let hw_end = rc.hw_mark();
-    let end_scrape = join_scrape(end_scrape).await;
-    pool.cancel();
-    let start_scrape = join_scrape(start_scrape).await;
+    let (start_scrape, end_scrape, confirm) =
+        edge_reads(rc, [start_scrape, end_scrape], &sched, pool).await;
     WindowRecord {
         start: ws,
         end: we,
         start_scrape,
         end_scrape,
         sched,
+        confirm,
         producing,
         stall: stall.worst(),
         load,
@@ -444,6 +449,7 @@ fn finish(
         start_scrape: win.start_scrape.as_ref(),
         end_scrape: win.end_scrape.as_ref(),
         sched: &win.sched,
+        confirm_scrape: win.confirm.as_ref(),
         producing_samples: &win.producing,
         readiness_failed: ramp.timed_out || ramp.plateau,
         accept_len_ref: rc.cfg.accept_len_ref,
@@ -555,7 +561,9 @@ fn spawn_scrape(rc: &RunCtx, wanted: bool) -> Option<tokio::task::JoinHandle<Opt
 }
 
 /// The answer of a scrape sent on its own task (None: failed, or no task).
-async fn join_scrape(task: Option<tokio::task::JoinHandle<Option<Scrape>>>) -> Option<Scrape> {
+pub(crate) async fn join_scrape(
+    task: Option<tokio::task::JoinHandle<Option<Scrape>>>,
+) -> Option<Scrape> {
     match task {
         Some(task) => task.await.ok().flatten(),
         None => None,

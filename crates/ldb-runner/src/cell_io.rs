@@ -7,35 +7,75 @@ use std::time::Duration;
 
 use ldb_client::stream::{StreamEnv, StreamOutcome};
 use ldb_core::engine::Engine;
+use ldb_core::failure::{FailureKind, RequestError};
+use ldb_core::readiness::auto_limit;
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::cell::CellSpec;
 use crate::cold::hit_cache;
+use crate::config::WARMUP_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::prefill::{entry, probe, validated_probe};
+
+/// What the scout left behind.
+#[derive(Debug, Default)]
+pub(crate) struct Scouted {
+    /// The context's prefill row, when this scout recorded one.
+    pub prefill: Option<PrefillEntry>,
+    /// Why the scout ended without a token at its limit (`scout_timeout`).
+    pub timeout: Option<String>,
+}
+
+/// How long the scout waits for its token (methodology §6.1): like the
+/// warmup, `--cell-warmup-timeout-seconds` when given; else the warmup's
+/// fixed bound, raised for a long prompt to what the readiness limit of one
+/// stream allows at the measured prefill speed (a 1M-token prompt on a slow
+/// server may need more than the fixed bound to prefill). Without it a
+/// server that answers 200 and then only keep-alive comments held the cell
+/// for the 30-minute first-token limit.
+pub(crate) fn scout_limit(rc: &RunCtx, context: u64) -> Duration {
+    if rc.cfg.cell_warmup_timeout > 0.0 {
+        return rc.cfg.warmup_limit();
+    }
+    let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
+    Duration::from_secs_f64(WARMUP_LIMIT_S.max(auto_limit(1, context, rate)))
+}
+
+/// The scout's failure when it is the first-token limit running out (the
+/// cell goes on; the event log and the cell say so).
+fn ran_out(e: Option<&RequestError>) -> Option<String> {
+    e.filter(|e| e.kind == FailureKind::Stalled)
+        .map(|e| e.message.clone())
+}
 
 /// The scout: one `max_tokens=1` request with the cell's prompt, so the
 /// streams find its prefix cached; for the first cell of a context it is
 /// measured and becomes the integrated prefill row. A measured scout whose
 /// prompt went out before gets a fresh one, written into `spec` for the
-/// cell's streams (see `cold.rs`).
-pub(crate) async fn scout(
-    rc: &RunCtx,
-    spec: &mut CellSpec,
-    skip: &CancellationToken,
-) -> Option<PrefillEntry> {
+/// cell's streams (see `cold.rs`). Bounded by [`scout_limit`].
+pub(crate) async fn scout(rc: &RunCtx, spec: &mut CellSpec, skip: &CancellationToken) -> Scouted {
+    let ctx = spec.context;
     let env = StreamEnv {
         cancel: skip.clone(),
-        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        first_token_timeout: Some(scout_limit(rc, ctx)),
         ..StreamEnv::new(rc.http.clone(), rc.clock)
     };
-    let ctx = spec.context;
     if !spec.record_prefill {
         rc.sent_prompts.mark(&spec.messages);
-        probe(&env, &rc.model, &spec.messages, skip).await;
-        return None;
+        let p = probe(&env, &rc.model, &spec.messages, skip).await;
+        let timeout = ran_out(p.error.as_ref());
+        if let Some(why) = &timeout {
+            rc.live.event(format!(
+                "scout ctx={} got no token: {why}; the cell goes on",
+                format_context(ctx)
+            ));
+        }
+        return Scouted {
+            prefill: None,
+            timeout,
+        };
     }
     if let Some(fresh) = rc.sent_prompts.cold(&spec.messages) {
         rc.live.event(format!(
@@ -56,8 +96,25 @@ pub(crate) async fn scout(
             "integrated prefill failed ctx={}: {e}",
             format_context(ctx)
         ));
-        return None;
+        return Scouted {
+            prefill: None,
+            timeout: ran_out(Some(e)),
+        };
     }
+    Scouted {
+        prefill: measured_row(rc, ctx, &p, validation),
+        timeout: None,
+    }
+}
+
+/// The integrated prefill row of a scout that answered, unless the server
+/// served its prompt from the prefix cache.
+fn measured_row(
+    rc: &RunCtx,
+    ctx: u64,
+    p: &crate::prefill::ProbeResult,
+    validation: ldb_core::result::ServerValidation,
+) -> Option<PrefillEntry> {
     let cached = p.cached_tokens.unwrap_or(0).max(validation.cached_tokens);
     let prompt = p.prompt_tokens.unwrap_or(ctx);
     if hit_cache(prompt, cached) {
@@ -72,7 +129,7 @@ pub(crate) async fn scout(
     let row = entry(
         ldb_core::result::PrefillMethod::IntegratedScout,
         ctx,
-        &p,
+        p,
         validation,
         use_server,
     );

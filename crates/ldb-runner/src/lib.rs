@@ -15,6 +15,7 @@ pub mod client_load;
 pub mod coding_peak;
 mod cold;
 pub mod config;
+mod confirm_read;
 pub mod cstats;
 pub mod ctx;
 pub mod kvbudget;

@@ -48,9 +48,10 @@ pub(crate) async fn decode_warmup(
         auto_stop: None,
         record_prefill: false,
     };
-    // The scout's own first-token limit is 30 minutes: a watchdog cuts the
-    // cell (through its skip token) once scout, ramp-up and window had
-    // their share, plus time to drain.
+    // The scout and the ramp-up are each bounded (`cell_io::scout_limit`,
+    // the readiness limit); a watchdog still cuts the cell (through its
+    // skip token) once scout, ramp-up and window had their share, plus time
+    // to drain: a long prompt's scout limit may exceed the warmup's.
     let bound = 2.0 * rc.cfg.warmup_limit().as_secs_f64() + secs + WARMUP_DRAIN_S;
     let watchdog = tokio_util::sync::CancellationToken::new();
     let timer = {

@@ -129,7 +129,7 @@ async fn rate_cell(
     };
     // The scout warms the context's prefix cache, as before a decode cell.
     let prefill = if context > 0 {
-        scout(rc, &mut spec, &skip).await
+        scout(rc, &mut spec, &skip).await.prefill
     } else {
         None
     };

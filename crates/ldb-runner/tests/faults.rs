@@ -246,3 +246,32 @@ async fn a_scout_retried_after_a_failure_measures_a_cold_prompt() {
     );
     sim.shutdown().await;
 }
+
+/// Issue 24: the scout before a regular cell used the 30-minute first-token
+/// limit, so a server that sends only keep-alive comments to it held the
+/// run. Only the scout (request 3, after the start-up and prefill warmups)
+/// hangs here; it is bounded like the warmup (`--cell-warmup-timeout-seconds`
+/// when given), the cell goes on and measures, and the cell says its scout
+/// ran into the limit. The prefill row is not recorded from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scout_fed_only_keep_alives_ends_at_the_warmup_limit_and_is_labelled() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| s.faults.keepalive_requests = vec![3]).await;
+    let mut cfg = config(&sim, &[1], &[8192], 1.5);
+    cfg.cell_warmup_timeout = 5.0;
+    cfg.ready_stable_seconds = 1.0;
+    let run = bench(cfg, Arc::default());
+    let (doc, _) = tokio::time::timeout(std::time::Duration::from_secs(90), run)
+        .await
+        .expect("the run ends: the scout is bounded");
+    assert_eq!(sim.stats().http.injected_keepalive_only, 1);
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Ok, "{:?}", r.ext);
+    assert!(r.aggregate_tps.is_some_and(|v| v > 0.0));
+    let why = r.ext.scout_timeout.as_deref().unwrap_or_default();
+    assert!(why.contains("no token within 5 s"), "{why:?}");
+    let log = doc.event_log.join("\n");
+    assert!(log.contains("integrated prefill failed ctx=8k"), "{log}");
+    assert!(!doc.prefill.contains_key(&8192), "{:?}", doc.prefill);
+    sim.shutdown().await;
+}

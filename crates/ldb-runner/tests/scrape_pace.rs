@@ -100,3 +100,40 @@ async fn a_slow_end_scrape_is_sent_before_the_streams_stop() {
     );
     sim.shutdown().await;
 }
+
+/// Issue 24 item 8: a window read only at its edges (`--metrics-interval
+/// 0`) where the end scrape alone shows a queue (the simulator's phantom
+/// queue, the first read 4 s after the streams started; the window runs
+/// from about 1.2 s to 7.2 s). The verdict would rest on that one reading,
+/// so the cell reads `/metrics` once more before it is final, streams still
+/// running. A queue the confirming read no longer sees leaves the cell `ok`;
+/// one it sees too makes it capacity-limited. The basis records the read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_queue_reading_is_confirmed_or_dismissed_by_one_more_read() {
+    let _serial = SERIAL.lock().await;
+    for (reads, limited) in [(1, false), (2, true)] {
+        let sim = start(FLAT, |s| {
+            s.faults.metrics_queue_blip_after_s = 4.0;
+            s.faults.metrics_queue_blip_reads = reads;
+        })
+        .await;
+        let mut cfg = config(&sim, &[2], &[0], 6.0);
+        cfg.metrics_interval = 0.0;
+        cfg.ready_stable_seconds = 1.0;
+        let (doc, _) = bench(cfg, Arc::default()).await;
+        let r = cell(&doc, 2, 0);
+        let basis = r.ext.server_gauge_basis.clone().expect("basis");
+        assert_eq!(basis.queue_scrapes, 1, "{basis:?}");
+        assert_eq!(basis.confirm_scrapes, 1, "{basis:?}");
+        assert_eq!(basis.confirm_queue_scrapes, u64::from(limited), "{basis:?}");
+        assert_eq!(r.sched.capacity_limited, limited, "{:?}", r.sched);
+        let want = if limited {
+            CellStatus::CapacityLimited
+        } else {
+            CellStatus::Ok
+        };
+        assert_eq!(r.ext.status, want, "{}", r.ext.status_reason);
+        assert_eq!(sim.stats().http.injected_queue_blips, u64::from(reads));
+        sim.shutdown().await;
+    }
+}

@@ -50,6 +50,13 @@ pub struct HttpStats {
     pub injected_keepalive_only: u64,
     /// `/metrics` answers that failed on purpose.
     pub metrics_failures: u64,
+    /// `/metrics` answers that showed the phantom queue of
+    /// `metrics_queue_blip_after_s`.
+    pub injected_queue_blips: u64,
+    /// The generation request whose quiet stretch the last phantom queue
+    /// belonged to (its arrival, seconds since the start), and the reads of
+    /// it still to show.
+    pub(crate) queue_blip_state: (f64, u32),
     /// When each generation request arrived, seconds since the simulator
     /// started (the first [`MAX_ARRIVALS`]): the truth an open-loop
     /// client's schedule is checked against.

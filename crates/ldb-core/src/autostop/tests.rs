@@ -107,6 +107,40 @@ fn strongly_correlated_rate_keeps_an_honest_interval() {
     assert!(share >= 0.85, "coverage {share}");
 }
 
+/// Coverage of the AR(1) rates above over 30 s windows, which are cut into
+/// 30 one-second batches (`batches_for`): the batch is as long against the
+/// correlation time as in the 10 s cases, with three times the batches.
+#[test]
+fn thirty_one_second_batches_keep_the_coverage() {
+    assert_eq!(batches_for(30.0), MAX_BATCHES);
+    assert_eq!(
+        (batches_for(5.0), batches_for(10.9), batches_for(17.5)),
+        (10, 10, 17)
+    );
+    let mu = 1000.0;
+    let share = |phi: f64, sd: f64, seed0: u64| {
+        let runs = 200;
+        let covered = (0..runs)
+            .filter(|i| {
+                // Read at the driver's 250 ms ticks, as a cell reads its count.
+                let s: Vec<_> = ar1_window(seed0 + i, mu, phi, sd, 30.0)
+                    .into_iter()
+                    .skip(24)
+                    .step_by(25)
+                    .collect();
+                let e = estimate_window(&s, 30.0).expect("estimate");
+                e.batches == 30 && (e.low()..=e.high()).contains(&mu)
+            })
+            .count();
+        covered as f64 / runs as f64
+    };
+    let mild = share(0.95, 0.05, 5000);
+    let strong = share(0.99, 0.02, 9000);
+    eprintln!("coverage over 30 one-second batches: {mild} and {strong}");
+    assert!((0.90..=0.995).contains(&mild), "coverage {mild}");
+    assert!(strong >= 0.85, "coverage {strong}");
+}
+
 #[test]
 fn a_rate_drifting_ten_percent_over_thirty_seconds_does_not_close() {
     // The step time grows 10 % over 30 s: the rate falls by about 9 %.

@@ -120,6 +120,7 @@ pub(super) fn scheduler(i: &CellInputs<'_>) -> SchedulerFields {
         &weights,
         i.readiness_failed,
         producing_mean,
+        usize::from(confirm_saw_queue(i)),
     )
 }
 
@@ -137,6 +138,13 @@ pub(super) fn kv_usage(i: &CellInputs<'_>) -> (f64, f64) {
     )
 }
 
+/// Whether the confirming read (taken when one reading alone saw a
+/// queue) saw one too.
+fn confirm_saw_queue(i: &CellInputs<'_>) -> bool {
+    i.confirm_scrape
+        .is_some_and(|s| s.snap.waiting.unwrap_or(0.0) > 0.0)
+}
+
 /// What the gauge means rest on; none without a reading.
 pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
     let (reads, weights) = gauge_readings(i);
@@ -148,6 +156,8 @@ pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
             .iter()
             .filter(|s| s.snap.waiting.unwrap_or(0.0) > 0.0)
             .count() as u64,
+        confirm_scrapes: u64::from(i.confirm_scrape.is_some()),
+        confirm_queue_scrapes: u64::from(confirm_saw_queue(i)),
     })
 }
 

@@ -126,6 +126,7 @@ fn inputs<'a>(
         start_scrape: Some(start),
         end_scrape: Some(end),
         sched,
+        confirm_scrape: None,
         producing_samples: &[2.0, 2.0, 2.0],
         readiness_failed: false,
         accept_len_ref: 0.0,
@@ -312,4 +313,38 @@ fn sparse_scrapes_give_time_weighted_gauges_and_need_two_queue_reads() {
     assert_eq!((basis.scrapes, basis.queue_scrapes), (3, 1));
     // The end scrape, read at 20.045, stands at the window's end (20.0).
     assert!((basis.max_gap_s - 4.98).abs() < 0.01, "{basis:?}");
+}
+
+/// Issue 24 item 8: the same window as above, where one reading alone saw
+/// the queue, now with the read the cell takes after its end scrape to
+/// confirm it. A confirming read that sees a queue too makes the queue count
+/// (the lone reading stands for half the window: mean 1.0 queued); one that
+/// sees none leaves the cell as it was. Either way the basis records it.
+#[test]
+fn a_confirming_read_decides_a_lone_queue_reading() {
+    let outcomes = two_streams();
+    let with = |t: f64, tokens: f64, waiting: f64| {
+        let mut s = scrape(t, tokens, 2.0);
+        s.snap.waiting = Some(waiting);
+        s
+    };
+    let (a, b) = (with(10.05, 1000.0, 0.0), with(20.05, 1195.0, 0.0));
+    let sched = [with(12.05, 1040.0, 2.0)];
+    for (confirm_waiting, limited) in [(3.0, true), (0.0, false)] {
+        let confirm = with(20.6, 1200.0, confirm_waiting);
+        let mut i = inputs(&outcomes, &a, &b, &sched);
+        i.confirm_scrape = Some(&confirm);
+        let cell = assemble(i);
+        assert_eq!(cell.sched.capacity_limited, limited, "{:?}", cell.sched);
+        let basis = cell.ext.server_gauge_basis.expect("basis");
+        assert_eq!((basis.scrapes, basis.queue_scrapes), (3, 1));
+        assert_eq!(basis.confirm_scrapes, 1);
+        assert_eq!(basis.confirm_queue_scrapes, u64::from(limited));
+        // The confirming read enters no mean: only the lone reading's queue.
+        assert!(
+            (cell.sched.avg_queue_reqs - 0.9955).abs() < 1e-3,
+            "{:?}",
+            cell.sched
+        );
+    }
 }

@@ -51,6 +51,20 @@ pub struct FaultConfig {
     /// (the connection stays open; 0 = off).
     #[serde(default)]
     pub metrics_hang_after: u32,
+    /// `/metrics` reads arriving at least this long after the latest
+    /// generation request show `metrics_queue_blip` more waiting requests
+    /// than the engine has, for `metrics_queue_blip_reads` reads, once per
+    /// such quiet stretch (0 = off): a queue gauge caught at an instant (a
+    /// restarting request waiting for the next step) that later reads no
+    /// longer see.
+    #[serde(default)]
+    pub metrics_queue_blip_after_s: f64,
+    /// How many reads in a row show it.
+    #[serde(default = "one_u32")]
+    pub metrics_queue_blip_reads: u32,
+    /// Waiting requests such a read adds.
+    #[serde(default = "two_usize")]
+    pub metrics_queue_blip: usize,
     /// A slow HTTP front end: each streamed chunk waits this long before it
     /// is written, one chunk per write (0 = off). When the engine generates
     /// faster, a backlog grows and the client receives fewer tokens per second
@@ -66,6 +80,12 @@ pub struct FaultConfig {
     /// Seconds between those comments.
     #[serde(default = "half_f")]
     pub keepalive_interval_s: f64,
+    /// Streamed generation requests that get the keep-alive-only answer by
+    /// their order of arrival (1 = the first chat or completion request),
+    /// besides the random `keepalive_only_share`: one chosen request (a
+    /// scout, say) hangs while the others are served.
+    #[serde(default)]
+    pub keepalive_requests: Vec<u64>,
 }
 
 fn half_f() -> f64 {
@@ -92,11 +112,23 @@ impl Default for FaultConfig {
             metrics_fail_share: 0.0,
             metrics_garbage_after: 0,
             metrics_hang_after: 0,
+            metrics_queue_blip_after_s: 0.0,
+            metrics_queue_blip_reads: one_u32(),
+            metrics_queue_blip: two_usize(),
             frontend_chunk_delay_s: 0.0,
             keepalive_only_share: 0.0,
             keepalive_interval_s: half_f(),
+            keepalive_requests: Vec::new(),
         }
     }
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+fn two_usize() -> usize {
+    2
 }
 
 fn one_f() -> f64 {

@@ -84,7 +84,11 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
             http.arrivals.push(st.started.elapsed().as_secs_f64());
         }
     }
-    if req.stream && f.keepalive_only_share > 0.0 && st.draw() < f.keepalive_only_share {
+    let keepalive_chosen = f.keepalive_requests.contains(&ordinal);
+    if req.stream
+        && (keepalive_chosen
+            || (f.keepalive_only_share > 0.0 && st.draw() < f.keepalive_only_share))
+    {
         lock(&st.http).injected_keepalive_only += 1;
         return keepalive_only(Duration::from_secs_f64(f.keepalive_interval_s));
     }

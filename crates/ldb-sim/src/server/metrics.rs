@@ -1,5 +1,6 @@
 //! `GET /metrics`: Prometheus text exposition with each engine's names, types and labels.
 
+mod blip;
 mod llamacpp;
 mod sglang;
 mod vllm;
@@ -23,16 +24,19 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     st.count("GET /metrics");
     let f = &st.cfg.faults;
     // One lock: note when this read arrived, and how many came before it.
-    let served = {
+    let (served, blip) = {
         let mut http = lock(&st.http);
         if http.metrics_arrivals_unix.len() < super::MAX_ARRIVALS {
             let at = st.started_unix_f + st.started.elapsed().as_secs_f64();
             http.metrics_arrivals_unix.push(at);
         }
-        http.requests_by_endpoint
+        let blip = blip::phantom_queue(f, &mut http, st.started.elapsed().as_secs_f64());
+        let served = http
+            .requests_by_endpoint
             .get("GET /metrics")
             .copied()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        (served, blip)
     };
     if f.metrics_hang_after > 0 && served > u64::from(f.metrics_hang_after) {
         // Long enough for any client to give up; the task ends with the server.
@@ -53,7 +57,8 @@ pub(crate) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         lock(&st.http).metrics_failures += 1;
         return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response();
     }
-    let s = st.engine.snapshot();
+    let mut s = st.engine.snapshot();
+    s.waiting += blip;
     let mut body = render(st.personality, &st.cfg, &s);
     // Python's Prometheus client (vLLM, SGLang) adds the process's start time.
     if matches!(st.personality, Personality::Vllm | Personality::Sglang) {
