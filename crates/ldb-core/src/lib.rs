@@ -42,4 +42,5 @@ pub mod sse;
 pub mod stats;
 pub mod student;
 pub mod tokens;
+pub mod trace;
 pub mod window;
