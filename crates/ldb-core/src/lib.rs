@@ -34,6 +34,7 @@ pub mod prompt;
 pub mod readiness;
 pub mod redact;
 pub mod repeat;
+pub mod replay;
 pub mod result;
 pub mod selftest;
 pub mod slo;

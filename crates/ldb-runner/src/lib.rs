@@ -7,6 +7,7 @@
 
 mod assemble;
 pub mod burst;
+mod cache_granularity;
 pub mod cell;
 mod cell_io;
 mod cell_view;
@@ -28,6 +29,7 @@ pub mod prefill;
 mod prefill_phase;
 pub mod prompts;
 mod recorder;
+pub mod replay;
 pub mod rerun;
 pub mod resume;
 pub mod run;

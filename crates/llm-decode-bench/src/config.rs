@@ -177,7 +177,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             std::env::temp_dir().join("llm_decode_bench_calibration_cache.json")
         }))
     };
-    Ok(RunConfig {
+    let cfg = RunConfig {
         base_url,
         server_label,
         api_key: a.api_key.clone().filter(|k| !k.is_empty()),
@@ -231,7 +231,8 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         request_count: if open_loop.on { 0 } else { a.request_count },
         argv,
         ..d
-    })
+    };
+    crate::workload_config::apply(a, cfg)
 }
 
 /// `--repeat N`: at least 1, and only for the concurrency matrix.
@@ -276,7 +277,10 @@ fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigEr
         for (given, flag) in [
             (a.arrival.is_some(), "--arrival"),
             (a.seed.is_some(), "--seed"),
-            (a.max_in_flight.is_some(), "--max-in-flight"),
+            (
+                a.max_in_flight.is_some() && a.workload.trace.is_none(),
+                "--max-in-flight",
+            ),
             (a.stop_at_saturation, "--stop-at-saturation"),
         ] {
             if given {

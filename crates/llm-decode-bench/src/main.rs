@@ -9,6 +9,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_workload;
 mod coding_peak;
 mod compare;
 mod config;
@@ -26,6 +27,7 @@ mod report;
 mod rerun;
 mod selftest;
 mod tools;
+mod workload_config;
 
 use clap::Parser;
 
