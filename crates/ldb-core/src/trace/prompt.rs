@@ -13,11 +13,12 @@
 //! picked by its id (so blocks whose ids differ by less than the word list's
 //! length differ at their first token), the rest by a generator seeded with
 //! the id and the run's salt (so two runs share nothing). Block texts are
-//! cached per id in two generations (bounded memory: a lookup that misses
-//! the newer generation promotes from the older; when the newer fills, the
-//! older is dropped), and regenerated from the seed when evicted.
+//! cached per id from the second time the id is seen, in two generations
+//! (bounded memory: a lookup that misses the newer generation promotes from
+//! the older; when the newer fills, the older is dropped), and regenerated
+//! from the seed when evicted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::MOONCAKE_BLOCK_TOKENS;
@@ -96,6 +97,8 @@ pub struct PromptBuilder {
     cap: usize,
     hot: HashMap<u64, Arc<str>>,
     cold: HashMap<u64, Arc<str>>,
+    seen_hot: HashSet<u64>,
+    seen_cold: HashSet<u64>,
     built_blocks: u64,
 }
 
@@ -114,6 +117,8 @@ impl PromptBuilder {
             cap: cap.max(1),
             hot: HashMap::new(),
             cold: HashMap::new(),
+            seen_hot: HashSet::new(),
+            seen_cold: HashSet::new(),
             built_blocks: 0,
         }
     }
@@ -128,25 +133,49 @@ impl PromptBuilder {
         self.hot.len() + self.cold.len()
     }
 
-    /// The full-length text of block `key`.
-    fn block(&mut self, key: u64) -> Arc<str> {
+    /// Appends the first `words` words of full block `key` to `out`. A block
+    /// is generated straight into the prompt the first time its id is seen,
+    /// and cached from the second (most blocks of a real trace are never
+    /// seen twice: caching them would only copy them around).
+    fn push_block(&mut self, key: u64, words: usize, out: &mut String) {
+        let take = words * WORD_BYTES;
         if let Some(t) = self.hot.get(&key) {
-            return t.clone();
+            out.push_str(&t[..take]);
+            return;
         }
         let text = match self.cold.remove(&key) {
             Some(t) => t,
+            None if !self.seen_before(key) => {
+                self.built_blocks += 1;
+                block_words(key, self.salt, words, out);
+                return;
+            }
             None => {
                 self.built_blocks += 1;
-                let mut s = String::new();
+                let mut s = String::with_capacity(MOONCAKE_BLOCK_TOKENS as usize * WORD_BYTES);
                 block_words(key, self.salt, MOONCAKE_BLOCK_TOKENS as usize, &mut s);
                 Arc::from(s)
             }
         };
+        out.push_str(&text[..take]);
         if self.hot.len() >= self.cap {
             self.cold = std::mem::take(&mut self.hot);
         }
-        self.hot.insert(key, text.clone());
-        text
+        self.hot.insert(key, text);
+    }
+
+    /// Whether `key` was seen before (remembered in two generations of 8 ×
+    /// the text cache's size: ids only, 8 bytes each); notes it as seen.
+    fn seen_before(&mut self, key: u64) -> bool {
+        if self.seen_hot.contains(&key) || self.seen_cold.remove(&key) {
+            self.seen_hot.insert(key);
+            return true;
+        }
+        if self.seen_hot.len() >= self.cap * 8 {
+            self.seen_cold = std::mem::take(&mut self.seen_hot);
+        }
+        self.seen_hot.insert(key);
+        false
     }
 
     /// Words of text for `tokens` prompt tokens in a block that may hold the
@@ -181,8 +210,7 @@ impl PromptBuilder {
             };
             let words = self.words(len, i == 0);
             if len == MOONCAKE_BLOCK_TOKENS {
-                let full = self.block(key);
-                text.push_str(&full[..words * WORD_BYTES]);
+                self.push_block(key, words, &mut text);
             } else {
                 block_words(key, self.salt, words, &mut text);
             }
