@@ -200,3 +200,50 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     out.push(String::new());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use ldb_core::document::ResultDocument;
+    use ldb_core::replay::session::{SessionResult, TurnStats};
+
+    use super::*;
+
+    fn cx(doc: &ResultDocument) -> Ctx<'_> {
+        Ctx {
+            doc,
+            width: 120,
+            color: false,
+            show_hidden: false,
+        }
+    }
+
+    #[test]
+    fn rates_far_apart_are_flagged_and_turns_listed() {
+        let mut doc = ResultDocument::default();
+        doc.trace_results.push(TraceResult {
+            prefix_cache: PrefixCacheCheck {
+                prefix_cache_intended: Some(0.6),
+                server_prefix_cache_hit_rate: Some(0.2),
+                achieved_source: Some("metrics".into()),
+                ..PrefixCacheCheck::default()
+            }
+            .judge(),
+            ..TraceResult::default()
+        });
+        doc.session_results.push(SessionResult {
+            by_turn: vec![TurnStats {
+                turn: 1,
+                requests: 2,
+                prompt_tokens_mean: 500.0,
+                ttft: Distribution::of(vec![0.1, 0.2]),
+            }],
+            ..SessionResult::default()
+        });
+        let text = section(&cx(&doc)).join("\n");
+        assert!(text.contains("intended 60.0%"), "{text}");
+        assert!(text.contains("achieved 20.0% (from metrics)"), "{text}");
+        assert!(text.contains("MORE THAN 10 POINTS APART"), "{text}");
+        assert!(text.contains("TTFT by turn"), "{text}");
+        assert!(section(&cx(&ResultDocument::default())).is_empty());
+    }
+}
