@@ -115,6 +115,11 @@ pub struct LengthCheck {
     pub reported: u64,
     /// Largest |reported − intended| among them, tokens.
     pub reported_max_error: Option<u64>,
+    /// Completed requests that came back with fewer output tokens than the
+    /// trace asked for: the server stopped at end-of-sequence (it ignored
+    /// `ignore_eos`, or `--respect-eos` was given), so decode was shorter
+    /// than the trace's.
+    pub output_short: u64,
 }
 
 /// Where a replay's requests came from.

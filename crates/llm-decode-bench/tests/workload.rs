@@ -149,6 +149,7 @@ fn a_mooncake_trace_replays_on_schedule_with_the_intended_sharing() {
         l["tokenized_max_error"].as_u64().is_some_and(|e| e <= 1),
         "{l}"
     );
+    assert_eq!(l["output_short"], 0, "{l}");
     // Shared blocks hash alike on the simulator: its own hit counters give
     // the intended rate within 1 point.
     let pc = &t["prefix_cache"];

@@ -99,6 +99,7 @@ async fn tokenize_sample(
 #[derive(Default)]
 struct Sent {
     intended_tokens: Vec<Option<u64>>,
+    output_tokens: Vec<u64>,
     too_long: u64,
     not_sent: u64,
     literal: bool,
@@ -153,6 +154,7 @@ async fn send_all(
             None => s.literal = true,
         }
         s.intended_tokens.push(rd.tokens);
+        s.output_tokens.push(r.output_tokens);
         if seen as u64 + 1 >= next_note && next_note > 0 {
             next_note += total / 10;
             rc.live.event(format!(
@@ -278,6 +280,23 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
             reported.push((prompt, *want));
         }
     }
+    let output_short = requests
+        .iter()
+        .zip(&outs)
+        .filter(|(r, (i, _, _))| {
+            r.completed_at.is_some()
+                && sent
+                    .output_tokens
+                    .get(*i)
+                    .is_some_and(|&want| r.output_tokens < want)
+        })
+        .count() as u64;
+    if output_short > 0 {
+        rc.live.event(format!(
+            "trace replay: {output_short} requests ended before their output length: the server \
+             stopped at end-of-sequence (ignore_eos not honoured?)"
+        ));
+    }
     let (achieved_rate, source) = achieved(before.as_ref(), after.as_ref(), usage);
     let (tokenized, tmax, tmean) = errors(&pairs);
     let (reported_n, rmax, _) = errors(&reported);
@@ -298,6 +317,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
         tokenized_mean_error: tmean,
         reported: reported_n,
         reported_max_error: rmax,
+        output_short,
     };
     note_done(rc, &result);
     result
