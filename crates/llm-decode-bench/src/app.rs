@@ -747,7 +747,10 @@ async fn dry_run(
     for e in events {
         println!("{e}");
     }
-    println!("{plan}");
+    match &cfg.replay {
+        Some(replay) => println!("{replay}"),
+        None => println!("{plan}"),
+    }
     println!("dry run: nothing was generated; drop --dry-run to run this plan");
     Ok(exit::OK)
 }

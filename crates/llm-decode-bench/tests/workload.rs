@@ -293,4 +293,10 @@ fn bad_traces_are_refused_before_any_request() {
     let t = &doc["trace_results"][0];
     assert_eq!(t["source"]["rows"]["bad_skipped"], 1, "{t}");
     assert_eq!(t["summary"]["completed"], 2, "{t}");
+    // --dry-run shows the replay, not a matrix plan
+    let o = run(&["--sim", "--trace", p, "--trace-skip-bad", "--dry-run"]);
+    let shown = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("Replay plan: trace"), "{shown}");
+    assert!(shown.contains("2 requests over 0.9 s"), "{shown}");
 }

@@ -46,6 +46,49 @@ pub struct SessionConfig {
     pub think_time: ThinkTime,
 }
 
+impl std::fmt::Display for ReplayConfig {
+    /// The replay as `--dry-run` shows it instead of a matrix plan.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayConfig::Trace(t) => {
+                let o = &t.options;
+                writeln!(f, "Replay plan: trace {}", t.path.display())?;
+                writeln!(
+                    f,
+                    "  format {}, sha256 {}",
+                    t.scan.format.map_or("?", |x| x.name()),
+                    t.scan.sha256
+                )?;
+                writeln!(
+                    f,
+                    "  {} requests over {:.1} s (speed ×{}, start {} s{}{}); rows read {}, \
+                     filtered {}, bad skipped {}",
+                    t.scan.requests,
+                    t.scan.span_s,
+                    o.speed,
+                    o.start_s,
+                    o.duration_s
+                        .map_or(String::new(), |d| format!(", duration {d} s")),
+                    o.limit.map_or(String::new(), |n| format!(", limit {n}")),
+                    t.scan.counts.rows,
+                    t.scan.counts.filtered,
+                    t.scan.counts.bad_skipped
+                )?;
+                write!(
+                    f,
+                    "  prompts checked with /tokenize before the replay: {}",
+                    t.tokenize_checks
+                )
+            }
+            ReplayConfig::Sessions(s) => write!(
+                f,
+                "Replay plan: {} sessions × {} turns, {} user tokens per turn, think time {:?}",
+                s.sessions, s.turns, s.user_tokens, s.think_time
+            ),
+        }
+    }
+}
+
 /// A trace file checked before the run.
 #[derive(Debug, Clone, Default)]
 pub struct TraceScan {
