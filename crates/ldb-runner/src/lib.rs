@@ -8,6 +8,7 @@
 mod assemble;
 pub mod burst;
 mod cache_granularity;
+mod calibration_cache;
 pub mod cell;
 mod cell_io;
 mod cell_view;
