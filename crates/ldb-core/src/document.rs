@@ -273,6 +273,10 @@ pub struct ResultDocument {
     pub burst_results: Vec<CellResult>,
     /// Open-loop cells (`--request-rate`), in run order.
     pub rate_results: Vec<crate::open_loop::RateResult>,
+    /// Trace replays (`--trace`; docs/workloads.md).
+    pub trace_results: Vec<crate::replay::TraceResult>,
+    /// Multi-turn session runs (`--sessions`; docs/workloads.md).
+    pub session_results: Vec<crate::replay::session::SessionResult>,
     /// Static methodology texts (`null` is written as `{}`).
     pub methodology: Value,
     /// `--slo` targets and frontier (absent without `--slo`).
@@ -305,6 +309,10 @@ struct DocumentOut<'a> {
     burst_summary_table_status: Value,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     rate_results: &'a [crate::open_loop::RateResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    trace_results: &'a [crate::replay::TraceResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    session_results: &'a [crate::replay::session::SessionResult],
     #[serde(skip_serializing_if = "Option::is_none")]
     slo: Option<&'a SloSummary>,
     #[serde(serialize_with = "null_as_empty")]
@@ -353,6 +361,8 @@ impl Serialize for ResultDocument {
             burst_summary_table,
             burst_summary_table_status,
             rate_results: &self.rate_results,
+            trace_results: &self.trace_results,
+            session_results: &self.session_results,
             slo: self.slo.as_ref(),
             methodology: &self.methodology,
             coding_peak: self.coding_peak.as_ref(),

@@ -23,6 +23,7 @@ mod open_loop;
 mod paired;
 pub mod plan;
 mod prefill;
+mod replay;
 mod slo;
 pub(crate) mod style;
 mod summary;
@@ -140,8 +141,10 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     out.push(String::new());
     out.extend(prefill::section(&cx));
     out.extend(open_loop::section(&cx));
+    out.extend(replay::section(&cx));
     if doc.results.is_empty() && doc.burst_results.is_empty() {
-        if doc.prefill.is_empty() && doc.rate_results.is_empty() {
+        let replays = doc.trace_results.len() + doc.session_results.len();
+        if doc.prefill.is_empty() && doc.rate_results.is_empty() && replays == 0 {
             out.extend(cx.note("No results were collected."));
             out.push(String::new());
         }

@@ -142,6 +142,9 @@ pub struct RunConfig {
     /// cell's limit (the limit is that or 3 × the schedule's span, whichever
     /// is longer). Not a flag; tests shorten it.
     pub open_loop_grace: f64,
+    /// `--trace` or `--sessions`: a replay instead of the matrix
+    /// (docs/workloads.md).
+    pub replay: Option<crate::replay::ReplayConfig>,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
     /// `--repeat N`: each cell of the primary matrix is measured N times,
@@ -262,6 +265,7 @@ impl Default for RunConfig {
             rate_request_count: 0,
             max_in_flight: 0,
             open_loop_grace: 120.0,
+            replay: None,
             stop_at_saturation: false,
             repeat: 1,
             slo: None,

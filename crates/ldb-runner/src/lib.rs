@@ -7,6 +7,7 @@
 
 mod assemble;
 pub mod burst;
+mod cache_granularity;
 mod calibration_cache;
 pub mod cell;
 mod cell_io;
@@ -30,6 +31,7 @@ pub mod prefill;
 mod prefill_phase;
 pub mod prompts;
 mod recorder;
+pub mod replay;
 mod replicas;
 pub mod rerun;
 pub mod resume;

@@ -221,32 +221,14 @@ async fn rate_cell(
     drop(measuring);
     let timed_out = rc.clock.now() >= limit;
     outs.sort_by_key(|(i, _, _)| *i);
+    let overdue = format!(
+        "did not finish within {:.0} s after the last request was due",
+        limit - t0 - span
+    );
     let requests: Vec<RateRequest> = outs
         .iter()
         .map(|(_, scheduled, o)| {
-            let s = o.track.to_sample(0.0, window.get());
-            let completed = s.completed && o.track.error().is_none();
-            RateRequest {
-                scheduled: *scheduled,
-                sent: o.track.start(),
-                first_token: s.first_token_s,
-                first_answer: (s.ttfo > 0.0).then(|| o.track.start() + s.ttfo),
-                completed_at: if completed {
-                    o.done_at.or(s.end_s)
-                } else {
-                    None
-                },
-                output_tokens: s.output_tokens,
-                error: match o.track.error() {
-                    Some(e) => Some(e.message.clone()),
-                    None if o.cancelled && timed_out => Some(format!(
-                        "did not finish within {:.0} s after the last request was due",
-                        limit - t0 - span
-                    )),
-                    None if !completed => Some("ended without completing".to_string()),
-                    None => None,
-                },
-            }
+            rate_request(o, *scheduled, window.get(), timed_out.then_some(&*overdue))
         })
         .collect();
     let mut row = assemble(&RateInputs {
@@ -286,6 +268,37 @@ async fn rate_cell(
             .event(format!("rate cell error {at}: {}", row.status_reason));
     }
     (row, prefill)
+}
+
+/// One finished request of an open-loop schedule as the assembly reads it:
+/// times on the run clock, and why it failed (`overdue`: the reason for a
+/// request cancelled because the schedule's time limit came).
+pub(crate) fn rate_request(
+    o: &StreamOutcome,
+    scheduled: f64,
+    window: ldb_core::window::WindowBounds,
+    overdue: Option<&str>,
+) -> RateRequest {
+    let s = o.track.to_sample(0.0, window);
+    let completed = s.completed && o.track.error().is_none();
+    RateRequest {
+        scheduled,
+        sent: o.track.start(),
+        first_token: s.first_token_s,
+        first_answer: (s.ttfo > 0.0).then(|| o.track.start() + s.ttfo),
+        completed_at: if completed {
+            o.done_at.or(s.end_s)
+        } else {
+            None
+        },
+        output_tokens: s.output_tokens,
+        error: match o.track.error() {
+            Some(e) => Some(e.message.clone()),
+            None if o.cancelled && overdue.is_some() => overdue.map(str::to_string),
+            None if !completed => Some("ended without completing".to_string()),
+            None => None,
+        },
+    }
 }
 
 /// What the sending loop of an open-loop cell works with.

@@ -186,6 +186,18 @@ impl Recorder {
         self.save(ldb_core::result::RunStatus::InProgress);
     }
 
+    /// A finished trace replay (`--trace`).
+    pub(crate) fn trace_result(&mut self, r: ldb_core::replay::TraceResult) {
+        self.doc.trace_results.push(r);
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
+    /// A finished session run (`--sessions`).
+    pub(crate) fn session_result(&mut self, r: ldb_core::replay::session::SessionResult) {
+        self.doc.session_results.push(r);
+        self.save(ldb_core::result::RunStatus::InProgress);
+    }
+
     /// The final save; returns the document.
     pub(crate) fn close(mut self, interrupted: bool) -> ResultDocument {
         self.save(if interrupted {

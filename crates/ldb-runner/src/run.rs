@@ -231,6 +231,10 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     );
     rec.show_carried(&plan);
     rec.watch_faults(rc.faults.clone());
+    if rc.cfg.replay.is_some() {
+        crate::replay::run(&rc, &disc, &mut rec).await;
+        return Ok(end_run(&rc, rec, "run complete"));
+    }
     if let Err(e) = prefill_phase(&rc, &plan, &prompts, &mut rec).await {
         rc.scraper.stop();
         return Err(e);

@@ -308,7 +308,10 @@ async fn dry_run(cfg: &RunConfig, resume: Option<&ResultDocument>) -> Result<i32
     for e in events {
         println!("{e}");
     }
-    println!("{}", ldb_report::text::plan::PlanText(&plan));
+    match &cfg.replay {
+        Some(replay) => println!("{replay}"),
+        None => println!("{}", ldb_report::text::plan::PlanText(&plan)),
+    }
     println!("dry run: nothing was generated; drop --dry-run to run this plan");
     Ok(exit::OK)
 }

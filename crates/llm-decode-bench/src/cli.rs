@@ -510,6 +510,9 @@ pub struct BenchArgs {
     /// Sampling temperature of the coding-peak runs (not sent when unset).
     #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
     pub coding_peak_temperature: Option<f64>,
+    /// Trace replay and multi-turn sessions (docs/workloads.md).
+    #[command(flatten)]
+    pub workload: crate::cli_workload::WorkloadArgs,
     /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA); last, because its
     /// help heading applies to every flag after it.
     #[command(flatten)]

@@ -60,7 +60,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         auto_stop,
         warm,
     } = m;
-    Ok(RunConfig {
+    let cfg = RunConfig {
         base_url,
         server_label,
         api_key: a.api_key.clone().filter(|k| !k.is_empty()),
@@ -115,7 +115,8 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         request_count: if open_loop.on { 0 } else { a.request_count },
         argv,
         ..d
-    })
+    };
+    crate::workload_config::apply(a, cfg)
 }
 
 /// The matrix and its windows (`--concurrency`, `--contexts`,
@@ -334,7 +335,10 @@ fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigEr
         for (given, flag) in [
             (a.arrival.is_some(), "--arrival"),
             (a.seed.is_some(), "--seed"),
-            (a.max_in_flight.is_some(), "--max-in-flight"),
+            (
+                a.max_in_flight.is_some() && a.workload.trace.is_none(),
+                "--max-in-flight",
+            ),
             (a.stop_at_saturation, "--stop-at-saturation"),
         ] {
             if given {

@@ -11,6 +11,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_workload;
 mod coding_peak;
 mod compare;
 mod config;
@@ -32,6 +33,7 @@ mod selftest;
 mod session;
 mod target;
 mod tools;
+mod workload_config;
 
 use clap::Parser;
 

@@ -163,7 +163,12 @@ pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
 
 /// Δhits / Δlookups of the prefix cache between the bracketing scrapes.
 pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<f64> {
-    let (a, b) = (i.start_scrape?, i.end_scrape?);
+    prefix_hit_rate_between(i.start_scrape?, i.end_scrape?)
+}
+
+/// Δhits / Δlookups of the prefix cache between two scrapes: the one
+/// reading of the server's achieved hit rate, for cells and replays alike.
+pub(crate) fn prefix_hit_rate_between(a: &Scrape, b: &Scrape) -> Option<f64> {
     let q = delta(a.snap.prefix_queries, b.snap.prefix_queries)?;
     let h = delta(a.snap.prefix_hits, b.snap.prefix_hits)?;
     (q > 0.0).then(|| (h / q).clamp(0.0, 1.0))

@@ -1,0 +1,284 @@
+//! Multi-turn sessions (`--sessions N --turns T`): each turn sends the whole
+//! conversation so far (the assistant's real replies included) plus a new
+//! user message, after a think time counted from the previous reply's end.
+//! Here: the think-time flag, the segments of a growing conversation, and
+//! the per-turn and per-session figures.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Distribution, PrefixCacheCheck, ReplayRequest, ReplaySummary};
+use crate::prefix_cache::{Segment, chain};
+use crate::result::CellStatus;
+
+/// The wait between a reply and the next user message.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "seconds", rename_all = "snake_case")]
+pub enum ThinkTime {
+    /// Always this many seconds.
+    Fixed(f64),
+    /// Exponentially distributed with this mean.
+    Exponential(f64),
+}
+
+impl Default for ThinkTime {
+    fn default() -> Self {
+        ThinkTime::Fixed(0.0)
+    }
+}
+
+impl ThinkTime {
+    /// Parses `SECONDS` or `exp:MEAN`.
+    pub fn parse(s: &str) -> Result<ThinkTime, String> {
+        let (exp, num) = match s.strip_prefix("exp:") {
+            Some(rest) => (true, rest),
+            None => (false, s),
+        };
+        let v: f64 = num
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("--think-time {s:?}: expected SECONDS or exp:MEAN (≥ 0)"))?;
+        Ok(if exp {
+            ThinkTime::Exponential(v)
+        } else {
+            ThinkTime::Fixed(v)
+        })
+    }
+
+    /// One wait, from a uniform draw `u` in [0, 1).
+    pub fn sample(self, u: f64) -> f64 {
+        match self {
+            ThinkTime::Fixed(s) => s,
+            ThinkTime::Exponential(m) => -m * (1.0 - u.clamp(0.0, 1.0 - 1e-12)).ln(),
+        }
+    }
+}
+
+/// The segments of one conversation, growing turn by turn: turn t's prompt
+/// is turn t−1's prompt (all of it cached once it was prefilled, the
+/// assistant's reply header included) followed by the reply and the new
+/// user message, one new segment.
+#[derive(Debug, Clone, Default)]
+pub struct ConversationSegments {
+    session: u64,
+    segments: Vec<Segment>,
+    tokens: u64,
+}
+
+impl ConversationSegments {
+    /// An empty conversation with a content id of its own.
+    pub fn new(session: u64) -> Self {
+        Self {
+            session,
+            ..Self::default()
+        }
+    }
+
+    /// The segments of the next turn's prompt of `prompt_tokens` tokens in
+    /// all (the part not in the previous prompt is the new segment).
+    pub fn next_turn(&mut self, prompt_tokens: u64) -> Vec<Segment> {
+        let new = prompt_tokens.saturating_sub(self.tokens);
+        let prev = self.segments.last().map_or(0, |s| s.id);
+        let id = chain(prev, chain(self.session, self.segments.len() as u64));
+        self.segments.push(Segment { id, tokens: new });
+        self.tokens = self.tokens.max(prompt_tokens);
+        self.segments.clone()
+    }
+
+    /// Tokens of the conversation so far.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+}
+
+/// Figures of one turn index over all sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TurnStats {
+    /// 1-based turn.
+    pub turn: u32,
+    /// Requests of this turn sent.
+    pub requests: u64,
+    /// Mean prompt tokens.
+    pub prompt_tokens_mean: f64,
+    /// Time to first token from the turn's scheduled time.
+    pub ttft: Distribution,
+}
+
+/// One request of a session run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionRequest {
+    /// 0-based session.
+    pub session: u64,
+    /// 1-based turn.
+    pub turn: u32,
+    /// Prompt tokens (the server's count when reported, else built).
+    pub prompt_tokens: u64,
+    /// Its times and outcome.
+    pub request: ReplayRequest,
+}
+
+/// One `--sessions` run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionResult {
+    /// Sessions.
+    pub sessions: u64,
+    /// Turns per session.
+    pub turns: u32,
+    /// New user tokens per turn.
+    pub user_tokens: u64,
+    /// Output tokens per turn.
+    pub output_tokens: u64,
+    /// The think time.
+    pub think_time: ThinkTime,
+    /// `ok`, `no_tokens`, `error` or `skipped_user`.
+    pub status: CellStatus,
+    /// Why, when not `ok`.
+    pub status_reason: String,
+    /// All turns together.
+    pub summary: ReplaySummary,
+    /// TTFT by turn index.
+    pub by_turn: Vec<TurnStats>,
+    /// Output tokens ÷ (last reply's end − first turn's scheduled time), per
+    /// session whose every turn completed.
+    pub session_output_tps: Distribution,
+    /// Sessions whose every turn completed and met the per-request `--slo`
+    /// bounds, ÷ `summary.wall_time` (`None` without `--slo`).
+    pub session_goodput: Option<f64>,
+    /// Sessions whose every turn completed.
+    pub sessions_completed: u64,
+    /// Intended against achieved prefix-cache hit rate.
+    pub prefix_cache: PrefixCacheCheck,
+}
+
+/// TTFT and prompt size by turn index.
+pub fn by_turn(rs: &[SessionRequest]) -> Vec<TurnStats> {
+    let last = rs.iter().map(|r| r.turn).max().unwrap_or(0);
+    (1..=last)
+        .map(|t| {
+            let of: Vec<&SessionRequest> = rs.iter().filter(|r| r.turn == t).collect();
+            let n = of.len().max(1) as f64;
+            TurnStats {
+                turn: t,
+                requests: of.len() as u64,
+                prompt_tokens_mean: of.iter().map(|r| r.prompt_tokens as f64).sum::<f64>() / n,
+                ttft: Distribution::of(
+                    of.iter()
+                        .filter_map(|r| Some(r.request.first_token? - r.request.scheduled))
+                        .collect(),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Per-session output tok/s, sessions completed, and sessions meeting
+/// `meets` on every turn.
+pub fn per_session(
+    rs: &[SessionRequest],
+    turns: u32,
+    meets: impl Fn(&ReplayRequest) -> bool,
+) -> (Distribution, u64, u64) {
+    let mut ids: Vec<u64> = rs.iter().map(|r| r.session).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut tps = Vec::new();
+    let (mut done, mut good) = (0u64, 0u64);
+    for id in ids {
+        let of: Vec<&SessionRequest> = rs.iter().filter(|r| r.session == id).collect();
+        let complete =
+            of.len() as u32 == turns && of.iter().all(|r| r.request.completed_at.is_some());
+        if !complete {
+            continue;
+        }
+        done += 1;
+        if of.iter().all(|r| meets(&r.request)) {
+            good += 1;
+        }
+        let start = of
+            .iter()
+            .map(|r| r.request.scheduled)
+            .fold(f64::INFINITY, f64::min);
+        let end = of
+            .iter()
+            .filter_map(|r| r.request.completed_at)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let tokens: u64 = of.iter().map(|r| r.request.output_tokens).sum();
+        if end > start {
+            tps.push(tokens as f64 / (end - start));
+        }
+    }
+    (Distribution::of(tps), done, good)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefix_cache::{CacheGranularity, IntendedPrefixCache};
+
+    #[test]
+    fn think_time_flag() {
+        assert_eq!(ThinkTime::parse("2.5"), Ok(ThinkTime::Fixed(2.5)));
+        assert_eq!(ThinkTime::parse("exp:3"), Ok(ThinkTime::Exponential(3.0)));
+        assert!(ThinkTime::parse("-1").is_err());
+        assert!(ThinkTime::parse("exp:x").is_err());
+        assert_eq!(ThinkTime::Fixed(2.0).sample(0.9), 2.0);
+        let m = (0..10_000)
+            .map(|i| ThinkTime::Exponential(3.0).sample((f64::from(i) + 0.5) / 10_000.0))
+            .sum::<f64>()
+            / 10_000.0;
+        assert!((m - 3.0).abs() < 0.05, "{m}");
+    }
+
+    #[test]
+    fn each_turn_reuses_the_whole_previous_prompt() {
+        let mut cache = IntendedPrefixCache::new(CacheGranularity::TOKEN);
+        let mut a = ConversationSegments::new(1);
+        let mut b = ConversationSegments::new(2);
+        // turn prompts of 100, 250, 400 tokens in two sessions
+        let mut reused = Vec::new();
+        for p in [100, 250, 400] {
+            reused.push(cache.admit(&a.next_turn(p)).reused_tokens);
+            assert_eq!(
+                cache.admit(&b.next_turn(p)).reused_tokens,
+                *reused.last().unwrap()
+            );
+        }
+        assert_eq!(reused, vec![0, 100, 250]);
+        assert_eq!(a.tokens(), 400);
+    }
+
+    #[test]
+    fn per_turn_and_per_session_figures() {
+        let req = |session, turn, due: f64, ttft: f64, done: Option<f64>| SessionRequest {
+            session,
+            turn,
+            prompt_tokens: 100 * u64::from(turn),
+            request: ReplayRequest {
+                scheduled: due,
+                sent: due,
+                first_token: Some(due + ttft),
+                first_answer: Some(due + ttft),
+                completed_at: done,
+                output_tokens: 10,
+                error: None,
+            },
+        };
+        let rs = vec![
+            req(0, 1, 0.0, 0.1, Some(1.0)),
+            req(0, 2, 1.0, 0.2, Some(2.0)),
+            req(1, 1, 0.0, 0.3, Some(1.0)),
+            req(1, 2, 1.0, 0.4, None),
+        ];
+        let t = by_turn(&rs);
+        assert_eq!(t.len(), 2);
+        assert!((t[1].ttft.mean.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(t[1].prompt_tokens_mean, 200.0);
+        let (tps, done, good) =
+            per_session(&rs, 2, |r| r.first_token.unwrap() - r.scheduled < 0.15);
+        assert_eq!((done, good), (1, 0));
+        assert_eq!(tps.mean, Some(10.0));
+    }
+}

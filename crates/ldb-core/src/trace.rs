@@ -1,0 +1,233 @@
+//! Request traces: timestamped requests read from a file, one at a time.
+//!
+//! Three formats (docs/workloads.md): Mooncake JSONL (`timestamp` in ms,
+//! `input_length`, `output_length`, `hash_ids` = shared 512-token blocks),
+//! BurstGPT CSV (`Timestamp` in s, `Model`, `Request tokens`, `Response
+//! tokens`, `Total tokens`, `Log Type`) and our own JSONL (`timestamp` in s,
+//! `input_tokens` or a literal `prompt`/`messages`, `output_tokens`, optional
+//! `session_id`). The reader is an iterator over a [`std::io::BufRead`]: the
+//! file is streamed, never held whole (except under `--trace-sort`, see
+//! [`sorted`]). Pure: the caller opens the file.
+//!
+//! Two stages: the row parser ([`rows::Rows`]: one line → one request on the
+//! trace's own clock, BurstGPT's model/log-type filters, bad rows skipped
+//! and counted under `--trace-skip-bad`), then the window ([`window::Window`]:
+//! time origin, `--trace-start`, `--trace-duration`, `--trace-limit`,
+//! `--trace-speed`, and the refusal of timestamps that go backwards).
+
+pub mod burstgpt;
+pub mod jsonl;
+pub mod mooncake;
+pub mod prompt;
+pub mod rows;
+pub mod window;
+
+use serde::{Deserialize, Serialize};
+
+pub use rows::Rows;
+pub use window::{Window, sorted};
+
+/// Tokens per Mooncake `hash_ids` block.
+pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
+
+/// A trace file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// Mooncake JSONL.
+    Mooncake,
+    /// BurstGPT CSV.
+    Burstgpt,
+    /// This tool's JSONL.
+    Jsonl,
+}
+
+impl TraceFormat {
+    /// The flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Mooncake => "mooncake",
+            TraceFormat::Burstgpt => "burstgpt",
+            TraceFormat::Jsonl => "jsonl",
+        }
+    }
+
+    /// Parses a `--trace-format` value.
+    pub fn parse(s: &str) -> Option<TraceFormat> {
+        match s {
+            "mooncake" => Some(TraceFormat::Mooncake),
+            "burstgpt" => Some(TraceFormat::Burstgpt),
+            "jsonl" => Some(TraceFormat::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+/// Guesses the format from the first non-empty line: a JSON object with
+/// `hash_ids` or `input_length` is Mooncake, any other JSON object ours, a
+/// line with commas BurstGPT (its header or a data row).
+pub fn detect(first_line: &str) -> Option<TraceFormat> {
+    let line = first_line.trim();
+    if line.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let o = v.as_object()?;
+        return Some(
+            if o.contains_key("hash_ids") || o.contains_key("input_length") {
+                TraceFormat::Mooncake
+            } else {
+                TraceFormat::Jsonl
+            },
+        );
+    }
+    line.contains(',').then_some(TraceFormat::Burstgpt)
+}
+
+/// One chat message of a literal prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// Text.
+    pub content: String,
+}
+
+/// What a request sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TracePrompt {
+    /// A prompt of this many tokens, built by the tool.
+    Tokens(u64),
+    /// A literal prompt, sent unchanged as one user message.
+    Text(String),
+    /// Literal messages, sent unchanged.
+    Messages(Vec<TraceMessage>),
+}
+
+/// One request of a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRequest {
+    /// 1-based line of the file.
+    pub line: u64,
+    /// When to send it: seconds after the replay starts once the window
+    /// applied it ([`Window`]); the trace's own clock in seconds before.
+    pub at_s: f64,
+    /// What to send.
+    pub prompt: TracePrompt,
+    /// Output tokens to ask for (`max_tokens`).
+    pub output_tokens: u64,
+    /// Mooncake's shared-block ids (empty elsewhere).
+    pub hash_ids: Vec<u64>,
+    /// The conversation it belongs to, when the trace says.
+    pub session_id: Option<String>,
+}
+
+impl TraceRequest {
+    /// Input tokens when the trace states them (not for literal prompts).
+    pub fn input_tokens(&self) -> Option<u64> {
+        match self.prompt {
+            TracePrompt::Tokens(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// A row that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct TraceError {
+    /// 1-based line of the file (0: the file as a whole).
+    pub line: u64,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+impl TraceError {
+    /// An error at `line`.
+    pub fn at(line: u64, reason: impl Into<String>) -> Self {
+        Self {
+            line,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The filters and time scale of a replay (`--trace-*`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceOptions {
+    /// Time scale: 2 replays twice as fast.
+    pub speed: f64,
+    /// Trace seconds (from its first request) skipped at the start.
+    pub start_s: f64,
+    /// Trace seconds replayed after the start (`None`: to the end).
+    pub duration_s: Option<f64>,
+    /// Requests replayed at most (`None`: all).
+    pub limit: Option<u64>,
+    /// BurstGPT: keep only this `Model`.
+    pub model: Option<String>,
+    /// BurstGPT: keep only this `Log Type`.
+    pub log_type: Option<String>,
+    /// Count and skip unparsable rows instead of stopping.
+    pub skip_bad: bool,
+    /// Load the whole file and sort it by time (timestamps may go backwards).
+    pub sort: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        Self {
+            speed: 1.0,
+            start_s: 0.0,
+            duration_s: None,
+            limit: None,
+            model: None,
+            log_type: None,
+            skip_bad: false,
+            sort: false,
+        }
+    }
+}
+
+/// What the reader did with the file's rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceCounts {
+    /// Non-empty data rows read (header excluded).
+    pub rows: u64,
+    /// Unparsable rows skipped (`--trace-skip-bad`).
+    pub bad_skipped: u64,
+    /// Rows left out by `--trace-model`/`--trace-log-type`, or BurstGPT rows
+    /// of failed requests (0 response tokens).
+    pub filtered: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_reads_the_first_line() {
+        let m = r#"{"timestamp": 0, "input_length": 700, "output_length": 5, "hash_ids": [1, 2]}"#;
+        assert_eq!(detect(m), Some(TraceFormat::Mooncake));
+        assert_eq!(
+            detect(r#"{"timestamp": 0.5, "prompt": "hi", "output_tokens": 4}"#),
+            Some(TraceFormat::Jsonl)
+        );
+        assert_eq!(
+            detect("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"),
+            Some(TraceFormat::Burstgpt)
+        );
+        assert_eq!(
+            detect("5,ChatGPT,472,18,490,Conversation log"),
+            Some(TraceFormat::Burstgpt)
+        );
+        assert_eq!(detect("hello"), None);
+        assert_eq!(detect("{not json"), None);
+        for f in [
+            TraceFormat::Mooncake,
+            TraceFormat::Burstgpt,
+            TraceFormat::Jsonl,
+        ] {
+            assert_eq!(TraceFormat::parse(f.name()), Some(f));
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Realistic workloads (docs/workloads.md): a request trace replayed at its
+//! own times (`--trace`) or multi-turn sessions (`--sessions`), each one
+//! open-loop phase whose latencies count from the scheduled send time.
+//! The prompts the tool builds are described as segments, so the run knows
+//! the prefix-cache hit rate it intended and sets it beside the server's.
+
+mod check;
+pub mod config;
+mod dispatch;
+mod sessions;
+mod trace;
+
+pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
+
+use ldb_client::discovery::Discovery;
+use ldb_core::live::Phase;
+
+use crate::ctx::RunCtx;
+use crate::recorder::Recorder;
+
+/// Runs the configured replay and records its result.
+pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
+    let Some(cfg) = rc.cfg.replay.clone() else {
+        return;
+    };
+    rc.live.update(|s| s.phase = Phase::Burst);
+    match cfg {
+        ReplayConfig::Trace(t) => {
+            let r = trace::replay(rc, disc, &t).await;
+            rec.trace_result(r);
+        }
+        ReplayConfig::Sessions(s) => {
+            let r = sessions::run(rc, disc, &s).await;
+            rec.session_result(r);
+        }
+    }
+}

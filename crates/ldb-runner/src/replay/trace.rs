@@ -1,0 +1,346 @@
+//! `--trace`: one replay of a trace file. Requests go out at their scheduled
+//! times (open loop) with `max_tokens` = the trace's output length; prompts
+//! are built block by block (`ldb_core::trace::prompt`) and fed in send order
+//! to the intended prefix cache; the server's own hit rate is read over the
+//! same span.
+
+use ldb_client::discovery::Discovery;
+use ldb_client::scrape::Scrape;
+use ldb_core::prefix_cache::{IntendedPrefixCache, Segment};
+use ldb_core::prompt::Message;
+use ldb_core::replay::{
+    LengthCheck, PrefixCacheCheck, ReplayInputs, TraceResult, TraceSource, assemble,
+};
+use ldb_core::result::CellStatus;
+use ldb_core::trace::prompt::PromptBuilder;
+use ldb_core::trace::{TracePrompt, TraceRequest};
+
+use super::check::{count_chat, errors, template_tokens, user};
+use super::config::{TraceConfig, requests};
+use super::dispatch::{Dispatcher, NotSent};
+use crate::ctx::RunCtx;
+use crate::open_loop::rate_request;
+use crate::prompts::{BodyOptions, chat_body};
+
+/// A request made ready to send: its messages, its prompt tokens and
+/// segments when the tool built the prompt.
+struct Ready {
+    messages: Vec<Message>,
+    tokens: Option<u64>,
+    segments: Option<Vec<Segment>>,
+}
+
+fn role(r: &str) -> &'static str {
+    match r {
+        "system" => "system",
+        "assistant" => "assistant",
+        "tool" => "tool",
+        _ => "user",
+    }
+}
+
+fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Ready {
+    match &r.prompt {
+        TracePrompt::Tokens(n) => {
+            let built = if r.hash_ids.is_empty() {
+                b.unique(*n, index)
+            } else {
+                b.blocks(*n, &r.hash_ids)
+            };
+            Ready {
+                messages: user(built.text),
+                tokens: Some(*n),
+                segments: Some(built.segments),
+            }
+        }
+        TracePrompt::Text(t) => Ready {
+            messages: user(t.clone()),
+            tokens: None,
+            segments: None,
+        },
+        TracePrompt::Messages(m) => Ready {
+            messages: m
+                .iter()
+                .map(|m| Message {
+                    role: role(&m.role),
+                    content: m.content.clone(),
+                })
+                .collect(),
+            tokens: None,
+            segments: None,
+        },
+    }
+}
+
+/// Counts the first `cfg.tokenize_checks` built prompts with the server's
+/// tokenizer: (counted, intended) pairs.
+async fn tokenize_sample(
+    rc: &RunCtx,
+    disc: &Discovery,
+    cfg: &TraceConfig,
+    b: &mut PromptBuilder,
+) -> Vec<(u64, u64)> {
+    let mut pairs = Vec::new();
+    let Ok(reqs) = requests(cfg) else {
+        return pairs;
+    };
+    for (i, r) in reqs.enumerate().take(cfg.tokenize_checks) {
+        let rd = ready(b, &r, i as u64);
+        let Some(want) = rd.tokens else { continue };
+        match count_chat(&rc.http, disc, &rd.messages).await {
+            Some(n) => pairs.push((n, want)),
+            None => break,
+        }
+    }
+    pairs
+}
+
+/// What the sending loop leaves behind.
+#[derive(Default)]
+struct Sent {
+    intended_tokens: Vec<Option<u64>>,
+    output_tokens: Vec<u64>,
+    too_long: u64,
+    not_sent: u64,
+    literal: bool,
+}
+
+async fn send_all(
+    rc: &RunCtx,
+    disc: &Discovery,
+    cfg: &TraceConfig,
+    d: &mut Dispatcher,
+    b: &mut PromptBuilder,
+    cache: &mut IntendedPrefixCache,
+) -> Result<Sent, String> {
+    let mut s = Sent::default();
+    let total = cfg.scan.requests;
+    let mut next_note = total / 10;
+    for (seen, r) in requests(cfg)?.enumerate() {
+        let rd = ready(b, &r, seen as u64);
+        if let Some(t) = rd.tokens
+            && disc.model_context > 0
+            && t + r.output_tokens > disc.model_context
+        {
+            s.too_long += 1;
+            continue;
+        }
+        let left = total.saturating_sub(seen as u64);
+        if !d.wait_until(rc, r.at_s).await {
+            s.not_sent += left;
+            break;
+        }
+        let body = chat_body(
+            &rc.model,
+            &rd.messages,
+            BodyOptions {
+                max_tokens: r.output_tokens,
+                continuous_usage: false,
+                ignore_eos: !rc.cfg.respect_eos,
+                temperature: rc.cfg.temperature,
+            },
+        );
+        match d.send(rc, s.intended_tokens.len(), r.at_s, body).await {
+            Ok(()) => {}
+            Err(NotSent::NoSlot) | Err(NotSent::Stopped) => {
+                s.not_sent += left;
+                break;
+            }
+        }
+        match rd.segments {
+            Some(seg) => {
+                cache.admit(&seg);
+            }
+            None => s.literal = true,
+        }
+        s.intended_tokens.push(rd.tokens);
+        s.output_tokens.push(r.output_tokens);
+        if seen as u64 + 1 >= next_note && next_note > 0 {
+            next_note += total / 10;
+            rc.live.event(format!(
+                "trace replay: {} of {total} requests sent, {} in flight",
+                seen + 1,
+                d.in_flight.load(std::sync::atomic::Ordering::Relaxed)
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// The achieved hit rate: counter deltas between two scrapes, else the
+/// cached tokens the answers reported over their prompt tokens.
+pub(super) fn achieved(
+    a: Option<&Scrape>,
+    b: Option<&Scrape>,
+    usage: (u64, u64),
+) -> (Option<f64>, Option<String>) {
+    if let (Some(a), Some(b)) = (a, b)
+        && let Some(r) = crate::assemble::prefix_hit_rate_between(a, b)
+    {
+        return (Some(r), Some("metrics".into()));
+    }
+    let (cached, prompt) = usage;
+    if prompt > 0 && cached > 0 {
+        return (Some(cached as f64 / prompt as f64), Some("usage".into()));
+    }
+    (None, None)
+}
+
+/// Replays the trace and returns its result.
+pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> TraceResult {
+    let salt: u64 = rand::random();
+    let (template, how) = template_tokens(&rc.http, disc, salt).await;
+    rc.live.event(format!(
+        "trace replay: {} requests over {:.1} s, chat template {template} tokens ({how})",
+        cfg.scan.requests, cfg.scan.span_s
+    ));
+    let mut builder = PromptBuilder::new(salt, template);
+    let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
+    let granularity = rc.cache_granularity();
+    let mut cache = IntendedPrefixCache::new(granularity);
+    let before = if rc.metrics {
+        rc.scraper.scrape_once().await
+    } else {
+        None
+    };
+    let measuring = rc.scraper.measuring();
+    let start = rc.clock.now() + 0.2;
+    let span = cfg.scan.span_s;
+    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let (mut d, rx) = Dispatcher::new(rc, start, limit);
+    let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
+    let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
+    let most_seen = d.most();
+    let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
+    drop(measuring);
+    let after = if rc.metrics {
+        rc.scraper.scrape_once().await
+    } else {
+        None
+    };
+    let mut result = TraceResult {
+        source: TraceSource {
+            path: cfg.path.display().to_string(),
+            sha256: cfg.scan.sha256.clone(),
+            format: cfg
+                .scan
+                .format
+                .map(|f| f.name().to_string())
+                .unwrap_or_default(),
+            options: cfg.options.clone(),
+            rows: cfg.scan.counts,
+            benchmark_version: env!("CARGO_PKG_VERSION").into(),
+        },
+        ..TraceResult::default()
+    };
+    let sent = match sent {
+        Ok(s) => s,
+        Err(e) => {
+            result.status = CellStatus::Error;
+            result.status_reason = e;
+            return result;
+        }
+    };
+    let overdue = format!(
+        "did not finish within {:.0} s after the last request was due",
+        limit - start - span
+    );
+    let w = window.get();
+    let requests: Vec<_> = outs
+        .iter()
+        .map(|(_, due, o)| rate_request(o, *due, w, timed_out.then_some(&*overdue)))
+        .collect();
+    let (summary, mut status, mut why) = assemble(&ReplayInputs {
+        start,
+        requests: &requests,
+        scheduled: cfg.scan.requests,
+        skipped_too_long: sent.too_long,
+        not_sent: sent.not_sent,
+        max_in_flight: most_seen,
+        capped,
+        token_gap_p99: counters.gaps.stats().p99,
+        slo: rc.cfg.slo.as_ref(),
+        max_error_rate: rc.cfg.max_error_rate,
+    });
+    if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
+        status = CellStatus::SkippedUser;
+        why = "cut short by the user".into();
+    }
+    let mut usage = (0u64, 0u64);
+    let mut reported = Vec::new();
+    for (i, _, o) in &outs {
+        let prompt = o.track.to_sample(0.0, w).input_tokens;
+        if let Some(c) = o.cached_tokens {
+            usage.0 += c;
+            usage.1 += prompt;
+        }
+        if let Some(Some(want)) = sent.intended_tokens.get(*i)
+            && prompt > 0
+        {
+            reported.push((prompt, *want));
+        }
+    }
+    let output_short = requests
+        .iter()
+        .zip(&outs)
+        .filter(|(r, (i, _, _))| {
+            r.completed_at.is_some()
+                && sent
+                    .output_tokens
+                    .get(*i)
+                    .is_some_and(|&want| r.output_tokens < want)
+        })
+        .count() as u64;
+    if output_short > 0 {
+        rc.live.event(format!(
+            "trace replay: {output_short} requests ended before their output length: the server \
+             stopped at end-of-sequence (ignore_eos not honoured?)"
+        ));
+    }
+    let (achieved_rate, source) = achieved(before.as_ref(), after.as_ref(), usage);
+    let (tokenized, tmax, tmean) = errors(&pairs);
+    let (reported_n, rmax, _) = errors(&reported);
+    result.status = status;
+    result.status_reason = why;
+    result.summary = summary;
+    result.prefix_cache = PrefixCacheCheck {
+        prefix_cache_intended: if sent.literal { None } else { cache.hit_rate() },
+        granularity: Some(granularity),
+        server_prefix_cache_hit_rate: achieved_rate,
+        achieved_source: source,
+        differs: false,
+    }
+    .judge();
+    result.lengths = LengthCheck {
+        tokenized,
+        tokenized_max_error: tmax,
+        tokenized_mean_error: tmean,
+        reported: reported_n,
+        reported_max_error: rmax,
+        output_short,
+    };
+    note_done(rc, &result);
+    result
+}
+
+fn note_done(rc: &RunCtx, r: &TraceResult) {
+    let s = &r.summary;
+    let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
+    rc.live.event(format!(
+        "trace replay done: {} of {} completed, {} errors, {} too long, {:.1} tok/s out, TTFT p50 {}, \
+         prefix cache intended {} achieved {}{}",
+        s.completed,
+        s.scheduled,
+        s.errors,
+        s.skipped_too_long,
+        s.output_tps,
+        s.ttft.p50.map_or("-".into(), |v| format!("{v:.3} s")),
+        pct(r.prefix_cache.prefix_cache_intended),
+        pct(r.prefix_cache.server_prefix_cache_hit_rate),
+        if r.prefix_cache.differs {
+            " (MORE THAN 10 POINTS APART)"
+        } else {
+            ""
+        }
+    ));
+}

@@ -1,0 +1,163 @@
+//! The workload flags checked into a replay configuration: the trace file
+//! is read once here (hash, format, every row of the window), so a bad row
+//! or an empty trace is one line and exit 2 before any request is sent.
+
+use ldb_core::replay::session::ThinkTime;
+use ldb_core::trace::{TraceFormat, TraceOptions};
+use ldb_runner::config::RunConfig;
+use ldb_runner::replay::{ReplayConfig, SessionConfig, TraceConfig, scan};
+
+use crate::cli::BenchArgs;
+use crate::cli_workload::WorkloadArgs;
+use crate::config::{ConfigError, bad};
+
+/// Default `--trace-tokenize-checks`.
+const TOKENIZE_CHECKS: usize = 200;
+
+fn non_negative(flag: &str, v: Option<f64>) -> Result<Option<f64>, ConfigError> {
+    match v {
+        Some(x) if !(x.is_finite() && x >= 0.0) => Err(bad(flag, "must be ≥ 0 seconds")),
+        v => Ok(v),
+    }
+}
+
+fn trace_options(w: &WorkloadArgs) -> Result<TraceOptions, ConfigError> {
+    let speed = w.trace_speed.unwrap_or(1.0);
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(bad("--trace-speed", "must be a positive time scale"));
+    }
+    if w.trace_limit == Some(0) {
+        return Err(bad("--trace-limit", "must be at least 1"));
+    }
+    Ok(TraceOptions {
+        speed,
+        start_s: non_negative("--trace-start", w.trace_start)?.unwrap_or(0.0),
+        duration_s: non_negative("--trace-duration", w.trace_duration)?,
+        limit: w.trace_limit,
+        model: w.trace_model.clone(),
+        log_type: w.trace_log_type.clone(),
+        skip_bad: w.trace_skip_bad,
+        sort: w.trace_sort,
+    })
+}
+
+fn trace_flags_without_trace(w: &WorkloadArgs) -> Option<&'static str> {
+    [
+        (w.trace_format.is_some(), "--trace-format"),
+        (w.trace_speed.is_some(), "--trace-speed"),
+        (w.trace_start.is_some(), "--trace-start"),
+        (w.trace_duration.is_some(), "--trace-duration"),
+        (w.trace_limit.is_some(), "--trace-limit"),
+        (w.trace_model.is_some(), "--trace-model"),
+        (w.trace_log_type.is_some(), "--trace-log-type"),
+        (w.trace_skip_bad, "--trace-skip-bad"),
+        (w.trace_sort, "--trace-sort"),
+        (w.trace_tokenize_checks.is_some(), "--trace-tokenize-checks"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+fn session_flags_without_sessions(w: &WorkloadArgs) -> Option<&'static str> {
+    [
+        (w.turns.is_some(), "--turns"),
+        (w.user_tokens.is_some(), "--user-tokens"),
+        (w.think_time.is_some(), "--think-time"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, ConfigError> {
+    let format = match w.trace_format.as_deref() {
+        Some(f) => Some(TraceFormat::parse(f).ok_or_else(|| {
+            bad(
+                "--trace-format",
+                format!("{f:?} (use mooncake, burstgpt or jsonl)"),
+            )
+        })?),
+        None => None,
+    };
+    let options = trace_options(w)?;
+    let scan = scan(path, format, &options).map_err(ConfigError)?;
+    Ok(ReplayConfig::Trace(TraceConfig {
+        path: path.to_path_buf(),
+        scan,
+        options,
+        tokenize_checks: w.trace_tokenize_checks.unwrap_or(TOKENIZE_CHECKS),
+    }))
+}
+
+fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
+    if n == 0 {
+        return Err(bad("--sessions", "must be at least 1"));
+    }
+    let turns = w.turns.unwrap_or(4);
+    if turns == 0 {
+        return Err(bad("--turns", "must be at least 1"));
+    }
+    let user_tokens = w.user_tokens.unwrap_or(256);
+    if user_tokens == 0 {
+        return Err(bad("--user-tokens", "must be at least 1"));
+    }
+    let think_time = match w.think_time.as_deref() {
+        Some(t) => ThinkTime::parse(t).map_err(ConfigError)?,
+        None => ThinkTime::Fixed(0.0),
+    };
+    Ok(ReplayConfig::Sessions(SessionConfig {
+        sessions: n,
+        turns,
+        user_tokens,
+        think_time,
+    }))
+}
+
+/// The replay the flags ask for, if any, set into `cfg` (which then runs
+/// no matrix: one context of 0 and one concurrency, nothing to size).
+pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, ConfigError> {
+    let w = &a.workload;
+    if w.trace.is_none()
+        && let Some(flag) = trace_flags_without_trace(w)
+    {
+        return Err(bad(
+            flag,
+            "only applies to a trace replay: add --trace FILE",
+        ));
+    }
+    if w.sessions.is_none()
+        && let Some(flag) = session_flags_without_sessions(w)
+    {
+        return Err(bad(flag, "only applies to sessions: add --sessions N"));
+    }
+    let replay = match (&w.trace, w.sessions) {
+        (Some(_), Some(_)) => {
+            return Err(bad("--sessions", "cannot be combined with --trace"));
+        }
+        (Some(path), None) => trace(w, path)?,
+        (None, Some(n)) => sessions(w, n)?,
+        (None, None) => return Ok(cfg),
+    };
+    for (given, flag) in [
+        (a.request_rate.is_some(), "--request-rate"),
+        (a.run_burst, "--run-burst"),
+        (a.prefill_only, "--prefill-only"),
+        (a.resume, "--resume"),
+    ] {
+        if given {
+            return Err(bad(flag, "cannot be combined with --trace or --sessions"));
+        }
+    }
+    cfg.max_in_flight = a.max_in_flight.unwrap_or(0);
+    if cfg.max_in_flight == 0 && a.max_in_flight.is_some() {
+        return Err(bad(
+            "--max-in-flight",
+            "must be at least 1 (leave it out for no cap)",
+        ));
+    }
+    cfg.contexts = vec![0];
+    cfg.concurrency = vec![1];
+    cfg.prefill_contexts = Vec::new();
+    cfg.skip_prefill = true;
+    cfg.replay = Some(replay);
+    Ok(cfg)
+}

@@ -1,0 +1,302 @@
+//! Trace replay and multi-turn sessions against the built-in simulator,
+//! checked against its own bookkeeping (docs/workloads.md): scheduled
+//! arrivals, exact prompt lengths, shared blocks that the simulator's prefix
+//! cache recognises (intended hit rate = the simulator's within 1 point),
+//! literal prompts, BurstGPT filters, TTFT by turn, and bad input.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use common::{assert_valid, run, text, tmp};
+use serde_json::Value;
+
+/// A fast engine with room for every block of the tests: prefill and steps
+/// so quick that each request's prefix is cached before its sharers arrive.
+const FAST: &str = r#"
+name = "workload-fast"
+description = "test engine for trace replay"
+personality = "vllm"
+model = "sim-trace"
+max_model_len = 16384
+seed = 5
+
+[scheduler]
+max_running = 512
+prefill_tok_s = 5000000.0
+prefill_chunk_tokens = 262144
+stream_interval = 1
+
+[step_time]
+base_s = 0.002
+
+[kv]
+block_size = 16
+num_blocks = 400000
+cp = 1
+prefix_caching = true
+
+[tokenizer]
+chars_per_token = 4.0
+tokens_per_request = 8
+tokens_per_message = 4
+
+[output]
+natural_length = 0
+
+[server]
+version = "0.11.0-sim"
+"#;
+
+fn scenario(dir: &Path, prefill_tok_s: f64) -> String {
+    let p = dir.join(format!("s{prefill_tok_s}.toml"));
+    let body = FAST.replace("5000000.0", &format!("{prefill_tok_s:.1}"));
+    std::fs::write(&p, body).expect("scenario");
+    p.display().to_string()
+}
+
+/// Runs a replay against the simulator; the result document.
+fn replay(dir: &Path, prefill_tok_s: f64, args: &[&str]) -> Value {
+    let out = dir.join("r.json");
+    let sim = scenario(dir, prefill_tok_s);
+    let mut all = vec![
+        "--sim",
+        &sim,
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--output",
+        out.to_str().expect("path"),
+    ];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    doc
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// 2,000 Mooncake requests in 50 prefix groups (two shared 512-token blocks,
+/// then a block of their own), 10 ms apart in the trace, replayed 2.5× faster.
+#[test]
+fn a_mooncake_trace_replays_on_schedule_with_the_intended_sharing() {
+    let (dir, trace) = tmp("mooncake.jsonl");
+    let mut body = String::new();
+    for i in 0..2000u64 {
+        let g = i % 50;
+        let len = 1100 + (i % 13) * 15;
+        let _ = writeln!(
+            body,
+            r#"{{"timestamp": {}, "input_length": {len}, "output_length": 2, "hash_ids": [{}, {}, {}]}}"#,
+            i * 10,
+            g * 2,
+            g * 2 + 1,
+            1000 + i
+        );
+    }
+    std::fs::write(&trace, body).expect("trace");
+    let doc = replay(
+        dir.path(),
+        5e6,
+        &[
+            "--trace",
+            trace.to_str().expect("path"),
+            "--trace-speed",
+            "2.5",
+        ],
+    );
+    let t = &doc["trace_results"][0];
+    let s = &t["summary"];
+    assert_eq!(t["status"], "ok", "{t}");
+    assert_eq!(
+        (s["scheduled"].as_u64(), s["completed"].as_u64()),
+        (Some(2000), Some(2000))
+    );
+    assert_eq!(t["source"]["format"], "mooncake");
+    assert_eq!(t["source"]["sha256"].as_str().map(str::len), Some(64));
+    // Arrivals on the scaled schedule: 20 s of trace in 8 s, 250 due per
+    // second, and sent close to their times (loose: a loaded machine;
+    // the tight figure is bench/trace-replay.sh's).
+    let buckets = s["buckets"].as_array().expect("buckets");
+    let due: Vec<u64> = buckets
+        .iter()
+        .map(|b| b["scheduled"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(due.iter().sum::<u64>(), 2000);
+    // (a request due on a second's boundary may land either side of it)
+    assert!(due[..8].iter().all(|&n| n.abs_diff(250) <= 1), "{due:?}");
+    assert!(f(&s["dispatch_lag"]["p50"]) < 0.5, "{s}");
+    // Prompt lengths: every reported length within 1 token of the trace's.
+    let l = &t["lengths"];
+    assert_eq!(l["reported"], 2000, "{l}");
+    assert!(
+        l["reported_max_error"].as_u64().is_some_and(|e| e <= 1),
+        "{l}"
+    );
+    assert!(
+        l["tokenized_max_error"].as_u64().is_some_and(|e| e <= 1),
+        "{l}"
+    );
+    assert_eq!(l["output_short"], 0, "{l}");
+    // Shared blocks hash alike on the simulator: its own hit counters give
+    // the intended rate within 1 point.
+    let pc = &t["prefix_cache"];
+    let (want, got) = (
+        f(&pc["prefix_cache_intended"]),
+        f(&pc["server_prefix_cache_hit_rate"]),
+    );
+    assert!(want > 0.6, "{pc}");
+    assert!((want - got).abs() < 0.01, "{pc}");
+    assert_eq!(pc["achieved_source"], "metrics");
+    assert_eq!(pc["differs"], false);
+}
+
+/// BurstGPT with its filters, and our JSONL with literal prompts, sent as
+/// they are.
+#[test]
+fn burstgpt_and_literal_jsonl_traces_round_trip() {
+    let (dir, csv) = tmp("burst.csv");
+    let mut body =
+        String::from("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n");
+    for i in 0..30u64 {
+        let model = if i % 3 == 0 { "GPT-4" } else { "ChatGPT" };
+        // every 10th request failed in the log: 0 response tokens
+        let out = if i % 10 == 5 { 0 } else { 3 };
+        let _ = writeln!(
+            body,
+            "{},{model},{},{out},0,Conversation log",
+            i / 10,
+            200 + i
+        );
+    }
+    std::fs::write(&csv, body).expect("csv");
+    let doc = replay(
+        dir.path(),
+        5e6,
+        &[
+            "--trace",
+            csv.to_str().expect("path"),
+            "--trace-model",
+            "ChatGPT",
+        ],
+    );
+    let t = &doc["trace_results"][0];
+    // 20 ChatGPT rows, 2 of them failed in the log: 18 sent
+    assert_eq!(t["summary"]["completed"], 18, "{t}");
+    assert_eq!(t["source"]["rows"]["filtered"], 12, "{t}");
+    assert!(
+        t["lengths"]["reported_max_error"]
+            .as_u64()
+            .is_some_and(|e| e <= 1),
+        "{t}"
+    );
+    let jsonl = dir.path().join("lit.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"timestamp\": 0, \"prompt\": \"Say hello.\", \"output_tokens\": 3}\n\
+         {\"timestamp\": 0.1, \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, \
+         {\"role\": \"user\", \"content\": \"Hi\"}], \"output_tokens\": 4, \"session_id\": 1}\n",
+    )
+    .expect("jsonl");
+    let doc = replay(dir.path(), 5e6, &["--trace", jsonl.to_str().expect("path")]);
+    let t = &doc["trace_results"][0];
+    assert_eq!(t["source"]["format"], "jsonl");
+    assert_eq!(t["summary"]["completed"], 2, "{t}");
+    // the tool did not build these prompts: no intended rate
+    assert!(t["prefix_cache"]["prefix_cache_intended"].is_null(), "{t}");
+}
+
+/// Each turn's TTFT follows the part of its prompt not cached: with a slow
+/// prefill, turn 4 (4× turn 1's prompt) costs about what turn 1 did. One
+/// session, so no other prefill shares the engine's steps.
+#[test]
+fn session_ttft_grows_with_the_uncached_part_only() {
+    let (dir, _) = tmp("x");
+    let doc = replay(
+        dir.path(),
+        10_000.0,
+        &[
+            "--sessions",
+            "1",
+            "--turns",
+            "4",
+            "--user-tokens",
+            "2000",
+            "--max-tokens",
+            "8",
+        ],
+    );
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["sessions_completed"], 1, "{r}");
+    let turns = r["by_turn"].as_array().expect("by_turn");
+    assert_eq!(turns.len(), 4);
+    let prompt = |t: usize| f(&turns[t]["prompt_tokens_mean"]);
+    let ttft = |t: usize| f(&turns[t]["ttft"]["mean"]);
+    // The simulator's truth: turn t prefills what turn t−1's prompt did not
+    // hold (its blocks are cached), at 10,000 tok/s plus one step.
+    for t in 1..4 {
+        let uncached = prompt(t) - prompt(t - 1);
+        let truth = ttft(0) * uncached / prompt(0);
+        assert!(
+            (ttft(t) - truth).abs() < 0.1 * truth,
+            "turn {}: TTFT {:.3} s, truth {truth:.3} s ({r})",
+            t + 1,
+            ttft(t)
+        );
+    }
+    assert!(prompt(3) > 3.5 * prompt(0), "{r}");
+    let pc = &r["prefix_cache"];
+    assert!(
+        (f(&pc["prefix_cache_intended"]) - f(&pc["server_prefix_cache_hit_rate"])).abs() < 0.02,
+        "{pc}"
+    );
+}
+
+/// A row that does not parse, timestamps going backwards and an empty
+/// trace: one line naming the file and line, exit 2, nothing sent.
+#[test]
+fn bad_traces_are_refused_before_any_request() {
+    let (dir, trace) = tmp("bad.jsonl");
+    let p = trace.to_str().expect("path");
+    let good = r#"{"timestamp": 0, "input_length": 10, "output_length": 2}"#;
+    let later = r#"{"timestamp": 900, "input_length": 10, "output_length": 2}"#;
+    let refuse = |body: String, want: &str| {
+        std::fs::write(&trace, body).expect("trace");
+        let o = run(&["--host", "http://127.0.0.1:9", "--trace", p]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    };
+    refuse(format!("{good}\nnot json\n"), &format!("{p}:2: "));
+    refuse(
+        format!("{later}\n{good}\n"),
+        &format!("{p}:2: timestamp goes backwards"),
+    );
+    refuse("\n".into(), "no request to replay");
+    // skipped and counted instead
+    std::fs::write(&trace, format!("{good}\nnot json\n{later}\n")).expect("trace");
+    let doc = replay(dir.path(), 5e6, &["--trace", p, "--trace-skip-bad"]);
+    let t = &doc["trace_results"][0];
+    assert_eq!(t["source"]["rows"]["bad_skipped"], 1, "{t}");
+    assert_eq!(t["summary"]["completed"], 2, "{t}");
+    // --dry-run shows the replay, not a matrix plan
+    let o = run(&["--sim", "--trace", p, "--trace-skip-bad", "--dry-run"]);
+    let shown = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("Replay plan: trace"), "{shown}");
+    assert!(shown.contains("2 requests over 0.9 s"), "{shown}");
+}
