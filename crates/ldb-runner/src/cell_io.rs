@@ -34,6 +34,7 @@ pub(crate) async fn scout(
     let ctx = spec.context;
     if !spec.record_prefill {
         rc.sent_prompts.mark(&spec.messages);
+        rc.prefix.admit_scout(ctx, &spec.messages);
         probe(&env, &rc.model, &spec.messages, skip).await;
         return None;
     }
@@ -46,6 +47,7 @@ pub(crate) async fn scout(
         spec.messages = fresh;
     }
     rc.sent_prompts.mark(&spec.messages);
+    rc.prefix.admit_scout(ctx, &spec.messages);
     rc.live.event(format!(
         "integrated prefill start ctx={}",
         format_context(ctx)
@@ -60,7 +62,9 @@ pub(crate) async fn scout(
     }
     let cached = p.cached_tokens.unwrap_or(0).max(validation.cached_tokens);
     let prompt = p.prompt_tokens.unwrap_or(ctx);
-    if hit_cache(prompt, cached) {
+    // Behind a shared prefix only the rest should be cold (warm_prefix).
+    let shared = rc.prefix.shared_tokens();
+    if hit_cache(prompt.saturating_sub(shared), cached.saturating_sub(shared)) {
         rc.live.event(format!(
             "integrated prefill ctx={} not recorded: the server served {cached} of its \
              {prompt} prompt tokens from its prefix cache",
@@ -69,13 +73,16 @@ pub(crate) async fn scout(
         return None;
     }
     let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
-    let row = entry(
+    let mut row = entry(
         ldb_core::result::PrefillMethod::IntegratedScout,
         ctx,
         &p,
         validation,
         use_server,
     );
+    if shared > 0 {
+        crate::prefix_run::warm_prefix_row(&mut row, shared);
+    }
     if row.tok_per_sec > 0.0
         && let Ok(mut g) = rc.prefill_rate.lock()
     {

@@ -141,6 +141,8 @@ pub struct RunConfig {
     pub open_loop_grace: f64,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
+    /// Shared prefixes, cache granularity override and resets (`prefix.rs`).
+    pub prefix_cache: crate::prefix::PrefixCacheSettings,
     /// `--repeat N`: each cell of the primary matrix is measured N times,
     /// pass after pass over the matrix (≥ 1).
     pub repeat: u32,
@@ -259,6 +261,7 @@ impl Default for RunConfig {
             max_in_flight: 0,
             open_loop_grace: 120.0,
             stop_at_saturation: false,
+            prefix_cache: Default::default(),
             repeat: 1,
             slo: None,
             slo_search: false,

@@ -7,6 +7,8 @@
 
 mod assemble;
 pub mod burst;
+mod cache_granularity;
+mod cache_reset;
 pub mod cell;
 mod cell_io;
 mod cell_view;
@@ -26,6 +28,9 @@ pub mod plan;
 mod pool;
 pub mod prefill;
 mod prefill_phase;
+pub mod prefix;
+pub mod prefix_achieved;
+mod prefix_run;
 pub mod prompts;
 mod recorder;
 pub mod rerun;
@@ -33,6 +38,7 @@ pub mod resume;
 pub mod run;
 pub mod selftest;
 mod server_watch;
+pub mod shared_prefix;
 mod slo_search;
 mod stall;
 pub mod standalone;

@@ -248,6 +248,17 @@ pub struct SimArgs {
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list: bool,
+    /// KV block size in tokens, the prefix cache's reuse unit (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    pub block_size: Option<u32>,
+    /// Most free KV blocks that keep a cached prefix, evicted least recently used first
+    /// (default: all of them).
+    #[arg(long, value_name = "N")]
+    pub prefix_cache_blocks: Option<u32>,
+    /// Serve the guarded prefix-cache resets: vLLM's /reset_prefix_cache (as with
+    /// VLLM_SERVER_DEV_MODE=1) and llama.cpp's slot erase (as with --slot-save-path).
+    #[arg(long)]
+    pub cache_reset: bool,
 }
 
 /// Flags of the benchmark (names and defaults of the reference tool where they exist).
@@ -506,6 +517,9 @@ pub struct BenchArgs {
     /// help heading applies to every flag after it.
     #[command(flatten)]
     pub fabric: crate::cli_fabric::FabricArgs,
+    /// Prefix-cache flags (shared prefixes, reset), under their own heading.
+    #[command(flatten)]
+    pub prefix_cache: crate::cli_prefix::PrefixArgs,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {

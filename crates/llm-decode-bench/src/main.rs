@@ -9,6 +9,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_prefix;
 mod coding_peak;
 mod compare;
 mod config;

@@ -62,7 +62,7 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         "gauge",
         "The prefix cache hit rate.",
         &sl,
-        0.0,
+        s.last_batch_cache_hit_rate,
     );
     o.metric(
         "sglang:max_total_num_tokens",
@@ -152,6 +152,12 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
     o.sample(
         "sglang:cached_tokens_total",
         &source,
+        s.prompt_tokens_cached as f64,
+    );
+    // SGLang 0.5.23 also sums the sources in a `total` series.
+    o.sample(
+        "sglang:cached_tokens_total",
+        &source.replace("\"device\"", "\"total\""),
         s.prompt_tokens_cached as f64,
     );
     o.metric(
