@@ -35,7 +35,7 @@ pub(crate) async fn start_prefix_cache(
     rc.prefix
         .set_prompts(shared.map_or(0, |s| s.tokens()), by_ctx);
     reset_before_run(rc).await;
-    warm_shared_prefixes(rc, prompts, 0).await;
+    warm_shared_prefixes(rc, prompts, 0, 0..u32::MAX).await;
     let s = rc.cfg.prefix_cache;
     let (g, source) = rc
         .prefix
@@ -59,9 +59,33 @@ pub(crate) async fn before_cell(rc: &RunCtx, prompts: &PromptPlan) -> Option<Res
     let first = rc.prefix.next_cell();
     let status = reset_before_cell(rc, first).await;
     if status.is_some() && !first && rc.cfg.prefix_cache.reset == ResetMode::BeforeCell {
-        warm_shared_prefixes(rc, prompts, rc.prefix.mark_round()).await;
+        let round = rc.prefix.mark_round();
+        let before = span_start(rc).await;
+        warm_shared_prefixes(rc, prompts, round, 0..1).await;
+        if status == Some(ResetStatus::Done) {
+            check_reset(rc, before).await;
+        }
+        warm_shared_prefixes(rc, prompts, round, 1..u32::MAX).await;
     }
     status
+}
+
+/// After a reset the first warm-up request is the first request: where the
+/// server counts its cache hits, say whether it found anything cached (a
+/// reset that did not empty the cache shows here).
+async fn check_reset(rc: &RunCtx, before: SpanStart) {
+    let (Some(a), Some(b)) = (before.scrape, rc.scraper.scrape_once().await) else {
+        return;
+    };
+    if let (Some(h0), Some(h1)) = (a.snap.prefix_hits, b.snap.prefix_hits) {
+        let hits = (h1 - h0).max(0.0);
+        rc.live.event(if hits == 0.0 {
+            "prefix cache reset checked: the the first request after it found 0 cached tokens"
+                .to_string()
+        } else {
+            format!("prefix cache reset did not empty the cache: {hits:.0} tokens were served from it right after")
+        });
+    }
 }
 
 /// The prompt of request `i` of rate cell `cell` at context `ctx` when the

@@ -76,11 +76,16 @@ impl PromptPlan {
 /// Sends one `max_tokens = 1` request per group, so every shared prefix is
 /// cached before a scout is timed as the prefill of the rest (at the start
 /// of the run and after every reset). Fed to the intended cache.
-pub(crate) async fn warm_shared_prefixes(rc: &RunCtx, prompts: &PromptPlan, round: u64) {
+pub(crate) async fn warm_shared_prefixes(
+    rc: &RunCtx,
+    prompts: &PromptPlan,
+    round: u64,
+    groups: std::ops::Range<u32>,
+) {
     let Some(shared) = &prompts.shared else {
         return;
     };
-    for g in 0..shared.texts.len() as u32 {
+    for g in groups.take_while(|&g| (g as usize) < shared.texts.len()) {
         let tag = format!("warm-prefix-{round}-g{g}");
         let msgs = prompts.messages_in_group(0, &tag, g);
         rc.prefix.admit_messages(0, &msgs);

@@ -170,6 +170,14 @@ async fn a_reset_before_each_cell_makes_its_first_request_cold() {
         doc.metadata.prefix_cache.as_ref().and_then(|p| p.reset),
         Some(ResetStatus::Done)
     );
+    // the runner saw the same in the server's counters
+    assert!(
+        doc.event_log
+            .iter()
+            .any(|e| e.contains("the first request after it found 0 cached tokens")),
+        "{:?}",
+        doc.event_log
+    );
     sim.shutdown().await;
 }
 
