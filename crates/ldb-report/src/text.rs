@@ -22,6 +22,7 @@ pub(crate) mod hardware;
 mod open_loop;
 mod paired;
 mod prefill;
+mod prefix_cache;
 mod slo;
 pub(crate) mod style;
 mod summary;
@@ -139,6 +140,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     out.push(String::new());
     out.extend(prefill::section(&cx));
     out.extend(open_loop::section(&cx));
+    out.extend(prefix_cache::section(&cx));
     if doc.results.is_empty() && doc.burst_results.is_empty() {
         if doc.prefill.is_empty() && doc.rate_results.is_empty() {
             out.extend(cx.note("No results were collected."));

@@ -80,7 +80,7 @@ async fn check_reset(rc: &RunCtx, before: SpanStart) {
     if let (Some(h0), Some(h1)) = (a.snap.prefix_hits, b.snap.prefix_hits) {
         let hits = (h1 - h0).max(0.0);
         rc.live.event(if hits == 0.0 {
-            "prefix cache reset checked: the the first request after it found 0 cached tokens"
+            "prefix cache reset checked: the first request after it found 0 cached tokens"
                 .to_string()
         } else {
             format!("prefix cache reset did not empty the cache: {hits:.0} tokens were served from it right after")
