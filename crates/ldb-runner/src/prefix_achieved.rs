@@ -27,7 +27,10 @@ pub fn counter_hit_rate(
     end: &ServerSnapshot,
 ) -> Option<(f64, &'static str)> {
     let q = end.prefix_queries? - start.prefix_queries?;
-    let h = end.prefix_hits? - start.prefix_hits?;
+    // A labelled counter is exported only once it moved: SGLang shows no
+    // `sglang:cached_tokens_total` until its first cache hit. With the
+    // lookups counted, a missing hits series is 0.
+    let h = end.prefix_hits.unwrap_or(0.0) - start.prefix_hits.unwrap_or(0.0);
     if !(q > 0.0 && h >= 0.0) {
         return None;
     }
@@ -127,6 +130,23 @@ mod tests {
         );
         let none = snap(Engine::LlamaCpp, "llamacpp:prompt_tokens_total 5\n");
         assert_eq!(counter_hit_rate(Engine::LlamaCpp, &none, &none), None);
+    }
+
+    #[test]
+    fn real_pages_give_the_rate_even_before_sglangs_first_hit() {
+        let fix = concat!(env!("CARGO_MANIFEST_DIR"), "/../ldb-client/tests/fixtures");
+        let page = |p: &str| std::fs::read_to_string(format!("{fix}/{p}")).expect("fixture");
+        // SGLang 0.5.23: no cached-token series while idle, 89 cached of
+        // 168 prompt tokens after the chats.
+        let a = snap(Engine::Sglang, &page("sglang-0.5.23/metrics-idle.txt"));
+        let b = snap(
+            Engine::Sglang,
+            &page("sglang-0.5.23/metrics-after-chats.txt"),
+        );
+        assert_eq!(a.prefix_hits, None);
+        let (rate, source) = counter_hit_rate(Engine::Sglang, &a, &b).expect("rate");
+        assert!((rate - 89.0 / 168.0).abs() < 1e-9, "{rate}");
+        assert_eq!(source, "sglang_counters");
     }
 
     #[test]

@@ -149,17 +149,15 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         true => "cache_source=\"device\"".to_string(),
         false => format!("cache_source=\"device\",{tl}"),
     };
-    o.sample(
-        "sglang:cached_tokens_total",
-        &source,
-        s.prompt_tokens_cached as f64,
-    );
-    // SGLang 0.5.23 also sums the sources in a `total` series.
-    o.sample(
-        "sglang:cached_tokens_total",
-        &source.replace("\"device\"", "\"total\""),
-        s.prompt_tokens_cached as f64,
-    );
+    // A labelled counter is exported once it moved: no series before the
+    // first cache hit (seen on SGLang 0.5.23's idle page).
+    if s.prompt_tokens_cached > 0 {
+        o.sample(
+            "sglang:cached_tokens_total",
+            &source,
+            s.prompt_tokens_cached as f64,
+        );
+    }
     o.metric(
         "sglang:num_requests_total",
         "counter",
