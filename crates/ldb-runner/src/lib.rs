@@ -9,6 +9,7 @@ mod assemble;
 pub mod burst;
 mod cache_granularity;
 mod cache_reset;
+mod calibration_cache;
 pub mod cell;
 mod cell_io;
 mod cell_view;
