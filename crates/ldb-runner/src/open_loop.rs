@@ -24,7 +24,7 @@ use crate::cell::CellSpec;
 use crate::cell_io::{drain, scout};
 use crate::ctx::RunCtx;
 use crate::plan::RunPlan;
-use crate::prompts::{BodyOptions, PromptPlan, chat_body};
+use crate::prompts::PromptPlan;
 use crate::recorder::Recorder;
 
 /// Requests per cell: `--request-count`, else rate × `--duration` (at least 1).
@@ -137,22 +137,9 @@ async fn rate_cell(
     } else {
         None
     };
-    let options = BodyOptions {
-        max_tokens: rc.cfg.max_tokens,
-        continuous_usage: false,
-        ignore_eos: !rc.cfg.respect_eos,
-        temperature: rc.cfg.temperature,
-    };
-    // Every request sends the cell's prompt; with shared prefixes each one
-    // its own nonce behind the prefixes in turn (`prefix_run.rs`).
-    let same = chat_body(&rc.model, &spec.messages, options);
-    let body = |i: usize| {
-        let msgs = crate::prefix_run::rate_request(prompts, context, index, i);
-        let b = msgs.as_ref().map(|m| chat_body(&rc.model, m, options));
-        rc.prefix
-            .admit_messages(context, msgs.as_deref().unwrap_or(&spec.messages));
-        b.unwrap_or_else(|| same.clone())
-    };
+    // Every request sends the cell's prompt; with shared prefixes its own
+    // nonce behind the prefixes in turn (`prefix_run.rs`).
+    let bodies = crate::prefix_run::RateBodies::new(rc, prompts, (context, index), &spec.messages);
     // A different schedule per cell, the same on every run with this seed.
     let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
     let window = Arc::new(SharedWindow::default());
@@ -186,7 +173,7 @@ async fn rate_cell(
             cap,
             window: window.clone(),
             counters: counters.clone(),
-            body: &body,
+            body: &|i| bodies.body(i),
             tx,
             in_flight: in_flight.clone(),
             most: most.clone(),
@@ -271,15 +258,8 @@ async fn rate_cell(
         max_error_rate: rc.cfg.max_error_rate,
         not_sent,
     });
-    let caches: Vec<_> = outs
-        .iter()
-        .map(|(_, _, o)| {
-            let prompt = o.track.to_sample(0.0, window.get()).input_tokens;
-            crate::prefix_achieved::RequestCache::of(o, prompt)
-        })
-        .collect();
     (row.server_prefix_cache_hit_rate, row.prefix_cache) =
-        crate::prefix_run::span_end(rc, prefix_start, &caches).await;
+        crate::prefix_run::rate_span_end(rc, prefix_start, &outs, window.get()).await;
     let sf = scheduler_fields(1, &sched, false, 0.0);
     if !sched.is_empty() {
         row.avg_running_reqs = sf.avg_running_reqs;

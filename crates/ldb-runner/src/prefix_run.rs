@@ -3,17 +3,20 @@
 //! warm-up of the shared prefixes; before each cell its reset; around each
 //! measured span the intended and achieved hit rates.
 
+use bytes::Bytes;
 use ldb_client::discovery::Discovery;
 use ldb_client::scrape::Scrape;
+use ldb_client::stream::StreamOutcome;
 use ldb_core::prompt::Message;
 use ldb_core::result::{PrefixCacheCell, ResetStatus, RunPrefixCache};
+use ldb_core::window::WindowBounds;
 
 use crate::cache_granularity::discover_cache_granularity;
 use crate::cache_reset::{reset_before_cell, reset_before_run};
 use crate::ctx::RunCtx;
 use crate::prefix::{IntendedMark, ResetMode};
 use crate::prefix_achieved::{RequestCache, counter_hit_rate, request_hit_rate};
-use crate::prompts::PromptPlan;
+use crate::prompts::{BodyOptions, PromptPlan, chat_body};
 use crate::shared_prefix::warm_shared_prefixes;
 
 /// Startup: granularity, prompt sizes, the reset before the run, the
@@ -130,6 +133,69 @@ pub(crate) fn request_code(i: usize) -> String {
             return out;
         }
     }
+}
+
+/// The bodies of a rate cell's requests: the cell's prompt for all, or
+/// with shared prefixes each request's own ([`rate_request`]); each is fed
+/// to the intended cache as it is built, which is when it is sent.
+pub(crate) struct RateBodies<'a> {
+    rc: &'a RunCtx,
+    prompts: &'a PromptPlan,
+    cell: (u64, u64),
+    messages: &'a [Message],
+    same: Bytes,
+    options: BodyOptions,
+}
+
+impl<'a> RateBodies<'a> {
+    /// For the cell at context `cell.0` with index `cell.1`, whose prompt
+    /// is `messages`.
+    pub(crate) fn new(
+        rc: &'a RunCtx,
+        prompts: &'a PromptPlan,
+        cell: (u64, u64),
+        messages: &'a [Message],
+    ) -> Self {
+        let options = BodyOptions {
+            max_tokens: rc.cfg.max_tokens,
+            continuous_usage: false,
+            ignore_eos: !rc.cfg.respect_eos,
+            temperature: rc.cfg.temperature,
+        };
+        RateBodies {
+            rc,
+            prompts,
+            cell,
+            messages,
+            same: chat_body(&rc.model, messages, options),
+            options,
+        }
+    }
+
+    /// The body of request `i`.
+    pub(crate) fn body(&self, i: usize) -> Bytes {
+        let own = rate_request(self.prompts, self.cell.0, self.cell.1, i);
+        let msgs = own.as_deref().unwrap_or(self.messages);
+        self.rc.prefix.admit_messages(self.cell.0, msgs);
+        match &own {
+            Some(m) => chat_body(&self.rc.model, m, self.options),
+            None => self.same.clone(),
+        }
+    }
+}
+
+/// Closes a rate cell's span over its requests' outcomes.
+pub(crate) async fn rate_span_end(
+    rc: &RunCtx,
+    start: SpanStart,
+    outs: &[(usize, f64, StreamOutcome)],
+    window: WindowBounds,
+) -> (Option<f64>, PrefixCacheCell) {
+    let requests: Vec<RequestCache> = outs
+        .iter()
+        .map(|(_, _, o)| RequestCache::of(o, o.track.to_sample(0.0, window).input_tokens))
+        .collect();
+    span_end(rc, start, &requests).await
 }
 
 /// Where a measured span starts: the intended cache's totals and the

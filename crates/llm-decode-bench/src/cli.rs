@@ -248,17 +248,9 @@ pub struct SimArgs {
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list: bool,
-    /// KV block size in tokens, the prefix cache's reuse unit (default: the scenario's).
-    #[arg(long, value_name = "N")]
-    pub block_size: Option<u32>,
-    /// Most free KV blocks that keep a cached prefix, evicted least recently used first
-    /// (default: all of them).
-    #[arg(long, value_name = "N")]
-    pub prefix_cache_blocks: Option<u32>,
-    /// Serve the guarded prefix-cache resets: vLLM's /reset_prefix_cache (as with
-    /// VLLM_SERVER_DEV_MODE=1) and llama.cpp's slot erase (as with --slot-save-path).
-    #[arg(long)]
-    pub cache_reset: bool,
+    /// The simulated prefix cache (`cli_prefix.rs`).
+    #[command(flatten)]
+    pub cache: crate::cli_prefix::SimCacheArgs,
 }
 
 /// Flags of the benchmark (names and defaults of the reference tool where they exist).

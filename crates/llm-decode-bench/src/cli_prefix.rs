@@ -28,6 +28,31 @@ pub struct PrefixArgs {
     pub prefix_cache_block: Option<u32>,
 }
 
+/// `sim` flags of the simulated prefix cache.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SimCacheArgs {
+    /// KV block size in tokens, the prefix cache's reuse unit (default: the scenario's).
+    #[arg(long, value_name = "N")]
+    pub block_size: Option<u32>,
+    /// Most free KV blocks that keep a cached prefix, evicted least recently used first
+    /// (default: all of them).
+    #[arg(long, value_name = "N")]
+    pub prefix_cache_blocks: Option<u32>,
+    /// Serve the guarded prefix-cache resets: vLLM's /reset_prefix_cache (as with
+    /// VLLM_SERVER_DEV_MODE=1) and llama.cpp's slot erase (as with --slot-save-path).
+    #[arg(long)]
+    pub cache_reset: bool,
+}
+
+impl SimCacheArgs {
+    /// Applies the flags to a scenario.
+    pub fn apply(&self, s: &mut ldb_sim::Scenario) {
+        s.kv.block_size = self.block_size.unwrap_or(s.kv.block_size).max(1);
+        s.kv.prefix_cache_blocks = self.prefix_cache_blocks.or(s.kv.prefix_cache_blocks);
+        s.server.cache_reset_enabled |= self.cache_reset;
+    }
+}
+
 /// The run's prefix-cache settings, checked against the contexts.
 pub fn settings(a: &PrefixArgs, contexts: &[u64]) -> Result<PrefixCacheSettings, ConfigError> {
     let shared = a.shared_prefix_tokens.unwrap_or(0);

@@ -501,7 +501,7 @@ fn benchmark_against_real_sglang() {
     );
 }
 
-/// Run 3: shared prefixes. Two rate cells of 20 requests, each its own
+/// Run 3: shared prefixes. Two rate cells of 12 requests, each its own
 /// nonce behind one of two ~400-token prefixes, the cache flushed before each
 /// cell: SGLang's cached-token counters agree with the intended hit rate
 /// (page size 1) within 5 points, the flushes are done, and the first request
@@ -516,7 +516,7 @@ fn prefix_cache_run(server: &Server, dir: &Path) {
             "--request-rate",
             "1,2",
             "--request-count",
-            "20",
+            "12",
             "--contexts",
             "512",
             "--max-tokens",
