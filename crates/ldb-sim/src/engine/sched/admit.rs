@@ -54,8 +54,12 @@ impl Scheduler {
                     seq.blocks.push(b);
                 }
             }
-            let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
-            let cached = hit_tokens.min(u64::from(len.saturating_sub(1))) as u32;
+            // Whole blocks only, and never the last prompt token: a fully
+            // cached prompt recomputes its last block (as vLLM does).
+            let bt = u64::from(self.block_tokens.max(1));
+            let hit_tokens = (need - fresh) as u64 * bt;
+            let cap = u64::from(len.saturating_sub(1)) / bt * bt;
+            let cached = hit_tokens.min(cap) as u32;
             seq.prefill_left = len - cached;
             seq.prefill_total = len - cached;
             if !seq.scheduled_once {
