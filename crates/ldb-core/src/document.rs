@@ -172,6 +172,9 @@ pub struct Metadata {
     /// `/metrics` lost after discovery (absent when it kept answering).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics_lost: Option<MetricsLost>,
+    /// Shared prefixes, cache granularity and reset (absent when unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<crate::result::RunPrefixCache>,
     /// The open-loop settings (absent for closed-loop runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopSettings>,

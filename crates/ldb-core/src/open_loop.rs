@@ -125,6 +125,14 @@ pub struct RateResult {
     pub max_queue_reqs: u64,
     /// Seconds from the first send to the last request's end.
     pub wall_time: f64,
+    /// Prefix-cache hit share of the cell's prompt tokens as the server
+    /// reported it (source in `server_prefix_cache_source`; absent when the
+    /// server reports nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_prefix_cache_hit_rate: Option<f64>,
+    /// Intended prefix-cache hit rate, its source and the reset.
+    #[serde(flatten)]
+    pub prefix_cache: crate::result::PrefixCacheCell,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

@@ -100,18 +100,41 @@ pub fn nonce(run_id: &str, tag: &str) -> String {
 }
 
 /// The same prompt under a fresh uniqueness prefix: `~N` opens the nonce
-/// that opens the first message (`[ldb ~1 run-ctx8192] …`), so it shares
-/// with any earlier prompt no more than the chat template and `[ldb `, and a
-/// prefix cache cannot serve it. Three or four characters more: about one
-/// token. A prompt without our nonce gets one in front.
+/// that opens the first message after any shared system prompt
+/// (`[ldb ~1 run-ctx8192] …`), so it shares with any earlier prompt no more
+/// than the shared prefix, the chat template and `[ldb `, and a prefix cache
+/// cannot serve the rest. Three or four characters more: about one token. A
+/// prompt without our nonce gets one in front.
 pub fn renewed(msgs: &[Message], n: u32) -> Vec<Message> {
     let mut out = msgs.to_vec();
-    if let Some(first) = out.first_mut() {
+    if let Some(first) = out.iter_mut().find(|m| m.role != "system") {
         first.content = match first.content.strip_prefix("[ldb ") {
             Some(rest) => format!("[ldb ~{n} {rest}"),
             None => format!("[ldb ~{n}] {}", first.content),
         };
     }
+    out
+}
+
+/// The text of shared prefix `group` of run `run_id` (`--shared-prefix-tokens`):
+/// a system prompt of about `chars` characters whose opening names the run
+/// and the group, so two groups differ from their first tokens on and no
+/// other run shares them.
+pub fn shared_prefix(run_id: &str, group: u32, chars: usize) -> String {
+    let head = format!("[ldb-shared {run_id}-g{group}] ");
+    let body = chars.saturating_sub(head.len());
+    format!("{head}{}", padding(body))
+}
+
+/// `msgs` behind a system message holding `prefix` (a shared prefix), which
+/// then comes before the uniqueness nonce.
+pub fn with_system(prefix: &str, msgs: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::with_capacity(msgs.len() + 1);
+    out.push(Message {
+        role: "system",
+        content: prefix.to_string(),
+    });
+    out.extend(msgs);
     out
 }
 
@@ -174,6 +197,22 @@ mod tests {
         assert_ne!(renewed(&m, 1), r);
         let bare = renewed(&messages("x", 0), 1);
         assert!(bare[0].content.starts_with("[ldb ~1] x "));
+        // A shared system prompt stays as it is: the nonce after it changes.
+        let shared = with_system(&shared_prefix("r1", 1, 300), m.clone());
+        let r = renewed(&shared, 2);
+        assert_eq!(r[0], shared[0]);
+        assert!(r[1].content.starts_with("[ldb ~2 r1-ctx8192] "));
+    }
+
+    #[test]
+    fn shared_prefixes_have_their_length_and_differ_by_group_at_once() {
+        let a = shared_prefix("run", 0, 1000);
+        let b = shared_prefix("run", 1, 1000);
+        assert_eq!((a.len(), b.len()), (1000, 1000));
+        assert_ne!(a[..20], b[..20]);
+        assert_eq!(a[20..], b[20..]);
+        let m = with_system(&a, messages("[n]", 0));
+        assert_eq!((m[0].role, m[1].role), ("system", "user"));
     }
 
     use super::*;

@@ -15,12 +15,14 @@ mod cell_out;
 mod latency;
 mod modes;
 mod prefill;
+mod prefix;
 mod tables;
 pub(crate) mod wire;
 
 pub use latency::{Dist, LatencyStats, RequestSample};
 pub use modes::{AggregateSource, DecodeMode, PrefillMethod, PrefillMode, RunStatus, UsageMode};
 pub use prefill::{PrefillEntry, ServerValidation};
+pub use prefix::{PREFIX_MISMATCH_POINTS, PrefixCacheCell, ResetStatus, RunPrefixCache};
 pub use tables::{matrix_table, summary_tables};
 use wire::{round1, round3, round4_all};
 
@@ -254,6 +256,9 @@ pub struct CellExtras {
     /// (Δhits / Δqueries; null when the server reports no prefix-cache counters
     /// or nothing was looked up).
     pub server_prefix_cache_hit_rate: Option<f64>,
+    /// Intended prefix-cache hit rate, its source and the reset (`prefix.rs`).
+    #[serde(flatten)]
+    pub prefix_cache: PrefixCacheCell,
     /// What `server_utilization` and the scheduler means rest on (sustained
     /// cells with `/metrics`; see `gauge_mean.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]

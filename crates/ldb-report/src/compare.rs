@@ -94,6 +94,10 @@ pub struct Comparison {
     pub prefill: Vec<PrefillComparison>,
     /// Every open-loop rate cell of either run.
     pub rates: Vec<RateComparison>,
+    /// Cells of either run whose prefix-cache hit rate missed the intended
+    /// one by more than 10 points (`base: …`, `new: …`), see
+    /// [`crate::prefix_flags`].
+    pub prefix_gaps: Vec<String>,
 }
 
 impl Comparison {
@@ -110,6 +114,14 @@ impl Comparison {
             cells: cells::compare_cells(base.1, new.1, threshold_pct),
             prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
             rates: rates::compare_rates(base.1, new.1, threshold_pct),
+            prefix_gaps: [("base", base.1), ("new", new.1)]
+                .into_iter()
+                .flat_map(|(side, doc)| {
+                    crate::prefix_flags::flags(doc)
+                        .into_iter()
+                        .map(move |f| format!("{side}: {f}"))
+                })
+                .collect(),
         }
     }
 

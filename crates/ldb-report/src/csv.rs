@@ -120,6 +120,23 @@ const COLUMNS: &[Column] = &[
     )),
     col!("ttft_p99_ci95", |c| stat(c, "ttft_p99", |m| m.ci95)),
     col!("window_start_unix", |c| of(c.ext.window_start_unix)),
+    col!("prefix_cache_intended", |c| of(c
+        .ext
+        .prefix_cache
+        .prefix_cache_intended)),
+    col!("server_prefix_cache_hit_rate", |c| of(c
+        .ext
+        .server_prefix_cache_hit_rate)),
+    col!("server_prefix_cache_source", |c| c
+        .ext
+        .prefix_cache
+        .server_prefix_cache_source
+        .clone()),
+    col!("prefix_cache_gap", |c| c
+        .ext
+        .prefix_cache
+        .mismatch(c.ext.server_prefix_cache_hit_rate)
+        .to_string()),
 ];
 
 /// A `repeat_stats` figure of the cell, empty when it has none.

@@ -31,6 +31,7 @@ pub mod jsonl;
 mod load;
 pub mod markdown;
 pub mod paired;
+pub mod prefix_flags;
 pub mod text;
 
 pub use error::{ReportError, Result};

@@ -23,6 +23,7 @@ mod open_loop;
 mod paired;
 pub mod plan;
 mod prefill;
+mod prefix_cache;
 mod replay;
 mod slo;
 pub(crate) mod style;
@@ -141,6 +142,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     out.push(String::new());
     out.extend(prefill::section(&cx));
     out.extend(open_loop::section(&cx));
+    out.extend(prefix_cache::section(&cx));
     out.extend(replay::section(&cx));
     if doc.results.is_empty() && doc.burst_results.is_empty() {
         let replays = doc.trace_results.len() + doc.session_results.len();

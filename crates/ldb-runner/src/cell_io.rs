@@ -64,6 +64,7 @@ pub(crate) async fn scout(rc: &RunCtx, spec: &mut CellSpec, skip: &CancellationT
     };
     if !spec.record_prefill {
         rc.sent_prompts.mark(&spec.messages);
+        rc.prefix.admit_scout(ctx, &spec.messages);
         let p = probe(&env, &rc.model, &spec.messages, skip).await;
         let timeout = ran_out(p.error.as_ref());
         if let Some(why) = &timeout {
@@ -86,6 +87,7 @@ pub(crate) async fn scout(rc: &RunCtx, spec: &mut CellSpec, skip: &CancellationT
         spec.messages = fresh;
     }
     rc.sent_prompts.mark(&spec.messages);
+    rc.prefix.admit_scout(ctx, &spec.messages);
     rc.live.event(format!(
         "integrated prefill start ctx={}",
         format_context(ctx)
@@ -117,7 +119,9 @@ fn measured_row(
 ) -> Option<PrefillEntry> {
     let cached = p.cached_tokens.unwrap_or(0).max(validation.cached_tokens);
     let prompt = p.prompt_tokens.unwrap_or(ctx);
-    if hit_cache(prompt, cached) {
+    // Behind a shared prefix only the rest should be cold (warm_prefix).
+    let shared = rc.prefix.shared_tokens();
+    if hit_cache(prompt.saturating_sub(shared), cached.saturating_sub(shared)) {
         rc.live.event(format!(
             "integrated prefill ctx={} not recorded: the server served {cached} of its \
              {prompt} prompt tokens from its prefix cache",
@@ -126,13 +130,16 @@ fn measured_row(
         return None;
     }
     let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
-    let row = entry(
+    let mut row = entry(
         ldb_core::result::PrefillMethod::IntegratedScout,
         ctx,
         p,
         validation,
         use_server,
     );
+    if shared > 0 {
+        crate::prefix_run::warm_prefix_row(&mut row, shared);
+    }
     if row.tok_per_sec > 0.0
         && let Ok(mut g) = rc.prefill_rate.lock()
     {

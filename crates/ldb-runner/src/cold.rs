@@ -16,14 +16,17 @@ use std::sync::Mutex;
 
 use ldb_core::prompt::{Message, renewed};
 
-/// Prompts sent so far in this run, by a hash of their first message (the
-/// one that opens with the nonce).
+/// Prompts sent so far in this run, by a hash of their first message after
+/// any shared system prompt (the one that opens with the nonce).
 #[derive(Debug, Default)]
 pub struct SentPrompts(Mutex<HashSet<u64>>);
 
 fn key(msgs: &[Message]) -> u64 {
     let mut h = DefaultHasher::new();
-    msgs.first().map(|m| m.content.as_str()).hash(&mut h);
+    msgs.iter()
+        .find(|m| m.role != "system")
+        .map(|m| m.content.as_str())
+        .hash(&mut h);
     h.finish()
 }
 

@@ -147,6 +147,8 @@ pub struct RunConfig {
     pub replay: Option<crate::replay::ReplayConfig>,
     /// Stop raising the rate at a context after two saturated cells.
     pub stop_at_saturation: bool,
+    /// Shared prefixes, cache granularity override and resets (`prefix.rs`).
+    pub prefix_cache: crate::prefix::PrefixCacheSettings,
     /// `--repeat N`: each cell of the primary matrix is measured N times,
     /// pass after pass over the matrix (≥ 1).
     pub repeat: u32,
@@ -267,6 +269,7 @@ impl Default for RunConfig {
             open_loop_grace: 120.0,
             replay: None,
             stop_at_saturation: false,
+            prefix_cache: Default::default(),
             repeat: 1,
             slo: None,
             slo_search: false,

@@ -77,6 +77,8 @@ pub struct RunCtx {
     pub(crate) faults: crate::server_watch::SharedFaults,
     /// Prompts sent so far, so a scout timed as a prefill is cold (`cold.rs`).
     pub(crate) sent_prompts: crate::cold::SentPrompts,
+    /// Prefix-cache granularity, intended cache and resets (`prefix.rs`).
+    pub(crate) prefix: crate::prefix::PrefixState,
 }
 
 impl RunCtx {

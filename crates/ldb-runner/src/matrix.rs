@@ -259,6 +259,20 @@ async fn run_planned(
     prompts: &PromptPlan,
     record_prefill: bool,
 ) -> CellOutput {
+    let reset = crate::prefix_run::before_cell(rc, prompts).await;
+    let mut out = run_planned_cell(rc, c, x, prompts, record_prefill).await;
+    crate::prefix_run::closed_loop_cell(rc, &mut out.cell, reset);
+    out
+}
+
+/// [`run_planned`] without the prefix-cache steps around it.
+async fn run_planned_cell(
+    rc: &RunCtx,
+    c: u32,
+    x: u64,
+    prompts: &PromptPlan,
+    record_prefill: bool,
+) -> CellOutput {
     let messages = prompts.messages(x, &format!("ctx{x}"));
     if rc.cfg.request_count > 0 {
         let spec = BurstSpec {

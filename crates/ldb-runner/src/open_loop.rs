@@ -24,7 +24,7 @@ use crate::cell::CellSpec;
 use crate::cell_io::{drain, scout};
 use crate::ctx::RunCtx;
 use crate::plan::RunPlan;
-use crate::prompts::{BodyOptions, PromptPlan, chat_body};
+use crate::prompts::PromptPlan;
 use crate::recorder::Recorder;
 
 /// Requests per cell: `--request-count`, else rate × `--duration` (at least 1).
@@ -76,8 +76,11 @@ pub(crate) async fn rate_matrix(
             }
             let key = crate::recorder::rate_key(&rc.live, rate);
             rec.cell_started(key, x, rc.clock.now(), None);
+            let reset = crate::prefix_run::before_cell(rc, prompts).await;
             let messages = prompts.messages(x, &format!("rate{x}"));
-            let (row, prefill) = rate_cell(rc, rate, x, messages, record_prefill, index).await;
+            let (mut row, prefill) =
+                rate_cell(rc, rate, x, messages, record_prefill, index, prompts).await;
+            row.prefix_cache.prefix_cache_reset = reset;
             index += 1;
             if let Some(p) = prefill {
                 record_prefill = false;
@@ -111,6 +114,7 @@ async fn rate_cell(
     messages: Vec<ldb_core::prompt::Message>,
     record_prefill: bool,
     index: u64,
+    prompts: &PromptPlan,
 ) -> (RateResult, Option<PrefillEntry>) {
     let n = requests_per_cell(rate, rc.cfg.rate_request_count, rc.cfg.duration);
     let at = format!("R={rate} req/s ctx={}", format_context(context));
@@ -133,16 +137,9 @@ async fn rate_cell(
     } else {
         None
     };
-    let body = chat_body(
-        &rc.model,
-        &spec.messages,
-        BodyOptions {
-            max_tokens: rc.cfg.max_tokens,
-            continuous_usage: false,
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
-        },
-    );
+    // Every request sends the cell's prompt; with shared prefixes its own
+    // nonce behind the prefixes in turn (`prefix_run.rs`).
+    let bodies = crate::prefix_run::RateBodies::new(rc, prompts, (context, index), &spec.messages);
     // A different schedule per cell, the same on every run with this seed.
     let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
     let window = Arc::new(SharedWindow::default());
@@ -155,6 +152,7 @@ async fn rate_cell(
     // Every request of the cell is measured: background /metrics reads at
     // --metrics-interval until the last one ends.
     let measuring = rc.scraper.measuring();
+    let prefix_start = crate::prefix_run::span_start(rc).await;
     let t0 = rc.clock.now() + 0.05;
     window.open(t0);
     // The cell's time limit covers the dispatch too: a server that accepts
@@ -175,7 +173,7 @@ async fn rate_cell(
             cap,
             window: window.clone(),
             counters: counters.clone(),
-            body,
+            body: &|i| bodies.body(i),
             tx,
             in_flight: in_flight.clone(),
             most: most.clone(),
@@ -242,6 +240,8 @@ async fn rate_cell(
         max_error_rate: rc.cfg.max_error_rate,
         not_sent,
     });
+    (row.server_prefix_cache_hit_rate, row.prefix_cache) =
+        crate::prefix_run::rate_span_end(rc, prefix_start, &outs, window.get()).await;
     let sf = scheduler_fields(1, &sched, false, 0.0);
     if !sched.is_empty() {
         row.avg_running_reqs = sf.avg_running_reqs;
@@ -314,7 +314,9 @@ struct Sender<'a> {
     cap: Option<Arc<Semaphore>>,
     window: Arc<SharedWindow>,
     counters: Arc<CellCounters>,
-    body: Bytes,
+    /// The body of request i (built, and fed to the intended cache, as it
+    /// is sent).
+    body: &'a (dyn Fn(usize) -> Bytes + Sync),
     /// Each finished request: (index, due time, outcome).
     tx: mpsc::UnboundedSender<(usize, f64, StreamOutcome)>,
     in_flight: Arc<AtomicU64>,
@@ -370,7 +372,7 @@ async fn send_all(rc: &RunCtx, s: Sender<'_>) -> (bool, u64) {
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
-        let (body, tx) = (s.body.clone(), s.tx.clone());
+        let (body, tx) = ((s.body)(i), s.tx.clone());
         let (in_flight, most) = (s.in_flight.clone(), s.most.clone());
         let scheduled = s.t0 + d;
         tokio::spawn(async move {

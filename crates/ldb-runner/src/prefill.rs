@@ -295,5 +295,6 @@ pub fn entry(
             "client prompt_tokens / TTFT (includes queueing, HTTP and the first decode step)"
         }
         .into(),
+        prefill_mode: String::new(),
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::Http;
 use ldb_client::discovery::{Discovery, TokenizeKind};
-use ldb_core::prompt::{Message, SizeModel, messages, nonce, padding, tolerance};
+use ldb_core::prompt::{Message, SizeModel, messages, nonce, padding, tolerance, with_system};
 use serde_json::{Value, json};
 
 use crate::calibration_cache::{CacheEntry, CalibrationCache};
@@ -34,13 +34,15 @@ pub struct PromptPlan {
     pub targeting: &'static str,
     /// Event lines.
     pub notes: Vec<String>,
+    /// Shared prefixes before the nonce (`shared_prefix.rs`), if asked.
+    pub shared: Option<crate::shared_prefix::SharedPrefixes>,
 }
 
 impl PromptPlan {
-    /// Messages for `ctx` with a nonce tagged `tag`.
+    /// Messages for `ctx` with a nonce tagged `tag` (behind the first shared
+    /// prefix, when there are some).
     pub fn messages(&self, ctx: u64, tag: &str) -> Vec<Message> {
-        let chars = self.by_ctx.get(&ctx).map_or(0, |p| p.padding_chars);
-        messages(&nonce(&self.run_id, tag), chars)
+        self.messages_in_group(ctx, tag, 0)
     }
 }
 
@@ -93,6 +95,8 @@ struct Counter<'a> {
     model: &'a str,
     kind: TokenizeKind,
     content_overhead: f64,
+    /// The first shared prefix, put before the sized prompts.
+    prefix: Option<String>,
 }
 
 impl Counter<'_> {
@@ -134,8 +138,42 @@ impl Counter<'_> {
 }
 
 impl Counter<'_> {
+    /// The token ids of a prompt, where `/tokenize` returns them (the
+    /// content route has no chat template: its framing is not in them).
+    async fn token_ids(&self, msgs: &[Message]) -> Option<Vec<u64>> {
+        let body = match self.kind {
+            TokenizeKind::Chat => json!({"model": self.model, "messages": msgs}),
+            TokenizeKind::Content => {
+                let text: Vec<&str> = msgs.iter().map(|m| m.content.as_str()).collect();
+                json!({"content": text.join("\n")})
+            }
+            TokenizeKind::None => return None,
+        };
+        let (status, v) = self
+            .http
+            .post_json("/tokenize", &body, Duration::from_secs(120))
+            .await
+            .ok()?;
+        if status != 200 {
+            return None;
+        }
+        v.get("tokens")?
+            .as_array()?
+            .iter()
+            .map(Value::as_u64)
+            .collect()
+    }
+
     async fn count_owned(&self, msgs: Vec<Message>) -> Option<u64> {
         self.count(&msgs).await
+    }
+
+    /// `msgs` behind the shared prefix, if any.
+    fn framed(&self, msgs: Vec<Message>) -> Vec<Message> {
+        match &self.prefix {
+            Some(p) => with_system(p, msgs),
+            None => msgs,
+        }
     }
 }
 
@@ -207,7 +245,9 @@ pub async fn real_prompt_tokens(http: &Http, model: &str, msgs: &[Message]) -> O
 
 /// Size every context in `contexts` (0 needs no padding); `count_each`
 /// counts each context's prompt where the server can (exact targeting),
-/// else the calibration fit alone sizes them (estimate).
+/// else the calibration fit alone sizes them (estimate). With
+/// `shared_prefix = (tokens, groups)`, prompts open with shared prefixes
+/// and each context's size includes one.
 pub async fn size_prompts(
     http: &Http,
     disc: &Discovery,
@@ -215,6 +255,7 @@ pub async fn size_prompts(
     calibration_context: u64,
     cache: Option<&Path>,
     count_each: bool,
+    shared_prefix: (u64, u32),
 ) -> PromptPlan {
     let run_id = run_id();
     let mut notes = Vec::new();
@@ -223,6 +264,7 @@ pub async fn size_prompts(
         model: &disc.model,
         kind: disc.tokenize,
         content_overhead: 0.0,
+        prefix: None,
     };
     let max_ctx = contexts.iter().copied().max().unwrap_or(0);
     let cal_ctx = calibration_context.min(max_ctx.max(1024)).max(1024);
@@ -243,9 +285,38 @@ pub async fn size_prompts(
         chars_per_token: 4.0,
         overhead_tokens: 0.0,
     });
+    let shared = match shared_prefix {
+        (0, _) => None,
+        (tokens, groups) => {
+            let mut s = crate::shared_prefix::SharedPrefixes::new(
+                &run_id,
+                tokens,
+                groups,
+                model.chars_per_token,
+            );
+            s.counted = count_shared(&counter, &s.texts[0]).await;
+            notes.push(format!(
+                "shared prefixes: {} of {} tokens ({})",
+                s.texts.len(),
+                s.tokens(),
+                if s.counted.is_some() {
+                    "counted"
+                } else {
+                    "estimated"
+                }
+            ));
+            counter.prefix = Some(s.texts[0].clone());
+            Some(s)
+        }
+    };
+    // Sized prompts carry the prefix: its tokens are framing.
+    let sizing = SizeModel {
+        overhead_tokens: model.overhead_tokens + shared.as_ref().map_or(0.0, |s| s.tokens() as f64),
+        ..model
+    };
     let mut by_ctx = BTreeMap::new();
     for &ctx in contexts {
-        let sized = size_one(&counter, disc, &run_id, &model, exact, ctx).await;
+        let sized = size_one(&counter, disc, &run_id, &sizing, exact, ctx).await;
         if ctx > 0 {
             notes.push(sized_note(ctx, &sized));
         }
@@ -257,7 +328,21 @@ pub async fn size_prompts(
         model,
         targeting: if exact { "exact" } else { "estimate" },
         notes,
+        shared,
     }
+}
+
+/// Tokens the prompts behind one shared prefix have in common, by the
+/// server's tokenizer: the common leading token ids of two prompts whose
+/// nonces differ at their first character, as the nonces of rate requests
+/// do (`prefix_run::rate_request`). So the chat template's framing around
+/// the prefix and the nonce's opening count as shared, as the engine sees
+/// them. `None` when the server does not return token ids.
+async fn count_shared(counter: &Counter<'_>, text: &str) -> Option<u64> {
+    let probe = |code: &str| with_system(text, messages(&format!("[ldb {code} shared]"), 0));
+    let a = counter.token_ids(&probe("a")).await?;
+    let b = counter.token_ids(&probe("b")).await?;
+    Some(a.iter().zip(&b).take_while(|(x, y)| x == y).count() as u64)
 }
 
 /// Padding characters of the small calibration probe.
@@ -322,7 +407,7 @@ async fn size_one(
 ) -> SizedPrompt {
     let tag = format!("ctx{ctx}");
     if ctx == 0 {
-        let m = messages(&nonce(run_id, &tag), 0);
+        let m = counter.framed(messages(&nonce(run_id, &tag), 0));
         let tokens = if !exact {
             None
         } else if counter.kind == TokenizeKind::Content {
@@ -341,7 +426,8 @@ async fn size_one(
     let mut chars = model.chars_for(ctx);
     let mut tokens = None;
     if exact {
-        let count = |c: usize| counter.count_owned(messages(&nonce(run_id, &tag), c));
+        let count =
+            |c: usize| counter.count_owned(counter.framed(messages(&nonce(run_id, &tag), c)));
         if let Some((c, n)) = fit_exact(count, model, chars, ctx).await {
             (chars, tokens) = (c, Some(n));
         }

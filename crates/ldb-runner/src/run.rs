@@ -202,6 +202,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     }
     let prompts = sized_prompts(&rc, &disc, &plan).await;
     record_prompts(&mut md, &prompts);
+    md.prefix_cache = Some(crate::prefix_run::start_prefix_cache(&rc, &disc, &prompts).await);
     let mut doc = match prior {
         Some(prior) => {
             announce_resume(&rc, &plan);
@@ -348,6 +349,7 @@ async fn start(
         prefill_rate: Mutex::new(None),
         faults: Default::default(),
         sent_prompts: Default::default(),
+        prefix: Default::default(),
         cfg,
     };
     Ok((rc, disc, kv))
@@ -367,6 +369,10 @@ async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan) -> PromptP
         rc.cfg.calibration_context,
         rc.cfg.calibration_cache.as_deref(),
         !rc.cfg.estimate_only,
+        (
+            rc.cfg.prefix_cache.shared_prefix_tokens,
+            rc.cfg.prefix_cache.groups(),
+        ),
     )
     .await;
     for n in &prompts.notes {

@@ -314,6 +314,7 @@ fn aggregate(ctx: u64, samples: &[Sample], server_headline: bool) -> PrefillEntr
         skipped: false,
         skip_reason: String::new(),
         label: label.into(),
+        prefill_mode: String::new(),
     }
 }
 
@@ -394,6 +395,7 @@ mod tests {
             },
             targeting: "exact",
             notes: vec![],
+            shared: None,
         };
         let a = cold_messages(&plan, 4096, 0);
         let b = cold_messages(&plan, 4096, 1);

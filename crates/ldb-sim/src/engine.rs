@@ -74,6 +74,8 @@ pub(crate) enum Command {
     Cancel(u64),
     /// SGLang abort by rid; replies whether it was found.
     AbortRid(String, oneshot::Sender<bool>),
+    /// Forget every cached prefix; replies false while blocks are in use.
+    ResetPrefixCache(oneshot::Sender<bool>),
     /// Drop every request and stop.
     Shutdown,
 }
@@ -114,6 +116,9 @@ fn handle(sched: &mut Scheduler, cmd: Command) -> bool {
         }
         Command::AbortRid(rid, reply) => {
             let _ = reply.send(sched.abort_rid(&rid));
+        }
+        Command::ResetPrefixCache(reply) => {
+            let _ = reply.send(sched.reset_prefix_cache());
         }
         Command::Shutdown => return false,
     }

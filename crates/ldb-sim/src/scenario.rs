@@ -138,6 +138,10 @@ pub struct KvConfig {
     /// Whether identical prompt prefixes reuse cached blocks.
     #[serde(default = "yes")]
     pub prefix_caching: bool,
+    /// Most free blocks that keep a cached prefix, evicted least recently
+    /// freed first (absent: every free block keeps its prefix until reused).
+    #[serde(default)]
+    pub prefix_cache_blocks: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -329,6 +333,12 @@ pub struct ServerConfig {
     /// that does not support it: requests stop at `output.natural_length`.
     #[serde(default = "yes")]
     pub honor_ignore_eos: bool,
+    /// The prefix-cache reset routes real servers guard: vLLM's
+    /// `POST /reset_prefix_cache` exists only with `VLLM_SERVER_DEV_MODE=1`
+    /// (404 otherwise), llama.cpp's slot erase needs `--slot-save-path`
+    /// (501 otherwise). SGLang's `/flush_cache` is always there.
+    #[serde(default)]
+    pub cache_reset_enabled: bool,
 }
 
 fn default_version() -> String {
@@ -354,6 +364,7 @@ impl Default for ServerConfig {
             decode_log_interval: default_log_interval(),
             api_key: None,
             honor_ignore_eos: true,
+            cache_reset_enabled: false,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP server: routes per personality, shared state, start and shutdown.
 
+mod cache_reset;
 mod errors;
 mod frames;
 mod generate;
@@ -254,6 +255,7 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(generate::chat))
         .route("/v1/completions", post(generate::completions))
         .route("/v1/models", get(info::models));
+    let resets = state.cfg.server.cache_reset_enabled;
     app = match personality {
         Personality::Vllm => app
             .route("/version", get(info::version))
@@ -268,6 +270,10 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
             .route("/server_info", get(info::server_info))
             .route("/get_model_info", get(info::model_info))
             .route("/abort_request", post(info::abort))
+            .route(
+                "/flush_cache",
+                get(cache_reset::sglang_flush).post(cache_reset::sglang_flush),
+            )
             .route("/tokenize", post(info::tokenize))
             .route("/v1/tokenize", post(info::tokenize))
             .route("/metrics", get(metrics::metrics)),
@@ -276,10 +282,15 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
             .route("/v1/health", get(info::health))
             .route("/props", get(info::props))
             .route("/slots", get(info::slots))
+            .route("/slots/{id}", post(cache_reset::llamacpp_slot_action))
             .route("/tokenize", post(info::tokenize))
             .route("/metrics", get(metrics::metrics)),
         Personality::OpenAi => app,
     };
+    // vLLM serves its reset only in dev mode (VLLM_SERVER_DEV_MODE=1).
+    if resets && personality == Personality::Vllm {
+        app = app.route("/reset_prefix_cache", post(cache_reset::vllm_reset));
+    }
     let key = state.cfg.server.api_key.clone();
     let app = app.fallback(info::not_found).with_state(state);
     match key {

@@ -33,6 +33,7 @@ async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
     if let Some(seed) = a.seed {
         scenario.seed = seed;
     }
+    a.cache.apply(&mut scenario);
     // A socket per running sequence: thousands of them pass the usual soft
     // limit of 1,024. Raised when allowed; otherwise the simulator still
     // serves (it queues what it cannot accept), with the reason said once.

@@ -251,6 +251,9 @@ pub struct SimArgs {
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list: bool,
+    /// The simulated prefix cache (`cli_prefix.rs`).
+    #[command(flatten)]
+    pub cache: crate::cli_prefix::SimCacheArgs,
 }
 
 /// Flags of the benchmark (names and defaults of the reference tool where they exist).
@@ -517,6 +520,9 @@ pub struct BenchArgs {
     /// help heading applies to every flag after it.
     #[command(flatten)]
     pub fabric: crate::cli_fabric::FabricArgs,
+    /// Prefix-cache flags (shared prefixes, reset), under their own heading.
+    #[command(flatten)]
+    pub prefix_cache: crate::cli_prefix::PrefixArgs,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {

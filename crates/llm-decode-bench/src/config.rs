@@ -60,6 +60,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         auto_stop,
         warm,
     } = m;
+    let prefix_cache = crate::cli_prefix::settings(&a.prefix_cache, &contexts)?;
     let cfg = RunConfig {
         base_url,
         server_label,
@@ -108,6 +109,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         rate_request_count: open_loop.count,
         max_in_flight: open_loop.max_in_flight,
         stop_at_saturation: a.stop_at_saturation,
+        prefix_cache,
         repeat: repeat(a, open_loop.on)?,
         slo_search: a.slo_search,
         slo_bisect: a.slo_bisect,

@@ -11,6 +11,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_prefix;
 mod cli_workload;
 mod coding_peak;
 mod compare;

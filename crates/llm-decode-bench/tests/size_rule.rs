@@ -30,7 +30,7 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/burst.rs", "run_burst_cell", 104),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/cstats/batch.rs", "run_batch", 101),
-    ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 183),
+    ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 180),
     ("crates/ldb-runner/src/plan.rs", "plan", 114),
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
@@ -39,7 +39,7 @@ const KNOWN: &[(&str, &str, usize)] = &[
         "render",
         141,
     ),
-    ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 178),
+    ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 163),
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
     ("crates/ldb-tui/src/cstats.rs", "render", 183),
 ];

@@ -62,4 +62,9 @@ pub struct PrefillEntry {
     pub skip_reason: String,
     /// Client-visible prefill includes queueing, HTTP and the first decode step.
     pub label: String,
+    /// `warm_prefix` when the prompt opened with a `--shared-prefix-tokens`
+    /// prefix the server had cached, so the row is the prefill of the rest
+    /// (`prompt_tokens` − the shared tokens); absent for a cold prompt.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub prefill_mode: String,
 }

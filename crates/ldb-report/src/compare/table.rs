@@ -82,6 +82,13 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
         out.push_str(&rate_grid(&c.rates).render(style));
         out.push('\n');
     }
+    if !c.prefix_gaps.is_empty() {
+        heading(out, "Prefix cache: achieved vs intended", md);
+        for g in &c.prefix_gaps {
+            out.push_str(&format!("{}{g}\n", if md { "- " } else { "  " }));
+        }
+        out.push('\n');
+    }
     let summary = summary_line(c);
     out.push_str(&if md {
         format!("**{summary}**\n")

@@ -172,6 +172,11 @@ fn warnings(doc: &ResultDocument) -> Vec<(String, bool)> {
             ));
         }
     }
+    out.extend(
+        crate::prefix_flags::flags(doc)
+            .into_iter()
+            .map(|f| (f, true)),
+    );
     for (layer, list) in [("", &doc.results), ("burst ", &doc.burst_results)] {
         for c in list {
             if let Some(f) = cells::footnote(c) {

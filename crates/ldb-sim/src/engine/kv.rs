@@ -2,7 +2,10 @@
 //!
 //! Free blocks that still hold a cached prefix stay addressable until they are reused; the
 //! free queue is LRU (oldest freed block is reused first). Stale queue entries are skipped
-//! lazily through a per-block stamp.
+//! lazily through a per-block stamp. An optional capacity (`kv.prefix_cache_blocks`) bounds
+//! how many free blocks keep their prefix: past it the least recently freed one forgets its
+//! hash (LRU eviction), which a small capacity makes visible as lost hits. A reset forgets
+//! every cached prefix, and is refused while any block is in use (as vLLM's).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -22,6 +25,11 @@ pub(crate) struct KvCache {
     by_hash: HashMap<u64, u32>,
     next_stamp: u64,
     prefix_caching: bool,
+    /// Most free blocks that keep their prefix (None: every free block).
+    cached_cap: Option<usize>,
+    /// Free blocks holding a prefix, least recently freed first (lazy, like `free_queue`).
+    cached_queue: VecDeque<(u32, u64)>,
+    cached_free: usize,
 }
 
 impl KvCache {
@@ -37,6 +45,60 @@ impl KvCache {
             by_hash: HashMap::new(),
             next_stamp: 1,
             prefix_caching,
+            cached_cap: None,
+            cached_queue: VecDeque::new(),
+            cached_free: 0,
+        }
+    }
+
+    /// Bound the free blocks that keep a cached prefix to `cap` (LRU beyond it).
+    pub(crate) fn with_cached_cap(mut self, cap: Option<u32>) -> Self {
+        self.cached_cap = cap.map(|c| c as usize);
+        self
+    }
+
+    /// Free blocks that still hold a cached prefix.
+    #[cfg(test)]
+    pub(crate) fn cached_free(&self) -> usize {
+        self.cached_free
+    }
+
+    /// Forget every cached prefix; refused (false) while any block is in use.
+    pub(crate) fn reset_prefix_cache(&mut self) -> bool {
+        if self.used() > 0 {
+            return false;
+        }
+        for b in &mut self.blocks {
+            b.hash = None;
+        }
+        self.by_hash.clear();
+        self.cached_queue.clear();
+        self.cached_free = 0;
+        true
+    }
+
+    /// Drop the hash of block `id` (it stays where it is otherwise).
+    fn forget(&mut self, id: u32) {
+        if let Some(h) = self.blocks[id as usize].hash.take()
+            && self.by_hash.get(&h) == Some(&id)
+        {
+            self.by_hash.remove(&h);
+        }
+    }
+
+    /// Evict least recently freed cached blocks past the capacity.
+    fn enforce_cap(&mut self) {
+        let Some(cap) = self.cached_cap else { return };
+        while self.cached_free > cap {
+            let Some((id, stamp)) = self.cached_queue.pop_front() else {
+                break;
+            };
+            let b = self.blocks[id as usize];
+            if b.refs != 0 || b.stamp != stamp || b.hash.is_none() {
+                continue;
+            }
+            self.forget(id);
+            self.cached_free -= 1;
         }
     }
 
@@ -76,6 +138,9 @@ impl KvCache {
         if b.refs == 0 {
             self.free_count -= 1;
             b.stamp = 0;
+            if b.hash.is_some() {
+                self.cached_free -= 1;
+            }
         }
         b.refs += 1;
     }
@@ -86,6 +151,9 @@ impl KvCache {
             let b = &mut self.blocks[id as usize];
             if b.refs != 0 || b.stamp != stamp {
                 continue;
+            }
+            if b.hash.is_some() {
+                self.cached_free -= 1;
             }
             if let Some(h) = b.hash.take()
                 && self.by_hash.get(&h) == Some(&id)
@@ -111,8 +179,14 @@ impl KvCache {
         if b.refs == 0 {
             self.next_stamp += 1;
             b.stamp = stamp;
+            let cached = b.hash.is_some();
             self.free_count += 1;
             self.free_queue.push_back((id, stamp));
+            if cached {
+                self.cached_free += 1;
+                self.cached_queue.push_back((id, stamp));
+                self.enforce_cap();
+            }
         }
     }
 
@@ -155,6 +229,30 @@ mod tests {
         } else {
             panic!("allocation failed");
         }
+    }
+
+    #[test]
+    fn a_capacity_keeps_the_most_recently_freed_prefixes_and_a_reset_all_of_none() {
+        let mut kv = KvCache::new(8, true).with_cached_cap(Some(2));
+        let ids: Vec<u32> = (0..3).filter_map(|_| kv.allocate()).collect();
+        for (i, &id) in ids.iter().enumerate() {
+            kv.register(id, 100 + i as u64);
+        }
+        for &id in &ids {
+            kv.release(id);
+        }
+        assert_eq!(kv.cached_free(), 2);
+        assert!(kv.lookup(&[100]).is_empty(), "the oldest was evicted");
+        assert_eq!(kv.lookup(&[101]).len(), 1);
+        assert_eq!(kv.lookup(&[102]).len(), 1);
+        let held = kv.lookup(&[101])[0];
+        kv.acquire(held);
+        assert_eq!(kv.cached_free(), 1);
+        assert!(!kv.reset_prefix_cache(), "refused while a block is in use");
+        kv.release(held);
+        assert!(kv.reset_prefix_cache());
+        assert!(kv.lookup(&[101]).is_empty() && kv.lookup(&[102]).is_empty());
+        assert_eq!(kv.cached_free(), 0);
     }
 
     #[test]

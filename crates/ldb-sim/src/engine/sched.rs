@@ -52,6 +52,8 @@ impl Seq {
 pub(crate) struct Scheduler {
     cfg: Arc<Scenario>,
     kv: KvCache,
+    /// A reset happened and no request was admitted since.
+    after_reset: bool,
     block_tokens: u32,
     lookahead: u32,
     cond_probs: Vec<f64>,
@@ -80,7 +82,8 @@ impl Scheduler {
             .as_ref()
             .map(|s| s.conditional_probs())
             .unwrap_or_default();
-        let kv = KvCache::new(cfg.kv.num_blocks, cfg.kv.prefix_caching);
+        let kv = KvCache::new(cfg.kv.num_blocks, cfg.kv.prefix_caching)
+            .with_cached_cap(cfg.kv.prefix_cache_blocks);
         let stats = EngineStats::new(cond_probs.len(), kv.total());
         Scheduler {
             block_tokens: cfg.kv.logical_block_tokens(),
@@ -93,6 +96,7 @@ impl Scheduler {
                 .map(|s| vec![0.0; s.accept_probs.len()]),
             cond_probs,
             kv,
+            after_reset: false,
             waiting: VecDeque::new(),
             running: Vec::new(),
             spare: Vec::new(),
@@ -106,6 +110,17 @@ impl Scheduler {
     }
 
     /// Whether there is nothing to do.
+    /// Forget every cached prefix (refused, false, while blocks are in use);
+    /// the next admission's cached tokens are logged as the truth of a reset.
+    pub(crate) fn reset_prefix_cache(&mut self) -> bool {
+        let done = self.kv.reset_prefix_cache();
+        if done {
+            self.stats.prefix_cache_resets += 1;
+            self.after_reset = true;
+        }
+        done
+    }
+
     pub(crate) fn is_idle(&self) -> bool {
         self.running.is_empty() && self.waiting.is_empty()
     }

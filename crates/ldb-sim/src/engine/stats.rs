@@ -97,6 +97,14 @@ pub struct EngineStats {
     pub prefix_queries: u64,
     /// Prefix-cache hits, in tokens.
     pub prefix_hits: u64,
+    /// Cached ÷ prompt tokens of the last prefill batch admitted (SGLang's
+    /// `cache_hit_rate`: not cumulative).
+    pub last_batch_cache_hit_rate: f64,
+    /// Prefix-cache resets done (`/reset_prefix_cache`, `/flush_cache`, slot erase).
+    pub prefix_cache_resets: u64,
+    /// Cached prompt tokens of the first request admitted after each reset
+    /// (0 when the reset emptied the cache for it).
+    pub first_cached_after_reset: Vec<u64>,
     /// Engine steps run (any work).
     pub engine_steps: u64,
     /// Steps that decoded at least one sequence.
@@ -162,6 +170,9 @@ impl EngineStats {
             recomputed_tokens: 0,
             prefix_queries: 0,
             prefix_hits: 0,
+            prefix_cache_resets: 0,
+            last_batch_cache_hit_rate: 0.0,
+            first_cached_after_reset: Vec::new(),
             engine_steps: 0,
             decode_steps: 0,
             decode_seq_steps: 0,

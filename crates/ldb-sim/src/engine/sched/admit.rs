@@ -7,6 +7,16 @@ use crate::engine::{Chunk, FinishReason};
 
 impl Scheduler {
     pub(super) fn admit(&mut self, now: Instant) {
+        // Prompt and cached tokens of this prefill batch (SGLang's
+        // `cache_hit_rate` gauge shows the last batch's share).
+        let (mut batch_prompt, mut batch_cached) = (0u64, 0u64);
+        self.admit_batch(now, &mut batch_prompt, &mut batch_cached);
+        if batch_prompt > 0 {
+            self.stats.last_batch_cache_hit_rate = batch_cached as f64 / batch_prompt as f64;
+        }
+    }
+
+    fn admit_batch(&mut self, now: Instant, batch_prompt: &mut u64, batch_cached: &mut u64) {
         while self.running.len() < self.cfg.scheduler.max_running as usize {
             let Some(seq) = self.waiting.front() else {
                 break;
@@ -44,8 +54,12 @@ impl Scheduler {
                     seq.blocks.push(b);
                 }
             }
-            let hit_tokens = (need - fresh) as u64 * u64::from(self.block_tokens);
-            let cached = hit_tokens.min(u64::from(len.saturating_sub(1))) as u32;
+            // Whole blocks only, and never the last prompt token: a fully
+            // cached prompt recomputes its last block (as vLLM does).
+            let bt = u64::from(self.block_tokens.max(1));
+            let hit_tokens = (need - fresh) as u64 * bt;
+            let cap = u64::from(len.saturating_sub(1)) / bt * bt;
+            let cached = hit_tokens.min(cap) as u32;
             seq.prefill_left = len - cached;
             seq.prefill_total = len - cached;
             if !seq.scheduled_once {
@@ -53,6 +67,11 @@ impl Scheduler {
                 seq.cached = cached;
                 self.stats.prefix_queries += u64::from(seq.req.prompt_len);
                 self.stats.prefix_hits += u64::from(cached);
+                *batch_prompt += u64::from(seq.req.prompt_len);
+                *batch_cached += u64::from(cached);
+                if std::mem::take(&mut self.after_reset) {
+                    self.stats.first_cached_after_reset.push(u64::from(cached));
+                }
                 self.stats
                     .queue_time
                     .observe((now - seq.req.arrival).as_secs_f64());

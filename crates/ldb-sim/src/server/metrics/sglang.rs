@@ -62,7 +62,7 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         "gauge",
         "The prefix cache hit rate.",
         &sl,
-        0.0,
+        s.last_batch_cache_hit_rate,
     );
     o.metric(
         "sglang:max_total_num_tokens",
@@ -138,22 +138,7 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         &format!("{tl},mode=\"decode\""),
         s.generated_tokens as f64,
     );
-    // SGLang 0.5.23 splits it by where the cached tokens came from; the
-    // simulator's cache is all device memory.
-    o.family(
-        "sglang:cached_tokens",
-        "counter",
-        "Number of cached prompt tokens by source (device/host/storage).",
-    );
-    let source = match tl.is_empty() {
-        true => "cache_source=\"device\"".to_string(),
-        false => format!("cache_source=\"device\",{tl}"),
-    };
-    o.sample(
-        "sglang:cached_tokens_total",
-        &source,
-        s.prompt_tokens_cached as f64,
-    );
+    cached_tokens(&mut o, &tl, s);
     o.metric(
         "sglang:num_requests_total",
         "counter",
@@ -181,4 +166,27 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         &s.e2e,
     );
     o.text
+}
+
+/// `sglang:cached_tokens_total`: SGLang 0.5.23 splits it by where the cached
+/// tokens came from; the simulator's cache is all device memory. A labelled
+/// counter is exported once it moved: no series before the first cache hit
+/// (seen on SGLang 0.5.23's idle page).
+fn cached_tokens(o: &mut Out, tl: &str, s: &EngineStats) {
+    o.family(
+        "sglang:cached_tokens",
+        "counter",
+        "Number of cached prompt tokens by source (device/host/storage).",
+    );
+    let source = match tl.is_empty() {
+        true => "cache_source=\"device\"".to_string(),
+        false => format!("cache_source=\"device\",{tl}"),
+    };
+    if s.prompt_tokens_cached > 0 {
+        o.sample(
+            "sglang:cached_tokens_total",
+            &source,
+            s.prompt_tokens_cached as f64,
+        );
+    }
 }
