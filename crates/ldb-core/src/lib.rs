@@ -36,6 +36,7 @@ pub mod redact;
 pub mod repeat;
 pub mod result;
 pub mod selftest;
+pub mod shard;
 pub mod slo;
 pub mod spec;
 pub mod sse;
