@@ -33,6 +33,7 @@ pub mod resume;
 pub mod run;
 pub mod selftest;
 mod server_watch;
+pub mod shard;
 mod slo_search;
 mod stall;
 pub mod standalone;

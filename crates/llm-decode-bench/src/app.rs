@@ -160,6 +160,13 @@ async fn run_bench(
         ends * u64::from(most) + crate::fdlimit::BASE_FILES,
         &format!("C = {most}"),
     )?;
+    // --shards: checked before anything is sent; a follower's run is its own.
+    let leader = match crate::shard::setup(&a, &cfg, a.dry_run).await? {
+        crate::shard::Role::Follower(f) => return crate::shard::follow(f, &cfg).await,
+        crate::shard::Role::Offline(o) => return crate::shard::offline(o, cfg).await,
+        crate::shard::Role::Leader(l) => Some(l),
+        crate::shard::Role::Alone => None,
+    };
     let resume = if a.resume {
         Some(load_for_resume(&cfg.output)?)
     } else {
@@ -242,7 +249,14 @@ async fn run_bench(
     };
     let output = cfg.output.clone();
     let server = (cfg.base_url.clone(), cfg.api_key.clone());
+    if let Some(l) = &leader {
+        ldb_runner::shard::install(l.clone());
+        l.plan_started();
+    }
     let result = ldb_runner::run(cfg, hooks).await;
+    if let Some(l) = &leader {
+        l.finish().await;
+    }
     ui.finish().await;
     if let Some(task) = metrics_server {
         task.abort();
@@ -288,6 +302,9 @@ async fn run_bench(
         s.shutdown().await;
     }
     if let Some(code) = peak.transpose()?.flatten() {
+        return Ok(code);
+    }
+    if let Some(code) = crate::shard::leader_exit(leader.as_deref(), &outcome.doc) {
         return Ok(code);
     }
     if let Some(why) = &outcome.server_down {

@@ -16,6 +16,8 @@ Exit codes:
        with --prefill-only: no prefill row was measured;
        with --amd-fabric-only/--p2pmark-only: a diagnostic asked for is not ok)
   5    the result file (or a report file of `report`: CSV, Markdown, HTML, JSONL) could not be written
+  6    --shards: a follower lost its leader (its record is saved), or the leader lost a follower
+       under --on-shard-loss stop
   130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
        a second Ctrl-C or signal exits at once, leaving the last saved result file";
 
@@ -502,6 +504,9 @@ pub struct BenchArgs {
     /// Sampling temperature of the coding-peak runs (not sent when unset).
     #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
     pub coding_peak_temperature: Option<f64>,
+    /// Shards: one measurement from several client processes (docs/shards.md).
+    #[command(flatten)]
+    pub shard: crate::cli_shard::ShardArgs,
     /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA); last, because its
     /// help heading applies to every flag after it.
     #[command(flatten)]

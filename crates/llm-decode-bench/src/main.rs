@@ -9,6 +9,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_shard;
 mod coding_peak;
 mod compare;
 mod config;
@@ -25,6 +26,7 @@ mod paired;
 mod report;
 mod rerun;
 mod selftest;
+mod shard;
 mod tools;
 
 use clap::Parser;
