@@ -373,7 +373,10 @@ pub(crate) async fn measure_window(
     let mut trace = RateTrace::new(ws);
     let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
     loop {
-        if aborted || tick(skip).await {
+        // A planned window's last pass falls on its end, so the end scrape
+        // is sent there and not up to a tick later.
+        let left = planned.map(|(_, e)| e - rc.clock.now());
+        if aborted || tick_at_most(skip, left).await {
             break;
         }
         pool.collect();
@@ -563,6 +566,18 @@ pub(crate) fn user_skip(
         CellStatus::SkippedUser,
         why.into(),
     )
+}
+
+/// [`tick`], shortened to `left` seconds when that is sooner.
+async fn tick_at_most(skip: &CancellationToken, left: Option<f64>) -> bool {
+    let pause = match left {
+        Some(l) if l < TICK.as_secs_f64() => Duration::from_secs_f64(l.max(0.0)),
+        _ => TICK,
+    };
+    tokio::select! {
+        _ = skip.cancelled() => true,
+        _ = tokio::time::sleep(pause) => false,
+    }
 }
 
 async fn tick(skip: &CancellationToken) -> bool {

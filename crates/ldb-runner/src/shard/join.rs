@@ -16,9 +16,14 @@ use super::wire::{JOIN_FRAME_LIMIT, MEMBER_FRAME_LIMIT, Msg, framed};
 /// The whole handshake must finish within this.
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
+/// Test only: the version a shard announces instead of its own (the
+/// mismatch test cannot build a second program version).
+const TEST_VERSION_ENV: &str = "LDB_TEST_SHARD_VERSION";
+
 /// The version a shard announces: protocol and program must both match.
 pub(crate) fn version() -> String {
-    format!("shard-protocol-1/{}", env!("CARGO_PKG_VERSION"))
+    std::env::var(TEST_VERSION_ENV)
+        .unwrap_or_else(|_| format!("shard-protocol-1/{}", env!("CARGO_PKG_VERSION")))
 }
 
 /// Accept connections for the rest of the run.
