@@ -15,6 +15,7 @@ pub(crate) mod cell;
 pub mod follower;
 mod join;
 pub mod leader;
+pub mod offline;
 pub mod record;
 pub mod wire;
 

@@ -417,7 +417,7 @@ impl Startup {
 
 /// A run that cannot start: a refused `--resume` is a configuration problem
 /// (exit 2), anything else the server's (exit 3).
-fn run_error(e: ldb_runner::RunError) -> AppError {
+pub(crate) fn run_error(e: ldb_runner::RunError) -> AppError {
     match e {
         ldb_runner::RunError::Resume(m) => AppError::Config(m),
         other => AppError::Server(other.to_string()),

@@ -63,6 +63,9 @@ pub enum Command {
     /// Run the flags recorded in a result file again (planning afresh); flags after the
     /// file override them (e.g. --host, --output).
     Rerun(RerunArgs),
+    /// Combine offline shards' records (--start-at) into one result, cell by cell from
+    /// their requests; refused when their windows differ (docs/shards.md).
+    Merge(crate::merge::MergeArgs),
 }
 
 /// `completions` flags.

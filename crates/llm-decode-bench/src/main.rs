@@ -21,6 +21,7 @@ mod error;
 mod fabric;
 mod fabric_config;
 mod fdlimit;
+mod merge;
 mod metrics_listen;
 mod paired;
 mod report;
@@ -80,6 +81,7 @@ fn main() {
             Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
             Some(cli::Command::Compare(a)) => compare::run(&a),
             Some(cli::Command::Report(a)) => report::run(&a),
+            Some(cli::Command::Merge(a)) => error::exit_with(merge::run(&a)),
             Some(cli::Command::Selftest(a)) => selftest::run(&a).await,
             Some(cli::Command::CjkWatchdog(a)) => cjk_watchdog::run(a).await,
             Some(cli::Command::Rerun(a)) => {

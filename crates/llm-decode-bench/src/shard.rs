@@ -347,19 +347,57 @@ pub(crate) fn leader_exit(
     (l.settings().stop_on_loss && lost).then_some(exit::SHARD_LOST)
 }
 
-/// An offline shard's run (`--start-at`).
+/// An offline shard's run (`--start-at`): its share of every cell on the
+/// grid, its record next to `--output` (`out.shard-I.json`).
 pub(crate) async fn offline(o: Offline, cfg: RunConfig) -> Result<i32, AppError> {
-    let _ = (
-        o.shards,
-        o.index,
-        o.start_at,
-        &o.digest,
-        o.ramp_seconds,
-        cfg,
-    );
-    Err(AppError::config(
-        "--start-at: offline shards are not built yet",
-    ))
+    use ldb_runner::shard::offline::{OfflineError, OfflineSettings, run_offline};
+    let settings = OfflineSettings {
+        shards: o.shards,
+        index: o.index,
+        start_at: o.start_at,
+        ramp_seconds: o.ramp_seconds,
+        flags_digest: o.digest,
+        record_path: record_path(&cfg.output, o.index),
+    };
+    let (live, _rx) = ldb_runner::Live::new();
+    let hooks = ldb_runner::RunHooks {
+        live: live.clone(),
+        controls: Arc::default(),
+        hardware: None,
+        diagnostics: serde_json::Value::Null,
+        p2p: serde_json::Value::Null,
+        save: Box::new(|_| {}),
+        resume: None,
+    };
+    let printer = tokio::spawn(print_events(live));
+    let r = run_offline(cfg, &settings, hooks).await;
+    printer.abort();
+    match r {
+        Ok(rec) => {
+            eprintln!(
+                "offline shard {}: {} cells saved to {}",
+                o.index,
+                rec.cells.len(),
+                settings.record_path.display()
+            );
+            Ok(exit::OK)
+        }
+        Err(OfflineError::Run(e)) => Err(crate::app::run_error(e)),
+        Err(OfflineError::Output(e)) => Err(AppError::Output(e)),
+    }
+}
+
+/// The offline shard's event lines on stderr as they come.
+async fn print_events(live: ldb_runner::Live) {
+    let mut shown = 0;
+    loop {
+        let ev = live.events();
+        for line in ev.iter().skip(shown) {
+            eprintln!("{line}");
+        }
+        shown = ev.len();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 #[cfg(test)]

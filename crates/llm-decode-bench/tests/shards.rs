@@ -490,3 +490,84 @@ fn bad_shard_flags_are_one_line_before_any_request() {
     }
     drop(busy);
 }
+
+#[test]
+fn offline_shards_merge_into_the_paced_truth_and_misaligned_windows_are_refused() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+        + 8.0;
+    let flags = bench_flags(&s.url, "4", "2000");
+    let out = dir.path().join("r.json");
+    let mut kids: Vec<Child> = (0..2)
+        .map(|i| {
+            bin()
+                .args(&flags)
+                .args(["--shards", "2", "--shard-index", &i.to_string()])
+                .args(["--start-at", &format!("{start:.3}"), "--ramp-seconds", "2"])
+                .arg("--output")
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("offline shard")
+        })
+        .collect();
+    for k in &mut kids {
+        assert_eq!(wait(k, Duration::from_secs(90)), Some(0));
+    }
+    let recs: Vec<String> = (0..2)
+        .map(|i| {
+            dir.path()
+                .join(format!("r.shard-{i}.json"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let merged = dir.path().join("m.json");
+    let o = bin()
+        .args(["merge", &recs[0], &recs[1], "--output"])
+        .arg(&merged)
+        .output()
+        .expect("merge");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = read(&merged);
+    common::assert_valid(&doc);
+    let cell = &doc["results"][0];
+    // 4 streams × 50 tok/s, paced by the simulator: the single-run truth.
+    let ratio = num(cell, "aggregate_tps") / 200.0;
+    eprintln!("offline merge: {ratio:.4} of the paced rate");
+    assert!((ratio - 1.0).abs() <= 0.01, "{cell}");
+    let shares: Vec<u64> = cell["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(shares, [2, 2]);
+    // Shard 1 a second late: refused, with the reason.
+    let mut late = read(Path::new(&recs[1]));
+    let w = &mut late["cells"][0]["window_unix"];
+    for i in 0..2 {
+        w[i] = serde_json::json!(w[i].as_f64().expect("edge") + 1.0);
+    }
+    let late_path = dir.path().join("late.json");
+    std::fs::write(&late_path, late.to_string()).expect("write");
+    let o = bin()
+        .args(["merge", &recs[0]])
+        .arg(&late_path)
+        .arg("--output")
+        .arg(dir.path().join("bad.json"))
+        .output()
+        .expect("merge");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("different windows") && err.contains("1.000 s"),
+        "{err}"
+    );
+    assert!(!dir.path().join("bad.json").exists());
+}

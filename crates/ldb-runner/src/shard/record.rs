@@ -34,6 +34,16 @@ pub struct ShardRecordFile {
     /// Engine name.
     #[serde(default)]
     pub engine: String,
+    /// Offline shards: `--max-error-rate` (the merge's error rule).
+    #[serde(default)]
+    pub max_error_rate: f64,
+    /// Offline shards: the requests asked to ignore end-of-sequence.
+    #[serde(default)]
+    pub ignore_eos: bool,
+    /// Offline shards: the run's metadata as this shard planned it (the
+    /// merged result takes shard 0's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ldb_core::document::Metadata>,
     /// How the shard ended: `finished`, `leader_lost`, or still `running`.
     pub ended: String,
     /// The cells, in the order run.
