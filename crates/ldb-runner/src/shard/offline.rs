@@ -272,3 +272,103 @@ fn merge_cell(all: &[&ShardRecordFile], k: usize) -> Result<CellResult, String> 
         .collect();
     Ok(cell)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::wire::WireOutcome;
+    use ldb_core::chunk::Channel;
+    use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
+
+    /// A request that streamed one token every 0.1 s from `t0` to `t1` (its
+    /// run clock), counted inside `window`.
+    fn outcome(t0: f64, t1: f64, window: (f64, f64)) -> WireOutcome {
+        let w = WindowBounds {
+            start: Some(window.0),
+            end: Some(window.1),
+        };
+        let mut track = RequestTrack::new(t0 - 0.05);
+        let mut t = t0;
+        let mut n = 0;
+        while t <= t1 {
+            n += 1;
+            let ev = ChunkEvent {
+                t,
+                in_stream: true,
+                channel: Channel::Content,
+                completion_tokens: Some(n),
+                ..ChunkEvent::default()
+            };
+            track.on_chunk(ev, w);
+            t += 0.1;
+        }
+        track.settle(w);
+        WireOutcome {
+            track,
+            request_id: None,
+            cancelled: true,
+            timings: None,
+            done_at: None,
+            cached_tokens: None,
+        }
+    }
+
+    /// Shard `index` of 2 whose clock origin is `origin` (Unix s); window
+    /// [1000, 1010] Unix, its one stream streaming from 995 to 1012.
+    fn record(index: u32, origin: f64) -> ShardRecordFile {
+        let w = (1000.0 - origin, 1010.0 - origin);
+        ShardRecordFile {
+            shard_record_version: RECORD_VERSION,
+            mode: "offline".into(),
+            shards: 2,
+            shard_index: index,
+            flags_digest: "d".into(),
+            max_error_rate: 0.02,
+            cells: vec![ShardCellData {
+                total_concurrency: 2,
+                concurrency: 1,
+                window_unix: Some((1000.0, 1010.0)),
+                origin_unix: origin,
+                outcomes: vec![outcome(995.0 - origin, 1012.0 - origin, w)],
+                ..ShardCellData::default()
+            }],
+            ..ShardRecordFile::default()
+        }
+    }
+
+    #[test]
+    fn two_shards_on_different_origins_merge_into_one_windows_count() {
+        let cells = merge_records(&[record(0, 900.0), record(1, 950.0)]).expect("merged");
+        let c = &cells[0];
+        // 10 tokens/s per stream inside [1000, 1010]: 100 (or 101 with both
+        // edges) per stream, 2 streams.
+        assert!(
+            (200..=202).contains(&c.client_output_tokens),
+            "{}",
+            c.client_output_tokens
+        );
+        assert_eq!(c.request_samples.len(), 2);
+        let starts: Vec<f64> = c.request_samples.iter().map(|s| s.start_s).collect();
+        assert!(
+            (starts[0] - starts[1]).abs() < 1e-6,
+            "{starts:?}: one clock"
+        );
+        assert_eq!(c.ext.shards.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_duplicate_or_foreign_shard_is_refused() {
+        let why = merge_records(&[record(0, 900.0)]).expect_err("missing");
+        assert!(why.contains("shard 1 of 2 is missing"), "{why}");
+        let why = merge_records(&[record(0, 900.0), record(0, 900.0)]).expect_err("twice");
+        assert!(why.contains("given twice"), "{why}");
+        let mut other = record(1, 900.0);
+        other.flags_digest = "e".into();
+        let why = merge_records(&[record(0, 900.0), other]).expect_err("flags");
+        assert!(why.contains("other flags"), "{why}");
+        let mut late = record(1, 900.0);
+        late.cells[0].window_unix = Some((1000.2, 1010.2));
+        let why = merge_records(&[record(0, 900.0), late]).expect_err("window");
+        assert!(why.contains("different windows"), "{why}");
+    }
+}
