@@ -23,6 +23,7 @@ pub mod cells;
 pub mod fabric;
 mod json;
 pub mod metric;
+pub mod output;
 pub mod rates;
 pub mod settings;
 mod table;
@@ -30,8 +31,9 @@ mod table;
 use ldb_core::document::ResultDocument;
 
 pub use cells::{CellComparison, CellKey, Layer, Outcome, PrefillComparison};
-pub use json::to_json;
+pub use json::{output as typed_output, to_json};
 pub use metric::{CellMetric, Change, Direction, Estimate, Significance, Verdict};
+pub use output::{CompareOutput, read as read_output};
 pub use rates::{RateComparison, RateMetric};
 pub use settings::SettingDiff;
 pub use table::{render_markdown, render_text};

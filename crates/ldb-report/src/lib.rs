@@ -24,6 +24,7 @@ pub mod compare;
 pub mod cstats;
 pub mod csv;
 mod error;
+pub mod export;
 pub mod html;
 pub mod json;
 pub mod jsonl;

@@ -7,6 +7,7 @@
 
 mod assemble;
 pub mod burst;
+mod calibration_cache;
 pub mod cell;
 mod cell_io;
 mod cell_view;

@@ -10,6 +10,8 @@ use ldb_client::discovery::{Discovery, TokenizeKind};
 use ldb_core::prompt::{Message, SizeModel, messages, nonce, padding, tolerance};
 use serde_json::{Value, json};
 
+use crate::calibration_cache::{CacheEntry, CalibrationCache};
+
 /// A prompt sized for one context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizedPrompt {
@@ -373,26 +375,20 @@ fn template_id() -> String {
 }
 
 fn read_cache(path: &Path, key: &str) -> Option<SizeModel> {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let e = v.get(key)?;
-    Some(SizeModel {
-        chars_per_token: e.get("chars_per_token")?.as_f64()?,
-        overhead_tokens: e.get("overhead_tokens")?.as_f64()?,
-    })
+    CalibrationCache::read(path).model(key)
 }
 
 fn write_cache(path: &Path, key: &str, m: &SizeModel) {
-    let mut v: Value = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({}));
-    v[key] = json!({"chars_per_token": m.chars_per_token, "overhead_tokens": m.overhead_tokens,
-                    "updated_at": chrono::Local::now().to_rfc3339()});
-    let tmp = path.with_extension("tmp");
-    if std::fs::write(&tmp, v.to_string()).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
+    let mut cache = CalibrationCache::read(path);
+    cache.set(
+        key,
+        &CacheEntry {
+            chars_per_token: m.chars_per_token,
+            overhead_tokens: m.overhead_tokens,
+            updated_at: chrono::Local::now().to_rfc3339(),
+        },
+    );
+    cache.write(path);
 }
 
 #[cfg(test)]

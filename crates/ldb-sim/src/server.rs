@@ -171,6 +171,30 @@ impl SimServer {
                 addr,
                 reason: e.to_string().to_lowercase(),
             })?;
+        Self::serve(scenario, personality, listener)
+    }
+
+    /// Serve on a socket the caller bound already, so its address is known
+    /// before the simulator starts (the benchmark decides its target once,
+    /// while it checks its flags, and starts the simulator later).
+    pub fn start_on(
+        scenario: Scenario,
+        personality: Option<Personality>,
+        listener: std::net::TcpListener,
+    ) -> Result<SimHandle> {
+        listener.set_nonblocking(true)?;
+        Self::serve(
+            scenario,
+            personality,
+            tokio::net::TcpListener::from_std(listener)?,
+        )
+    }
+
+    fn serve(
+        scenario: Scenario,
+        personality: Option<Personality>,
+        listener: tokio::net::TcpListener,
+    ) -> Result<SimHandle> {
         let local = listener.local_addr()?;
         let personality = personality.unwrap_or(scenario.personality);
         let cfg = Arc::new(scenario);

@@ -6,29 +6,25 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use ldb_core::document::ResultDocument;
+use ldb_report::export::{self, Run};
 use ldb_runner::Controls;
 use ldb_runner::coding_peak::CodingPeakConfig;
 
-use crate::cli::BenchArgs;
 use crate::error::{AppError, exit};
 
-/// Runs the probe against the benchmarked server (`server`: base URL and
-/// API key) and model. `Ok(Some(130))` when Ctrl-C stopped it (the file keeps
-/// the matrix alone); `Ok(None)` when the run's own exit code stands.
+/// Runs the probe (`cfg`) against the benchmarked server (`server`: base
+/// URL and API key) and model; `html`: the `--html` page to update.
+/// `Ok(Some(130))` when Ctrl-C stopped it (the file keeps the matrix
+/// alone); `Ok(None)` when the run's own exit code stands.
 pub async fn run(
-    a: &BenchArgs,
+    cfg: &CodingPeakConfig,
+    html: Option<&Path>,
     server: &(String, Option<String>),
     doc: &mut ResultDocument,
     controls: &Controls,
     output: &Path,
     opts: &ldb_report::text::TextOptions,
 ) -> Result<Option<i32>, AppError> {
-    let cfg = CodingPeakConfig {
-        runs: a.coding_peak_runs,
-        max_tokens: a.coding_peak_max_tokens,
-        prompt: a.coding_peak_prompt.clone(),
-        temperature: a.coding_peak_temperature,
-    };
     let color = std::io::stdout().is_terminal();
     let title = format!(
         "Running the coding peak: {} single-stream run(s), max_tokens {}...",
@@ -43,7 +39,7 @@ pub async fn run(
         .map_err(|e| AppError::Server(e.to_string()))?;
     let model = doc.metadata.model.clone();
     let runs = cfg.runs;
-    let probe = ldb_runner::coding_peak::run(&http, &model, &cfg, |s| {
+    let probe = ldb_runner::coding_peak::run(&http, &model, cfg, |s| {
         println!("  {}", progress_line(s, runs));
         let _ = std::io::stdout().flush();
     });
@@ -62,16 +58,17 @@ pub async fn run(
         );
     }
     print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
-    ldb_report::json::write_atomic(output, doc).map_err(|e| AppError::Output(e.to_string()))?;
+    let name = ldb_report::html::name_of(output);
+    let runs = [Run { name: &name, doc }];
+    export::write_atomic(&export::Json, &runs, output)
+        .map_err(|e| AppError::Output(e.to_string()))?;
     println!("Results saved to {}", output.display());
-    if let Some(path) = &a.html {
+    if let Some(path) = html {
         // The page was last written with the matrix; add the probe to it.
-        let name = ldb_report::html::name_of(output);
-        let inputs = [ldb_report::html::Input { name: &name, doc }];
-        let html_opts = ldb_report::html::HtmlOptions {
+        let html = export::Html(ldb_report::html::HtmlOptions {
             show_capacity_limited_values: opts.show_capacity_limited_values,
-        };
-        if let Err(e) = ldb_report::html::write_atomic(path, &inputs, &html_opts) {
+        });
+        if let Err(e) = export::write_atomic(&html, &runs, path) {
             eprintln!("warning: the HTML report was not updated with the coding peak: {e}");
         }
     }

@@ -26,148 +26,22 @@ pub(crate) fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
 pub use crate::address::server_address;
 
 /// Build the run configuration. `sim` selects the small default matrix.
+/// The checks run in a fixed order (the first mistake is the one told):
+/// server, matrix, prefill, request counts, open loop, burst, limits.
 pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, ConfigError> {
     let d = RunConfig::default();
     let (base_url, server_label) = server_address(&a.host, a.port)?;
-    let concurrency = match &a.concurrency {
-        Some(s) => parse_count_list(s).map_err(|e| bad("--concurrency", e))?,
-        None if sim => vec![1, 4, 16],
-        None => d.concurrency.clone(),
-    };
-    let contexts = match &a.contexts {
-        Some(s) => parse_token_list(s).map_err(|e| bad("--contexts", e))?,
-        None if sim => vec![0, 8192],
-        None => d.contexts.clone(),
-    };
-    let prefill_contexts = match &a.prefill_contexts {
-        Some(s) if s.trim().is_empty() => vec![],
-        Some(s) => parse_token_list(s).map_err(|e| bad("--prefill-contexts", e))?,
-        None if sim => vec![16384],
-        None => d.prefill_contexts.clone(),
-    };
-    let max_tokens = a.max_tokens.unwrap_or(if sim { 512 } else { d.max_tokens });
-    if max_tokens == 0 {
-        return Err(bad("--max-tokens", "must be at least 1"));
-    }
-    let (duration, auto_stop) = duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
-    let warm = a
-        .decode_warmup_seconds
-        .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });
-    if !(warm.is_finite() && warm >= 0.0) {
-        return Err(bad("--decode-warmup-seconds", "must be ≥ 0"));
-    }
-    if !(a.cell_warmup_timeout_seconds.is_finite() && a.cell_warmup_timeout_seconds >= 0.0) {
-        return Err(bad("--cell-warmup-timeout-seconds", "must be ≥ 0"));
-    }
-    let prefill_metric = match a.prefill_metric.as_str() {
-        "client" | "ttft" | "aiperf" => PrefillMetric::Client,
-        "auto" => PrefillMetric::Auto,
-        "prometheus" => PrefillMetric::Prometheus,
-        other => {
-            return Err(bad(
-                "--prefill-metric",
-                format!("{other:?} (use client, auto or prometheus)"),
-            ));
-        }
-    };
-    if a.prefill_only && a.skip_prefill {
-        return Err(bad(
-            "--prefill-only",
-            "cannot be combined with --skip-prefill (it measures prefill only)",
-        ));
-    }
-    if a.standalone_prefill && a.skip_prefill {
-        return Err(bad(
-            "--standalone-prefill",
-            "cannot be combined with --skip-prefill",
-        ));
-    }
-    let standalone = a.standalone_prefill || a.prefill_only;
-    if standalone && prefill_contexts.is_empty() {
-        return Err(bad(
-            "--prefill-contexts",
-            "the standalone prefill profile needs at least one context",
-        ));
-    }
-    if standalone && prefill_contexts.contains(&0) {
-        return Err(bad(
-            "--prefill-contexts",
-            "context 0 has no prompt to prefill; list positive contexts",
-        ));
-    }
-    if !(a.prefill_duration.is_finite() && a.prefill_duration > 0.0) {
-        return Err(bad(
-            "--prefill-duration",
-            "must be a positive number of seconds",
-        ));
-    }
-    if a.warmup_request_count > 0 && a.request_count == 0 {
-        return Err(bad(
-            "--warmup-request-count",
-            "needs --request-count N (N > 0)",
-        ));
-    }
-    if a.run_burst && a.request_count > 0 {
-        return Err(bad(
-            "--run-burst",
-            "cannot be combined with --request-count: request-count mode already measures finite batches instead of the sustained matrix",
-        ));
-    }
-    let open_loop = open_loop_settings(a, duration)?;
+    let m = matrix_settings(a, sim, &d)?;
+    let (prefill_metric, standalone) = prefill_settings(a, &m.prefill_contexts)?;
+    check_request_counts(a)?;
+    let open_loop = open_loop_settings(a, m.duration)?;
     if a.burst_requests_per_concurrency == 0 {
         return Err(bad(
             "--burst-requests-per-concurrency",
             "must be at least 1",
         ));
     }
-    if let Some(t) = a.temperature
-        && !(t.is_finite() && t >= 0.0)
-    {
-        return Err(bad("--temperature", "must be ≥ 0"));
-    }
-    if !(a.max_error_rate.is_finite() && (0.0..=1.0).contains(&a.max_error_rate)) {
-        return Err(bad("--max-error-rate", "must be between 0 and 1"));
-    }
-    if !(a.wait_for_server.is_finite() && a.wait_for_server >= 0.0) {
-        return Err(bad("--wait-for-server", "must be ≥ 0 seconds"));
-    }
-    if !(a.metrics_interval.is_finite() && a.metrics_interval >= 0.0) {
-        return Err(bad(
-            "--metrics-interval",
-            "must be ≥ 0 seconds (0 = only at each measurement's start and end)",
-        ));
-    }
-    if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
-        return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
-    }
-    if a.hw_gpu_limit == 0 {
-        return Err(bad("--hw-gpu-limit", "must be at least 1"));
-    }
-    if !(a.stream_idle_timeout.is_finite() && a.stream_idle_timeout >= 0.0) {
-        return Err(bad(
-            "--stream-idle-timeout",
-            "must be ≥ 0 seconds (0 = off)",
-        ));
-    }
-    if !(a.server_down_grace.is_finite() && a.server_down_grace >= 0.0) {
-        return Err(bad("--server-down-grace", "must be ≥ 0 seconds"));
-    }
-    if let Some(r) = a.refresh_rate
-        && !(r.is_finite() && r > 0.0)
-    {
-        return Err(bad(
-            "--refresh-rate",
-            "must be a positive number of redraws per second (0.2–10)",
-        ));
-    }
-    if let Some(t) = &a.token_targeting
-        && !matches!(t.as_str(), "estimate" | "exact" | "auto")
-    {
-        return Err(bad(
-            "--token-targeting",
-            format!("{t:?} (use estimate or exact)"),
-        ));
-    }
+    check_limits(a)?;
     let calibration_context =
         parse_tokens(&a.calibration_context).map_err(|e| bad("--calibration-context", e))?;
     let calibration_cache = if a.no_calibration_cache {
@@ -177,6 +51,15 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             std::env::temp_dir().join("llm_decode_bench_calibration_cache.json")
         }))
     };
+    let Matrix {
+        concurrency,
+        contexts,
+        prefill_contexts,
+        max_tokens,
+        duration,
+        auto_stop,
+        warm,
+    } = m;
     Ok(RunConfig {
         base_url,
         server_label,
@@ -232,6 +115,180 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         argv,
         ..d
     })
+}
+
+/// The matrix and its windows (`--concurrency`, `--contexts`,
+/// `--prefill-contexts`, `--max-tokens`, `--duration`, the warmups).
+struct Matrix {
+    concurrency: Vec<u32>,
+    contexts: Vec<u64>,
+    prefill_contexts: Vec<u64>,
+    max_tokens: u64,
+    duration: f64,
+    auto_stop: Option<ldb_core::autostop::AutoStop>,
+    warm: f64,
+}
+
+fn matrix_settings(a: &BenchArgs, sim: bool, d: &RunConfig) -> Result<Matrix, ConfigError> {
+    let concurrency = match &a.concurrency {
+        Some(s) => parse_count_list(s).map_err(|e| bad("--concurrency", e))?,
+        None if sim => vec![1, 4, 16],
+        None => d.concurrency.clone(),
+    };
+    let contexts = match &a.contexts {
+        Some(s) => parse_token_list(s).map_err(|e| bad("--contexts", e))?,
+        None if sim => vec![0, 8192],
+        None => d.contexts.clone(),
+    };
+    let prefill_contexts = match &a.prefill_contexts {
+        Some(s) if s.trim().is_empty() => vec![],
+        Some(s) => parse_token_list(s).map_err(|e| bad("--prefill-contexts", e))?,
+        None if sim => vec![16384],
+        None => d.prefill_contexts.clone(),
+    };
+    let max_tokens = a.max_tokens.unwrap_or(if sim { 512 } else { d.max_tokens });
+    if max_tokens == 0 {
+        return Err(bad("--max-tokens", "must be at least 1"));
+    }
+    let (duration, auto_stop) = duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
+    let warm = a
+        .decode_warmup_seconds
+        .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });
+    if !(warm.is_finite() && warm >= 0.0) {
+        return Err(bad("--decode-warmup-seconds", "must be ≥ 0"));
+    }
+    if !(a.cell_warmup_timeout_seconds.is_finite() && a.cell_warmup_timeout_seconds >= 0.0) {
+        return Err(bad("--cell-warmup-timeout-seconds", "must be ≥ 0"));
+    }
+    Ok(Matrix {
+        concurrency,
+        contexts,
+        prefill_contexts,
+        max_tokens,
+        duration,
+        auto_stop,
+        warm,
+    })
+}
+
+/// The prefill headline metric and whether the standalone profile runs.
+fn prefill_settings(
+    a: &BenchArgs,
+    prefill_contexts: &[u64],
+) -> Result<(PrefillMetric, bool), ConfigError> {
+    let prefill_metric = match a.prefill_metric.as_str() {
+        "client" | "ttft" | "aiperf" => PrefillMetric::Client,
+        "auto" => PrefillMetric::Auto,
+        "prometheus" => PrefillMetric::Prometheus,
+        other => {
+            return Err(bad(
+                "--prefill-metric",
+                format!("{other:?} (use client, auto or prometheus)"),
+            ));
+        }
+    };
+    if a.prefill_only && a.skip_prefill {
+        return Err(bad(
+            "--prefill-only",
+            "cannot be combined with --skip-prefill (it measures prefill only)",
+        ));
+    }
+    if a.standalone_prefill && a.skip_prefill {
+        return Err(bad(
+            "--standalone-prefill",
+            "cannot be combined with --skip-prefill",
+        ));
+    }
+    let standalone = a.standalone_prefill || a.prefill_only;
+    if standalone && prefill_contexts.is_empty() {
+        return Err(bad(
+            "--prefill-contexts",
+            "the standalone prefill profile needs at least one context",
+        ));
+    }
+    if standalone && prefill_contexts.contains(&0) {
+        return Err(bad(
+            "--prefill-contexts",
+            "context 0 has no prompt to prefill; list positive contexts",
+        ));
+    }
+    if !(a.prefill_duration.is_finite() && a.prefill_duration > 0.0) {
+        return Err(bad(
+            "--prefill-duration",
+            "must be a positive number of seconds",
+        ));
+    }
+    Ok((prefill_metric, standalone))
+}
+
+/// `--warmup-request-count` and `--run-burst` against `--request-count`.
+fn check_request_counts(a: &BenchArgs) -> Result<(), ConfigError> {
+    if a.warmup_request_count > 0 && a.request_count == 0 {
+        return Err(bad(
+            "--warmup-request-count",
+            "needs --request-count N (N > 0)",
+        ));
+    }
+    if a.run_burst && a.request_count > 0 {
+        return Err(bad(
+            "--run-burst",
+            "cannot be combined with --request-count: request-count mode already measures finite batches instead of the sustained matrix",
+        ));
+    }
+    Ok(())
+}
+
+/// Sampling, error rate, timeouts, intervals and the display's pace.
+fn check_limits(a: &BenchArgs) -> Result<(), ConfigError> {
+    if let Some(t) = a.temperature
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(bad("--temperature", "must be ≥ 0"));
+    }
+    if !(a.max_error_rate.is_finite() && (0.0..=1.0).contains(&a.max_error_rate)) {
+        return Err(bad("--max-error-rate", "must be between 0 and 1"));
+    }
+    if !(a.wait_for_server.is_finite() && a.wait_for_server >= 0.0) {
+        return Err(bad("--wait-for-server", "must be ≥ 0 seconds"));
+    }
+    if !(a.metrics_interval.is_finite() && a.metrics_interval >= 0.0) {
+        return Err(bad(
+            "--metrics-interval",
+            "must be ≥ 0 seconds (0 = only at each measurement's start and end)",
+        ));
+    }
+    if !(a.hw_monitor_interval.is_finite() && a.hw_monitor_interval >= 0.0) {
+        return Err(bad("--hw-monitor-interval", "must be ≥ 0"));
+    }
+    if a.hw_gpu_limit == 0 {
+        return Err(bad("--hw-gpu-limit", "must be at least 1"));
+    }
+    if !(a.stream_idle_timeout.is_finite() && a.stream_idle_timeout >= 0.0) {
+        return Err(bad(
+            "--stream-idle-timeout",
+            "must be ≥ 0 seconds (0 = off)",
+        ));
+    }
+    if !(a.server_down_grace.is_finite() && a.server_down_grace >= 0.0) {
+        return Err(bad("--server-down-grace", "must be ≥ 0 seconds"));
+    }
+    if let Some(r) = a.refresh_rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(bad(
+            "--refresh-rate",
+            "must be a positive number of redraws per second (0.2–10)",
+        ));
+    }
+    if let Some(t) = &a.token_targeting
+        && !matches!(t.as_str(), "estimate" | "exact" | "auto")
+    {
+        return Err(bad(
+            "--token-targeting",
+            format!("{t:?} (use estimate or exact)"),
+        ));
+    }
+    Ok(())
 }
 
 /// `--repeat N`: at least 1, and only for the concurrency matrix.

@@ -1,155 +1,193 @@
-//! Wiring of the completion-stats mode: configuration, the shared startup
-//! (simulator, hardware sampler, P2P check), stop signals, progress lines,
-//! the run, the report and the result file.
+//! The completion-stats mode: its lowered settings and its [`Mode`]
+//! implementation for the session driver (live view or progress lines, the
+//! run, the paired comparison with a baseline, the report and the exit
+//! code). The configuration itself is built in `cstats_config.rs`.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ldb_core::live::Control;
 use ldb_eval::cstats::{CsDocument, CsRun, Phase};
-use ldb_runner::cstats::{CsEvent, CsHooks, run_completion_stats};
+use ldb_runner::cstats::{CsConfig, CsEvent, CsHooks, CsOutcome, run_completion_stats};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::app::{
-    MonitorAdapter, Startup, StopSignals, exit_now, start_builtin_sim, terminal_width,
-};
 use crate::cli::BenchArgs;
 use crate::config::ConfigError;
 use crate::cstats_config::build_cs;
 use crate::error::{AppError, exit};
+use crate::session::{Mode, Saves, Session, StartupInputs};
+use crate::target::Target;
 
-/// `--completion-stats` / `--test-profile` / `--profile-file`.
-pub async fn run(mut a: BenchArgs, argv: Vec<String>) -> Result<i32, AppError> {
-    let mut cfg = build_cs(&mut a, argv).map_err(|ConfigError(e)| AppError::Config(e))?;
+/// The completion-stats mode, lowered from its flags.
+pub(crate) struct CsSession {
+    /// The configuration (final: pointed at its target).
+    cfg: CsConfig,
+    /// The server, or the simulator to start.
+    target: Target,
+    /// The startup's inputs.
+    startup: StartupInputs,
+    /// `--compare-baseline FILE` (read once already, while lowering).
+    baseline: Option<PathBuf>,
+    /// `--display-mode plain`: progress lines even on a terminal.
+    plain: bool,
+}
+
+/// `--completion-stats` / `--test-profile` / `--profile-file`: every check.
+pub(crate) fn lower(mut a: BenchArgs, argv: Vec<String>) -> Result<CsSession, AppError> {
+    let cfg = build_cs(&mut a, argv).map_err(|ConfigError(e)| AppError::Config(e))?;
     // the baseline must be readable before anything is sent
-    let baseline = a.compare_baseline.clone();
-    if let Some(path) = &baseline {
+    if let Some(path) = &a.compare_baseline {
         ldb_report::paired::load_runs(path).map_err(AppError::Config)?;
     }
-    let most = cfg.max_concurrency() as u64;
-    let ends = if a.sim.is_some() { 2 } else { 1 };
-    crate::fdlimit::ensure_open_files(
-        ends * most + crate::fdlimit::BASE_FILES,
-        &format!("C = {most}"),
-    )?;
-    let output = cfg.base.output.clone();
-    ldb_report::json::prepare_output(&output).map_err(|e| AppError::Output(e.to_string()))?;
-    let sim = match a.sim.clone() {
-        Some(name) => Some(start_builtin_sim(&name, &mut a, &mut cfg.base).await?),
-        None => None,
-    };
-    for line in config_lines(&cfg) {
-        eprintln!("{line}");
-    }
-    let startup = Startup::collect(&a, &cfg.base).await;
-    let stop = CancellationToken::new();
-    let save_lock: Arc<Mutex<()>> = Arc::default();
-    let save_error: Arc<Mutex<Option<String>>> = Arc::default();
-    let title = cfg.task.title.clone();
-    // the live view when stdout is a terminal, plain lines otherwise
-    let screen = a.display_mode.as_deref() != Some("plain")
-        && ldb_tui::choose_mode(None) == ldb_tui::DisplayMode::Screen;
-    let (view_tx, view_rx) = tokio::sync::watch::channel(ldb_eval::cstats::CsLive::new(&title));
-    let (ctl_tx, ctl_rx) = tokio::sync::mpsc::channel::<Control>(8);
-    let ui = if screen {
-        ldb_tui::cstats::spawn_cs(view_rx, ctl_tx.clone())
-    } else {
-        None
-    };
-    // the live view's hardware panel: the sampler's latest snapshot, read
-    // at the view's own pace (the task ends with the run)
-    let hw_feed = ui.is_some().then(|| {
-        let (tx, monitor) = (view_tx.clone(), startup.monitor.clone());
-        tokio::spawn(async move {
-            loop {
-                let hw = monitor.live();
-                tx.send_modify(|v| v.hardware = hw);
-                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-            }
-        })
-    });
-    let progress: Arc<dyn Fn(CsEvent) + Send + Sync> = if ui.is_some() {
-        Arc::new(move |e: CsEvent| view_tx.send_modify(|v| v.apply(e)))
-    } else {
-        eprintln!(
-            "{title}: {} @ {}",
-            cfg.base.model.as_deref().unwrap_or("(first listed model)"),
-            cfg.base.server_label
-        );
-        Arc::new(Progress::default().into_fn())
-    };
-    watch_stops(ctl_tx, ctl_rx, &stop, &save_lock, &output, progress.clone());
-    let hooks = CsHooks {
-        stop: stop.clone(),
-        save: save_to(output.clone(), save_error.clone(), save_lock),
-        progress,
-        hardware: Some(Arc::new(MonitorAdapter(startup.monitor.clone()))),
-        p2p: startup.p2p.clone(),
-    };
-    let result = run_completion_stats(cfg, hooks).await;
-    if let Some(t) = hw_feed {
-        t.abort();
-    }
-    if let Some(ui) = ui {
-        ui.finish();
-    }
-    startup.monitor.stop();
-    if let Some(s) = sim {
-        s.shutdown().await;
-    }
-    let outcome = result.map_err(|e| AppError::Server(e.to_string()))?;
-    let mut doc = outcome.doc;
-    // --compare-baseline: the paired comparison is embedded as `comparison`
-    // and the file saved again; one that cannot be made (no common item) is
-    // a warning, the run's own result stands.
-    let mut comparison = None;
-    if let Some(path) = baseline.as_deref() {
-        match paired_comparison(path, &doc, &output) {
-            Ok(c) => {
-                doc.comparison = Some(serde_json::to_value(&c).unwrap_or(Value::Null));
-                if c.error.is_none() {
-                    comparison = Some(c);
-                }
-                if let Err(e) = ldb_report::cstats::write_atomic(&output, &doc) {
-                    return Err(AppError::Output(e.to_string()));
-                }
-            }
-            Err(e) => eprintln!("warning: --compare-baseline: {e}"),
-        }
-    }
-    let opts = ldb_report::text::TextOptions {
-        width: terminal_width(),
-        show_capacity_limited_values: false,
-        color: std::io::stdout().is_terminal(),
-    };
-    let mut out = std::io::stdout().lock();
-    if outcome.interrupted {
-        let _ = writeln!(out, "Interrupted by user. Saving partial results...");
-    }
-    let _ = ldb_report::cstats::render(&doc, &opts, &mut out);
-    if let Some(c) = &comparison {
-        let _ = write!(out, "{}", ldb_report::text::render_paired(c, &opts));
-    } else if let Some(e) = doc
-        .comparison
-        .as_ref()
-        .and_then(|c| c.get("error"))
-        .and_then(Value::as_str)
-    {
-        let _ = writeln!(out, "Paired comparison: {e}");
-    }
-    if let Some(e) = save_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(AppError::Output(e));
-    }
-    let _ = writeln!(out, "Results saved to {}", output.display());
-    Ok(if outcome.interrupted {
-        exit::INTERRUPTED
-    } else if doc.all_summary.completed == 0 {
-        exit::INVALID_CELLS
-    } else {
-        exit::OK
+    let target = Target::lower(a.sim.as_deref(), a.sim_engine.as_deref())?;
+    let base = target.point(cfg.base)?;
+    let startup = crate::invocation::startup_inputs(&a, &base.base_url);
+    Ok(CsSession {
+        cfg: CsConfig { base, ..cfg },
+        target,
+        startup,
+        baseline: a.compare_baseline,
+        plain: a.display_mode.as_deref() == Some("plain"),
     })
+}
+
+impl CsSession {
+    /// Run it through the session driver.
+    pub(crate) async fn drive(mut self) -> Result<i32, AppError> {
+        let target = std::mem::replace(&mut self.target, Target::Server);
+        crate::session::drive(self, target).await
+    }
+}
+
+impl Mode for CsSession {
+    type Measured = CsOutcome;
+
+    fn most_streams(&self) -> u64 {
+        self.cfg.max_concurrency() as u64
+    }
+
+    fn output(&self) -> &Path {
+        &self.cfg.base.output
+    }
+
+    async fn before_startup(&mut self) -> Option<Result<i32, AppError>> {
+        for line in config_lines(&self.cfg) {
+            eprintln!("{line}");
+        }
+        None
+    }
+
+    fn startup_inputs(&self) -> StartupInputs {
+        self.startup.clone()
+    }
+
+    async fn measure(&mut self, s: &Session) -> Result<CsOutcome, AppError> {
+        let title = self.cfg.task.title.clone();
+        // the live view when stdout is a terminal, plain lines otherwise
+        let screen = !self.plain && ldb_tui::choose_mode(None) == ldb_tui::DisplayMode::Screen;
+        let (view_tx, view_rx) = tokio::sync::watch::channel(ldb_eval::cstats::CsLive::new(&title));
+        let ui = if screen {
+            ldb_tui::cstats::spawn_cs(view_rx, s.control_tx.clone())
+        } else {
+            None
+        };
+        // the live view's hardware panel: the sampler's latest snapshot, read
+        // at the view's own pace (the task ends with the run)
+        let hw_feed = ui.is_some().then(|| {
+            let (tx, monitor) = (view_tx.clone(), s.startup.monitor.clone());
+            tokio::spawn(async move {
+                loop {
+                    let hw = monitor.live();
+                    tx.send_modify(|v| v.hardware = hw);
+                    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+                }
+            })
+        });
+        let progress: Arc<dyn Fn(CsEvent) + Send + Sync> = if ui.is_some() {
+            Arc::new(move |e: CsEvent| view_tx.send_modify(|v| v.apply(e)))
+        } else {
+            eprintln!(
+                "{title}: {} @ {}",
+                self.cfg
+                    .base
+                    .model
+                    .as_deref()
+                    .unwrap_or("(first listed model)"),
+                self.cfg.base.server_label
+            );
+            Arc::new(Progress::default().into_fn())
+        };
+        let told = progress.clone();
+        s.on_first_stop(Arc::new(move || told(CsEvent::Stopping)));
+        s.watch_stops();
+        let hooks = CsHooks {
+            stop: s.controls.stop.clone(),
+            save: save_to(self.cfg.base.output.clone(), s.saves.clone()),
+            progress,
+            hardware: Some(s.hardware()),
+            p2p: s.startup.p2p.clone(),
+        };
+        let result = run_completion_stats(self.cfg.clone(), hooks).await;
+        if let Some(t) = hw_feed {
+            t.abort();
+        }
+        if let Some(ui) = ui {
+            ui.finish();
+        }
+        result.map_err(|e| AppError::Server(e.to_string()))
+    }
+
+    async fn finish(self, outcome: CsOutcome, s: &Session) -> Result<i32, AppError> {
+        let output = &self.cfg.base.output;
+        let mut doc = outcome.doc;
+        // --compare-baseline: the paired comparison is embedded as `comparison`
+        // and the file saved again; one that cannot be made (no common item) is
+        // a warning, the run's own result stands.
+        let mut comparison = None;
+        if let Some(path) = self.baseline.as_deref() {
+            match paired_comparison(path, &doc, output) {
+                Ok(c) => {
+                    doc.comparison = Some(serde_json::to_value(&c).unwrap_or(Value::Null));
+                    if c.error.is_none() {
+                        comparison = Some(c);
+                    }
+                    if let Err(e) = ldb_report::cstats::write_atomic(output, &doc) {
+                        return Err(AppError::Output(e.to_string()));
+                    }
+                }
+                Err(e) => eprintln!("warning: --compare-baseline: {e}"),
+            }
+        }
+        let opts = ldb_report::text::TextOptions {
+            width: crate::app::terminal_width(),
+            show_capacity_limited_values: false,
+            color: std::io::stdout().is_terminal(),
+        };
+        let mut out = std::io::stdout().lock();
+        if outcome.interrupted {
+            let _ = writeln!(out, "Interrupted by user. Saving partial results...");
+        }
+        let _ = ldb_report::cstats::render(&doc, &opts, &mut out);
+        if let Some(c) = &comparison {
+            let _ = write!(out, "{}", ldb_report::text::render_paired(c, &opts));
+        } else if let Some(e) = doc
+            .comparison
+            .as_ref()
+            .and_then(|c| c.get("error"))
+            .and_then(Value::as_str)
+        {
+            let _ = writeln!(out, "Paired comparison: {e}");
+        }
+        s.saves.failed()?;
+        let _ = writeln!(out, "Results saved to {}", output.display());
+        Ok(if outcome.interrupted {
+            exit::INTERRUPTED
+        } else if doc.all_summary.completed == 0 {
+            exit::INVALID_CELLS
+        } else {
+            exit::OK
+        })
+    }
 }
 
 /// The configuration, told before the run starts (stderr).
@@ -211,55 +249,11 @@ fn paired_comparison(
     ldb_report::paired::compare_with_baseline(baseline, &current, &output.display().to_string())
 }
 
-/// `q` in the live view, Ctrl-C, SIGTERM and SIGHUP stop the run softly
-/// (the partial result is saved and reported, exit 130); a second stop
-/// exits at once.
-fn watch_stops(
-    ctl_tx: tokio::sync::mpsc::Sender<Control>,
-    mut ctl_rx: tokio::sync::mpsc::Receiver<Control>,
-    stop: &CancellationToken,
-    save_lock: &Arc<Mutex<()>>,
-    output: &Path,
-    progress: Arc<dyn Fn(CsEvent) + Send + Sync>,
-) {
-    let (stop, save_lock, output) = (stop.clone(), save_lock.clone(), output.to_path_buf());
-    tokio::spawn(async move {
-        while let Some(c) = ctl_rx.recv().await {
-            if c != Control::Stop {
-                continue;
-            }
-            if stop.is_cancelled() {
-                exit_now(&save_lock, &output);
-            }
-            progress(CsEvent::Stopping);
-            stop.cancel();
-        }
-    });
-    tokio::spawn(async move {
-        let mut signals = StopSignals::new();
-        while signals.next().await {
-            if ctl_tx.send(Control::Stop).await.is_err() {
-                break;
-            }
-        }
-    });
-}
-
 /// The save hook: atomic write under the save lock; the first failure is
 /// kept for the exit code.
-fn save_to(
-    output: std::path::PathBuf,
-    error: Arc<Mutex<Option<String>>>,
-    lock: Arc<Mutex<()>>,
-) -> Box<dyn Fn(&CsDocument) + Send + Sync> {
+fn save_to(output: PathBuf, saves: Saves) -> Box<dyn Fn(&CsDocument) + Send + Sync> {
     Box::new(move |doc| {
-        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = ldb_report::cstats::write_atomic(&output, doc) {
-            error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(e.to_string());
-        }
+        saves.write(|| ldb_report::cstats::write_atomic(&output, doc).map_err(|e| e.to_string()))
     })
 }
 

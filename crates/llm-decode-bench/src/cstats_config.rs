@@ -27,30 +27,11 @@ fn bad(msg: impl Into<String>) -> ConfigError {
 
 /// Build the configuration, or say in one line what is wrong.
 pub fn build_cs(a: &mut BenchArgs, argv: Vec<String>) -> Result<CsConfig, ConfigError> {
-    for (flag, on) in [
-        ("--resume", a.resume),
-        ("--dry-run", a.dry_run),
-        ("--html", a.html.is_some()),
-        ("--requests-jsonl", a.requests_jsonl.is_some()),
-        ("--slo", a.slo.is_some()),
-    ] {
-        if on {
-            return Err(bad(format!(
-                "{flag} applies to the decode matrix, not to the completion-stats mode"
-            )));
-        }
-    }
+    refuse_matrix_flags(a)?;
     let c = &a.cstats;
     check_numbers(c)?;
     let regex = c.completion_stats_correct_regex.clone();
-    let source = match c.completion_stats_score_source.as_deref() {
-        Some(s) => Some(ScoreSource::parse(s).ok_or_else(|| {
-            bad(format!(
-                "invalid --completion-stats-score-source: {s:?} (use final_answer, content or output)"
-            ))
-        })?),
-        None => None,
-    };
+    let source = score_source(c)?;
     // the regex is checked before the task is loaded: a typo costs nothing
     if let Some(r) = regex.as_deref().filter(|r| !r.is_empty()) {
         RegexScorer::new(r, ScoreSource::FinalAnswer).map_err(bad)?;
@@ -146,6 +127,38 @@ fn base_config(a: &mut BenchArgs, argv: Vec<String>) -> Result<ldb_runner::RunCo
     let base = build(a, a.sim.is_some(), argv);
     a.max_tokens = max_tokens;
     base
+}
+
+/// The decode matrix's own flags have no meaning here.
+fn refuse_matrix_flags(a: &BenchArgs) -> Result<(), ConfigError> {
+    for (flag, on) in [
+        ("--resume", a.resume),
+        ("--dry-run", a.dry_run),
+        ("--html", a.html.is_some()),
+        ("--requests-jsonl", a.requests_jsonl.is_some()),
+        ("--slo", a.slo.is_some()),
+    ] {
+        if on {
+            return Err(bad(format!(
+                "{flag} applies to the decode matrix, not to the completion-stats mode"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--completion-stats-score-source`, when given.
+fn score_source(c: &CsArgs) -> Result<Option<ScoreSource>, ConfigError> {
+    c.completion_stats_score_source
+        .as_deref()
+        .map(|s| {
+            ScoreSource::parse(s).ok_or_else(|| {
+                bad(format!(
+                    "invalid --completion-stats-score-source: {s:?} (use final_answer, content or output)"
+                ))
+            })
+        })
+        .transpose()
 }
 
 fn check_numbers(c: &CsArgs) -> Result<(), ConfigError> {

@@ -74,17 +74,16 @@ pub fn recorded(c: Map<String, Value>, cfg: &ldb_runner::RunConfig) -> Map<Strin
     without_secrets(&with_presets(c, cfg))
 }
 
-/// `--print-config`: the effective configuration as TOML on stdout, with
-/// the presets resolved where the flags are valid (else as given). The API
-/// key is left out.
-pub fn print(a: &crate::cli::BenchArgs, argv: &[String]) -> i32 {
+/// `--print-config`: the effective configuration as TOML (printed on
+/// stdout), with the presets resolved where the flags are valid (else as
+/// given). The API key is left out.
+pub fn toml(a: &crate::cli::BenchArgs, argv: &[String]) -> String {
     let mut c = from_argv(argv);
     if let Ok(cfg) = crate::config::build(a, a.sim.is_some(), argv.to_vec()) {
         c = with_presets(c, &cfg);
     }
     c.retain(|k, _| !ldb_core::redact::is_secret_name(k));
-    print!("{}", to_toml(&c));
-    crate::error::exit::OK
+    to_toml(&c)
 }
 
 /// A number where the text is one, else the text.

@@ -1,10 +1,12 @@
 //! `llm-decode-bench`: a thin front end over the library crates.
 //!
-//! Parses flags, hands over to `app`, and turns the outcome into an exit
+//! Parses flags, lowers them once into an [`invocation::Invocation`]
+//! (every cross-flag check), runs it, and turns the outcome into an exit
 //! code (documented in `--help` and the README).
 
 mod address;
 mod app;
+mod bench;
 mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
@@ -21,13 +23,16 @@ mod error;
 mod fabric;
 mod fabric_config;
 mod fdlimit;
+mod invocation;
 mod merge;
 mod metrics_listen;
 mod paired;
 mod report;
 mod rerun;
 mod selftest;
+mod session;
 mod shard;
+mod target;
 mod tools;
 
 use clap::Parser;
@@ -61,9 +66,14 @@ fn main() {
             std::process::exit(code);
         }
     };
-    match &cli.command {
-        Some(cli::Command::Completions(a)) => std::process::exit(tools::completions(a.shell)),
-        Some(cli::Command::Man) => std::process::exit(tools::man()),
+    let invocation = match invocation::Invocation::lower(cli, argv) {
+        Ok(i) => i,
+        Err(e) => std::process::exit(error::exit_with(Err(e))),
+    };
+    // The commands that print a text need no runtime.
+    match invocation {
+        invocation::Invocation::Completions(shell) => std::process::exit(tools::completions(shell)),
+        invocation::Invocation::Man => std::process::exit(tools::man()),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -76,21 +86,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let code = runtime.block_on(async move {
-        match cli.command {
-            Some(cli::Command::Sim(a)) => app::serve_sim(a).await,
-            Some(cli::Command::Compare(a)) => compare::run(&a),
-            Some(cli::Command::Report(a)) => report::run(&a),
-            Some(cli::Command::Merge(a)) => error::exit_with(merge::run(&a)),
-            Some(cli::Command::Selftest(a)) => selftest::run(&a).await,
-            Some(cli::Command::CjkWatchdog(a)) => cjk_watchdog::run(a).await,
-            Some(cli::Command::Rerun(a)) => {
-                rerun::run(a, argv.first().cloned().unwrap_or_default()).await
-            }
-            Some(cli::Command::Completions(_) | cli::Command::Man) => app::exit::OK,
-            None => app::bench(cli.bench, argv).await,
-        }
-    });
+    let code = runtime.block_on(invocation.execute());
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     std::process::exit(code);
 }

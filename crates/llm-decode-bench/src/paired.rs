@@ -5,7 +5,7 @@
 //! which a comparison must not overwrite).
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cli::BenchArgs;
 use crate::error::{AppError, exit};
@@ -19,36 +19,56 @@ fn output_given(argv: &[String]) -> bool {
     })
 }
 
-/// Run the standalone comparison. Unreadable inputs, files that are not
-/// completion-stats results and results with no common scored item are
-/// configuration errors (exit 2) naming the file; a comparison JSON that
-/// cannot be written is exit 5.
-pub fn run_standalone(a: &BenchArgs, argv: &[String]) -> Result<i32, AppError> {
-    let (Some(baseline), Some(candidate)) = (&a.compare_baseline, &a.compare_candidate) else {
-        return Err(AppError::config(
-            "--compare-candidate needs --compare-baseline (the earlier result to compare against)",
-        ));
-    };
-    let base = ldb_report::paired::load_runs(baseline).map_err(AppError::Config)?;
-    let cand = ldb_report::paired::load_runs(candidate).map_err(AppError::Config)?;
-    let c = ldb_eval::paired::compare(&base, &cand);
-    if let Some(e) = &c.error {
-        return Err(AppError::Config(format!(
-            "{} vs {}: {e}",
-            baseline.display(),
-            candidate.display()
-        )));
+/// The standalone comparison, lowered: the two files and where the
+/// comparison JSON goes (only when `--output` is on the command line).
+pub(crate) struct Standalone {
+    baseline: PathBuf,
+    candidate: PathBuf,
+    output: Option<PathBuf>,
+}
+
+impl Standalone {
+    /// The flags checked: both files are needed.
+    pub(crate) fn lower(a: &BenchArgs, argv: &[String]) -> Result<Standalone, AppError> {
+        let (Some(baseline), Some(candidate)) = (&a.compare_baseline, &a.compare_candidate) else {
+            return Err(AppError::config(
+                "--compare-candidate needs --compare-baseline (the earlier result to compare against)",
+            ));
+        };
+        Ok(Standalone {
+            baseline: baseline.clone(),
+            candidate: candidate.clone(),
+            output: output_given(argv).then(|| a.output.clone()),
+        })
     }
-    let opts = ldb_report::text::TextOptions {
-        color: std::io::stdout().is_terminal(),
-        ..Default::default()
-    };
-    print!("{}", ldb_report::text::render_paired(&c, &opts));
-    if output_given(argv) {
-        write(&a.output, &c, baseline, candidate)?;
-        println!("Results saved to {}", a.output.display());
+
+    /// Run the standalone comparison. Unreadable inputs, files that are not
+    /// completion-stats results and results with no common scored item are
+    /// configuration errors (exit 2) naming the file; a comparison JSON that
+    /// cannot be written is exit 5.
+    pub(crate) fn run(&self) -> Result<i32, AppError> {
+        let (baseline, candidate) = (&self.baseline, &self.candidate);
+        let base = ldb_report::paired::load_runs(baseline).map_err(AppError::Config)?;
+        let cand = ldb_report::paired::load_runs(candidate).map_err(AppError::Config)?;
+        let c = ldb_eval::paired::compare(&base, &cand);
+        if let Some(e) = &c.error {
+            return Err(AppError::Config(format!(
+                "{} vs {}: {e}",
+                baseline.display(),
+                candidate.display()
+            )));
+        }
+        let opts = ldb_report::text::TextOptions {
+            color: std::io::stdout().is_terminal(),
+            ..Default::default()
+        };
+        print!("{}", ldb_report::text::render_paired(&c, &opts));
+        if let Some(out) = &self.output {
+            write(out, &c, baseline, candidate)?;
+            println!("Results saved to {}", out.display());
+        }
+        Ok(exit::OK)
     }
-    Ok(exit::OK)
 }
 
 fn write(

@@ -7,6 +7,8 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
+use ldb_report::export::{self, Exporter, Run};
+
 use crate::cli::ReportArgs;
 use crate::error::{AppError, exit, exit_with};
 
@@ -67,64 +69,70 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
         }
         docs.push(doc);
     }
+    let names: Vec<String> = a
+        .results
+        .iter()
+        .map(|p| ldb_report::html::name_of(p))
+        .collect();
+    let runs: Vec<Run<'_>> = names
+        .iter()
+        .zip(&docs)
+        .map(|(name, doc)| Run { name, doc })
+        .collect();
     if let Some(path) = &a.html {
-        let names: Vec<String> = a
-            .results
-            .iter()
-            .map(|p| ldb_report::html::name_of(p))
-            .collect();
-        let inputs: Vec<ldb_report::html::Input<'_>> = names
-            .iter()
-            .zip(&docs)
-            .map(|(name, doc)| ldb_report::html::Input { name, doc })
-            .collect();
-        let opts = ldb_report::html::HtmlOptions {
+        let html = export::Html(ldb_report::html::HtmlOptions {
             show_capacity_limited_values: a.show_capacity_limited_values,
-        };
-        ldb_report::html::write_atomic(path, &inputs, &opts)
-            .map_err(|e| AppError::Output(format!("HTML report: {e}")))?;
+        });
+        export::write_atomic(&html, &runs, path)
+            .map_err(|e| AppError::Output(format!("{}: {e}", html.format())))?;
     }
-    if docs.len() > 1 {
-        return Ok(exit::OK);
-    }
-    let Some(doc) = docs.pop() else {
+    let [run] = runs.as_slice() else {
         return Ok(exit::OK);
     };
+    export_one(a, run)?;
+    // stdout carries the text report unless an export was asked for there.
+    if stdout_users.is_empty() {
+        let text = export::Text(ldb_report::text::TextOptions {
+            width: crate::app::terminal_width(),
+            show_capacity_limited_values: a.show_capacity_limited_values
+                || run.doc.metadata.show_capacity_limited_values,
+            color: std::io::stdout().is_terminal(),
+        });
+        let _ = export::write_to(
+            &text,
+            std::slice::from_ref(run),
+            &mut std::io::stdout().lock(),
+        );
+        print_fabric(&run.doc.p2pmark, &run.doc.amd_fabric);
+    }
+    Ok(exit::OK)
+}
+
+/// `--requests-jsonl`, `--csv` and `--markdown` of one result, each to its
+/// file or to stdout (`-`).
+fn export_one(a: &ReportArgs, run: &Run<'_>) -> Result<(), AppError> {
+    let runs = std::slice::from_ref(run);
     if let Some(path) = &a.requests_jsonl {
         if is_stdout(path) {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             // A closed pipe is not a failure of the report.
-            let _ = ldb_report::jsonl::write(&doc, &mut out).and_then(|_| out.flush());
+            let _ = export::write_to(&export::Jsonl, runs, &mut out);
         } else {
-            ldb_report::jsonl::write_atomic(path, &doc)
-                .map_err(|e| AppError::Output(format!("request-samples JSONL: {e}")))?;
+            export::write_atomic(&export::Jsonl, runs, path)
+                .map_err(|e| AppError::Output(format!("{}: {e}", export::Jsonl.format())))?;
         }
     }
-    if let Some(path) = &a.csv {
-        let mut buf = Vec::new();
-        ldb_report::csv::write(&doc, &mut buf)
-            .map_err(|e| AppError::Output(format!("cannot write the CSV: {e}")))?;
-        emit(path, &buf, "CSV")?;
+    let files: [(&Option<std::path::PathBuf>, &dyn Exporter); 2] =
+        [(&a.csv, &export::Csv), (&a.markdown, &export::Markdown)];
+    for (path, exporter) in files {
+        if let Some(path) = path {
+            let bytes = exporter.serialize(runs).map_err(|e| {
+                AppError::Output(format!("cannot write the {}: {e}", exporter.format()))
+            })?;
+            emit(path, &bytes, exporter.format())?;
+        }
     }
-    if let Some(path) = &a.markdown {
-        emit(
-            path,
-            ldb_report::markdown::render(&doc).as_bytes(),
-            "Markdown",
-        )?;
-    }
-    // stdout carries the text report unless an export was asked for there.
-    if stdout_users.is_empty() {
-        let opts = ldb_report::text::TextOptions {
-            width: crate::app::terminal_width(),
-            show_capacity_limited_values: a.show_capacity_limited_values
-                || doc.metadata.show_capacity_limited_values,
-            color: std::io::stdout().is_terminal(),
-        };
-        let _ = ldb_report::text::render(&doc, &opts, &mut std::io::stdout().lock());
-        print_fabric(&doc.p2pmark, &doc.amd_fabric);
-    }
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// A fabric-only file (`--…-only`) as JSON, or `None` for any other file

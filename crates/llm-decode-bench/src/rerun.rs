@@ -1,28 +1,21 @@
 //! `llm-decode-bench rerun RESULT.json [FLAGS…]`: the flags a result file
 //! recorded (`metadata.config`) become the command line again, with FLAGS
-//! after them (so they win: `--host`, `--output`, …). The run plans afresh;
-//! before it starts, `app` says where the plan and the server differ from
-//! the recorded run.
+//! after them (so they win: `--host`, `--output`, …), lowered like any
+//! command line (`invocation.rs`). The run plans afresh; before it starts,
+//! the benchmark mode (`bench.rs`) says where the plan and the server
+//! differ from the recorded run.
 
 use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
 use ldb_core::document::ResultDocument;
 
 use crate::cli::{Cli, RerunArgs};
-use crate::error::{AppError, exit_with};
+use crate::error::AppError;
 
 /// Recorded flags never replayed: a rerun starts a new file.
 const NOT_REPLAYED: &[&str] = &["resume", "output", "print-config", "config"];
 
-/// Run it.
-pub async fn run(a: RerunArgs, program: String) -> i32 {
-    match prepare(&a, program) {
-        Ok((bench, argv, prior)) => crate::app::bench_again(bench, argv, prior).await,
-        Err(e) => exit_with(Err(e)),
-    }
-}
-
 /// The benchmark's flags and argv for the rerun, and the recorded document.
-fn prepare(
+pub(crate) fn prepare(
     a: &RerunArgs,
     program: String,
 ) -> Result<(crate::cli::BenchArgs, Vec<String>, ResultDocument), AppError> {

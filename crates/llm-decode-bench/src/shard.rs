@@ -18,12 +18,17 @@ pub const DEFAULT_PORT: u16 = 29517;
 /// Test only: seconds added to a follower's clock (docs/shards.md).
 const TEST_CLOCK_OFFSET_ENV: &str = "LDB_TEST_SHARD_CLOCK_OFFSET_S";
 
-/// What this process is.
-pub(crate) enum Role {
-    /// No `--shards` (or 1).
+/// What this process is among the shards (lowered from the flags).
+pub(crate) enum ShardPlan {
+    /// No `--shards` (or 1), or `--dry-run`.
     Alone,
-    /// Shard 0, every follower joined.
-    Leader(Arc<ShardLeader>),
+    /// Shard 0: binds the coordinator port and waits for the followers.
+    Leader {
+        /// What it enforces.
+        settings: LeaderSettings,
+        /// `HOST:PORT` (checked to resolve).
+        coordinator: String,
+    },
     /// A follower, not yet joined.
     Follower(FollowerSettings),
     /// `--start-at`: an offline shard.
@@ -59,13 +64,12 @@ const PER_SHARD_FLAGS: &[&str] = &[
     "api-key",
 ];
 
-/// Check the shard flags and take this process's role. The leader binds its
-/// port and waits for every follower here, before any request.
-pub(crate) async fn setup(a: &BenchArgs, cfg: &RunConfig, dry_run: bool) -> Result<Role, AppError> {
+/// Check the shard flags (exit 2 on a mistake); nothing is sent here.
+pub(crate) fn lower(a: &BenchArgs, cfg: &RunConfig) -> Result<ShardPlan, AppError> {
     let s = &a.shard;
     let shards = match s.shards {
-        None | Some(1) => return Ok(Role::Alone),
-        Some(_) if dry_run => return Ok(Role::Alone),
+        None | Some(1) => return Ok(ShardPlan::Alone),
+        Some(_) if a.dry_run => return Ok(ShardPlan::Alone),
         Some(0) => return Err(AppError::config("invalid --shards 0: use 1 or more")),
         Some(n) => n,
     };
@@ -87,7 +91,7 @@ pub(crate) async fn setup(a: &BenchArgs, cfg: &RunConfig, dry_run: bool) -> Resu
         if !(s.ramp_seconds.is_finite() && s.ramp_seconds >= 0.0) {
             return Err(AppError::config("invalid --ramp-seconds: seconds ≥ 0"));
         }
-        return Ok(Role::Offline(Offline {
+        return Ok(ShardPlan::Offline(Offline {
             shards,
             index,
             start_at: t,
@@ -116,31 +120,19 @@ pub(crate) async fn setup(a: &BenchArgs, cfg: &RunConfig, dry_run: bool) -> Resu
     }
     let join_wait = Duration::from_secs_f64(s.shard_join_timeout);
     let coordinator = coordinator(s.coordinator.as_deref())?;
-    resolve(&coordinator).await?;
     if index == 0 {
-        let port = coordinator.rsplit(':').next().unwrap_or_default();
-        let settings = LeaderSettings {
-            shards,
-            secret,
-            flags_digest: digest,
-            join_wait,
-            stop_on_loss,
-        };
-        let leader = ShardLeader::bind(&format!("0.0.0.0:{port}"), settings)
-            .await
-            .map_err(|e| {
-                AppError::Config(format!(
-                    "cannot listen on the coordinator port {port}: {e} (is another leader running?)"
-                ))
-            })?;
-        eprintln!(
-            "shard 0 (leader): waiting for {} follower(s) on port {port}",
-            shards - 1
-        );
-        leader.wait_for_members().await.map_err(AppError::Server)?;
-        return Ok(Role::Leader(Arc::new(leader)));
+        return Ok(ShardPlan::Leader {
+            settings: LeaderSettings {
+                shards,
+                secret,
+                flags_digest: digest,
+                join_wait,
+                stop_on_loss,
+            },
+            coordinator,
+        });
     }
-    Ok(Role::Follower(FollowerSettings {
+    Ok(ShardPlan::Follower(FollowerSettings {
         coordinator,
         shards,
         index,
@@ -152,6 +144,49 @@ pub(crate) async fn setup(a: &BenchArgs, cfg: &RunConfig, dry_run: bool) -> Resu
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0),
     }))
+}
+
+/// Before any request: the coordinator must resolve; the leader binds its
+/// port (in use: exit 2) and waits for every follower (exit 3 if one is
+/// missing), and is returned.
+pub(crate) async fn prepare(plan: &ShardPlan) -> Result<Option<Arc<ShardLeader>>, AppError> {
+    match plan {
+        ShardPlan::Follower(f) => resolve(&f.coordinator).await.map(|()| None),
+        ShardPlan::Leader {
+            settings,
+            coordinator,
+        } => {
+            resolve(coordinator).await?;
+            let port = coordinator.rsplit(':').next().unwrap_or_default();
+            let leader = ShardLeader::bind(&format!("0.0.0.0:{port}"), settings.clone())
+                .await
+                .map_err(|e| {
+                    AppError::Config(format!(
+                        "cannot listen on the coordinator port {port}: {e} (is another leader running?)"
+                    ))
+                })?;
+            eprintln!(
+                "shard 0 (leader): waiting for {} follower(s) on port {port}",
+                settings.shards - 1
+            );
+            leader.wait_for_members().await.map_err(AppError::Server)?;
+            Ok(Some(Arc::new(leader)))
+        }
+        ShardPlan::Alone | ShardPlan::Offline(_) => Ok(None),
+    }
+}
+
+/// A follower's or an offline shard's whole run, in place of the
+/// benchmark's (None: this process runs the benchmark).
+pub(crate) async fn run_instead(
+    plan: &ShardPlan,
+    cfg: &RunConfig,
+) -> Option<Result<i32, AppError>> {
+    match plan {
+        ShardPlan::Follower(f) => Some(follow(f.clone(), cfg).await),
+        ShardPlan::Offline(o) => Some(offline(o, cfg.clone()).await),
+        ShardPlan::Alone | ShardPlan::Leader { .. } => None,
+    }
 }
 
 /// `--shard-index`, else `JOB_COMPLETION_INDEX` (Kubernetes Indexed Job),
@@ -349,14 +384,14 @@ pub(crate) fn leader_exit(
 
 /// An offline shard's run (`--start-at`): its share of every cell on the
 /// grid, its record next to `--output` (`out.shard-I.json`).
-pub(crate) async fn offline(o: Offline, cfg: RunConfig) -> Result<i32, AppError> {
+pub(crate) async fn offline(o: &Offline, cfg: RunConfig) -> Result<i32, AppError> {
     use ldb_runner::shard::offline::{OfflineError, OfflineSettings, run_offline};
     let settings = OfflineSettings {
         shards: o.shards,
         index: o.index,
         start_at: o.start_at,
         ramp_seconds: o.ramp_seconds,
-        flags_digest: o.digest,
+        flags_digest: o.digest.clone(),
         record_path: record_path(&cfg.output, o.index),
     };
     let (live, _rx) = ldb_runner::Live::new();
@@ -382,7 +417,7 @@ pub(crate) async fn offline(o: Offline, cfg: RunConfig) -> Result<i32, AppError>
             );
             Ok(exit::OK)
         }
-        Err(OfflineError::Run(e)) => Err(crate::app::run_error(e)),
+        Err(OfflineError::Run(e)) => Err(crate::bench::run_error(e)),
         Err(OfflineError::Output(e)) => Err(AppError::Output(e)),
     }
 }

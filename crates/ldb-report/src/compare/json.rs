@@ -1,10 +1,16 @@
 //! `compare --format json`: the comparison as one JSON object with stable
-//! keys (documented in `docs/compare.md`, version in `compare_format`).
+//! keys (documented in `docs/compare.md`, version in `compare_format`),
+//! built as the typed [`CompareOutput`] (read back with
+//! [`super::output::read`]).
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::cells::{CellComparison, PrefillComparison};
 use super::metric::{Change, Estimate};
+use super::output::{
+    CellOut, ChangeOut, CompareOutput, Counts, Metrics, PrefillOut, RateOut, RunComparison, RunOut,
+    SettingOut, Spread, Tested, indexed::Ordered,
+};
 use super::rates::RateComparison;
 use super::{CompareReport, Comparison, RunLabel};
 
@@ -13,119 +19,140 @@ pub const COMPARE_FORMAT: u32 = 1;
 
 /// The whole report as a JSON value.
 pub fn to_json(r: &CompareReport) -> Value {
-    json!({
-        "compare_format": COMPARE_FORMAT,
-        "threshold_pct": r.threshold_pct,
-        "forced": r.forced,
-        "significance": if r.tested() { "welch_t_test" } else { "not_tested_single_run" },
-        "significance_note": r.significance_note(),
-        "regression": r.has_regression(),
-        "comparisons": r.comparisons.iter().map(comparison).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(output(r)).unwrap_or(Value::Null)
 }
 
-fn comparison(c: &Comparison) -> Value {
-    use super::metric::Verdict as V;
-    json!({
-        "base": run(&c.base),
-        "new": run(&c.new),
-        "comparable": c.blocking().is_empty(),
-        "settings_differences": c.settings.iter().map(|d| json!({
-            "key": d.key,
-            "base": d.base,
-            "new": d.new,
-            "blocking": d.blocking,
-        })).collect::<Vec<_>>(),
-        "regression": c.has_regression(),
-        "counts": {
-            "regression": c.count(V::Regression),
-            "improvement": c.count(V::Improvement),
-            "unchanged": c.count(V::Unchanged),
-            "not_comparable": c.count(V::NotComparable),
-        },
-        "cells": c.cells.iter().map(cell).collect::<Vec<_>>(),
-        "prefill": c.prefill.iter().map(prefill).collect::<Vec<_>>(),
-        "rate_cells": c.rates.iter().map(rate).collect::<Vec<_>>(),
-    })
-}
-
-fn rate(r: &RateComparison) -> Value {
-    let mut metrics = Map::new();
-    for (m, ch) in &r.changes {
-        metrics.insert(m.key().into(), change(ch));
+/// The whole report as its typed output.
+pub fn output(r: &CompareReport) -> CompareOutput {
+    let significance = if r.tested() {
+        "welch_t_test"
+    } else {
+        "not_tested_single_run"
+    };
+    CompareOutput {
+        compare_format: COMPARE_FORMAT,
+        threshold_pct: r.threshold_pct,
+        forced: r.forced,
+        significance: significance.into(),
+        significance_note: r.significance_note().into(),
+        regression: r.has_regression(),
+        comparisons: r.comparisons.iter().map(comparison).collect(),
     }
+}
+
+fn comparison(c: &Comparison) -> RunComparison {
+    use super::metric::Verdict as V;
+    RunComparison {
+        base: run(&c.base),
+        new: run(&c.new),
+        comparable: c.blocking().is_empty(),
+        settings_differences: c
+            .settings
+            .iter()
+            .map(|d| SettingOut {
+                key: d.key.into(),
+                base: d.base.clone(),
+                new: d.new.clone(),
+                blocking: d.blocking,
+            })
+            .collect(),
+        regression: c.has_regression(),
+        counts: Counts {
+            regression: c.count(V::Regression),
+            improvement: c.count(V::Improvement),
+            unchanged: c.count(V::Unchanged),
+            not_comparable: c.count(V::NotComparable),
+        },
+        cells: c.cells.iter().map(cell).collect(),
+        prefill: c.prefill.iter().map(prefill).collect(),
+        rate_cells: c.rates.iter().map(rate).collect(),
+    }
+}
+
+fn rate(r: &RateComparison) -> RateOut {
     let status = |s: Option<(ldb_core::result::CellStatus, bool)>| s.map(|(st, _)| st.as_str());
     let saturated = |s: Option<(ldb_core::result::CellStatus, bool)>| s.map(|(_, sat)| sat);
-    json!({
-        "context_tokens": r.context_tokens,
-        "request_rate": r.request_rate,
-        "base_status": status(r.base_status),
-        "new_status": status(r.new_status),
-        "base_saturated": saturated(r.base_status),
-        "new_saturated": saturated(r.new_status),
-        "outcome": r.outcome.as_str(),
-        "verdict": r.verdict.as_str(),
-        "metrics": metrics,
-    })
-}
-
-fn run(l: &RunLabel) -> Value {
-    json!({
-        "file": l.file,
-        "engine": l.engine,
-        "engine_version": l.engine_version,
-        "model": l.model,
-        "started_at": l.started_at,
-    })
-}
-
-fn cell(c: &CellComparison) -> Value {
-    let mut metrics = Map::new();
-    for (m, ch) in &c.changes {
-        metrics.insert(m.key().into(), change(ch));
+    RateOut {
+        context_tokens: r.context_tokens,
+        request_rate: r.request_rate,
+        base_status: status(r.base_status).map(Into::into),
+        new_status: status(r.new_status).map(Into::into),
+        base_saturated: saturated(r.base_status),
+        new_saturated: saturated(r.new_status),
+        outcome: r.outcome.as_str().into(),
+        verdict: r.verdict.as_str().into(),
+        metrics: Ordered(
+            r.changes
+                .iter()
+                .map(|(m, ch)| (m.key().into(), change(ch)))
+                .collect(),
+        ),
     }
-    json!({
-        "layer": c.key.layer.as_str(),
-        "context_tokens": c.key.context_tokens,
-        "concurrency": c.key.concurrency,
-        "base_status": c.base_status.map(|s| s.as_str()),
-        "new_status": c.new_status.map(|s| s.as_str()),
-        "outcome": c.outcome.as_str(),
-        "verdict": c.verdict.as_str(),
-        "metrics": metrics,
-    })
 }
 
-fn prefill(p: &PrefillComparison) -> Value {
-    json!({
-        "context_tokens": p.context_tokens,
-        "base_measured": p.base_measured,
-        "new_measured": p.new_measured,
-        "outcome": p.outcome.as_str(),
-        "verdict": p.verdict.as_str(),
-        "metrics": { "tok_per_sec": change(&p.tok_per_sec) },
-    })
+fn run(l: &RunLabel) -> RunOut {
+    RunOut {
+        file: l.file.clone(),
+        engine: l.engine.clone(),
+        engine_version: l.engine_version.clone(),
+        model: l.model.clone(),
+        started_at: l.started_at.clone(),
+    }
 }
 
-fn change(ch: &Change) -> Value {
+fn cell(c: &CellComparison) -> CellOut {
+    CellOut {
+        layer: c.key.layer.as_str().into(),
+        context_tokens: c.key.context_tokens,
+        concurrency: c.key.concurrency,
+        base_status: c.base_status.map(|s| s.as_str().into()),
+        new_status: c.new_status.map(|s| s.as_str().into()),
+        outcome: c.outcome.as_str().into(),
+        verdict: c.verdict.as_str().into(),
+        metrics: Ordered(
+            c.changes
+                .iter()
+                .map(|(m, ch)| (m.key().into(), change(ch)))
+                .collect(),
+        ),
+    }
+}
+
+fn prefill(p: &PrefillComparison) -> PrefillOut {
+    let metrics: Metrics = Ordered(vec![("tok_per_sec".into(), change(&p.tok_per_sec))]);
+    PrefillOut {
+        context_tokens: p.context_tokens,
+        base_measured: p.base_measured,
+        new_measured: p.new_measured,
+        outcome: p.outcome.as_str().into(),
+        verdict: p.verdict.as_str().into(),
+        metrics,
+    }
+}
+
+fn change(ch: &Change) -> ChangeOut {
     let v = |e: Option<Estimate>| e.map(|e| e.value);
-    let mut out = json!({
-        "base": v(ch.base),
-        "new": v(ch.new),
-        "change_pct": ch.change_pct,
-        "better": ch.direction.as_str(),
-        "verdict": ch.verdict.as_str(),
-        "significance": ch.significance.as_str(),
-    });
     // Only runs with repeats have these: a single run's output is unchanged.
     let spread = |e: Option<Estimate>| {
-        e.and_then(|e| e.repeats)
-            .map(|r| json!({ "n": r.n, "std_dev": r.std_dev }))
+        e.and_then(|e| e.repeats).map(|r| Spread {
+            n: r.n,
+            std_dev: r.std_dev,
+        })
     };
-    if let Some(p) = ch.p_value {
-        out["p_value"] = json!(p);
-        out["base_repeats"] = spread(ch.base).unwrap_or(Value::Null);
-        out["new_repeats"] = spread(ch.new).unwrap_or(Value::Null);
+    ChangeOut {
+        base: v(ch.base),
+        new: v(ch.new),
+        change_pct: ch.change_pct,
+        better: ch.direction.as_str().into(),
+        verdict: ch.verdict.as_str().into(),
+        significance: ch.significance.as_str().into(),
+        tested: ch.p_value.map(|p_value| Tested {
+            p_value,
+            base_repeats: spread(ch.base),
+            new_repeats: spread(ch.new),
+        }),
     }
-    out
 }
+
+#[cfg(test)]
+mod tests;
