@@ -66,7 +66,7 @@ done
 
 export LDB_SHARD_SECRET=bench-secret
 FLAGS=(--host "http://127.0.0.1:$PORT" --concurrency "$C" --contexts 0 --skip-prefill
-    --duration "$WINDOW" --decode-warmup-seconds 0 --max-tokens 100000
+    --duration "$WINDOW" --decode-warmup-seconds 0 --max-tokens 2000
     --display-mode plain --no-hw-monitor --shards "$SHARDS"
     --coordinator "127.0.0.1:$COORD_PORT" --output "$OUT/r.json")
 for i in $(seq 1 $((SHARDS - 1))); do

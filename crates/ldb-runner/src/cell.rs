@@ -340,20 +340,10 @@ pub(crate) async fn measure_window(
     aborted: bool,
     planned: Option<(f64, f64)>,
 ) -> WindowRecord {
-    if let Some((start, end)) = planned {
-        pool.window.close(end);
-        pool.window.open(start);
-        let wait = (start - rc.clock.now()).max(0.0);
-        tokio::select! {
-            _ = skip.cancelled() => {}
-            _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-        }
-    }
     // From here to the end scrape the server is measured: background
     // /metrics reads slow to --metrics-interval.
     let _measuring = rc.scraper.measuring();
-    let ws = planned.map_or_else(|| rc.clock.now(), |(s, _)| s);
-    pool.window.open(ws);
+    let ws = crate::shard::cell::open_window(rc, skip, pool, planned).await;
     // The driver's own lateness from the window's first instant: each pass
     // should follow the last by one tick. A much longer gap means this
     // process was not running, so tokens piled up unread and the window's
@@ -373,10 +363,7 @@ pub(crate) async fn measure_window(
     let mut trace = RateTrace::new(ws);
     let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
     loop {
-        // A planned window's last pass falls on its end, so the end scrape
-        // is sent there and not up to a tick later.
-        let left = planned.map(|(_, e)| e - rc.clock.now());
-        if aborted || tick_at_most(skip, left).await {
+        if aborted || crate::shard::cell::tick_within(rc, skip, planned).await {
             break;
         }
         pool.collect();
@@ -412,11 +399,7 @@ pub(crate) async fn measure_window(
         };
         update_live(rc, spec, pool, &progress);
         let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
-        if let Some((_, end)) = planned {
-            if now >= end {
-                break;
-            }
-        } else if stop.pass(rc, now - ws, tokens) {
+        if planned.map_or_else(|| stop.pass(rc, now - ws, tokens), |(_, e)| now >= e) {
             break;
         }
     }
@@ -568,19 +551,7 @@ pub(crate) fn user_skip(
     )
 }
 
-/// [`tick`], shortened to `left` seconds when that is sooner.
-async fn tick_at_most(skip: &CancellationToken, left: Option<f64>) -> bool {
-    let pause = match left {
-        Some(l) if l < TICK.as_secs_f64() => Duration::from_secs_f64(l.max(0.0)),
-        _ => TICK,
-    };
-    tokio::select! {
-        _ = skip.cancelled() => true,
-        _ = tokio::time::sleep(pause) => false,
-    }
-}
-
-async fn tick(skip: &CancellationToken) -> bool {
+pub(crate) async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,

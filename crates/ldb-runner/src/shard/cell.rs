@@ -131,6 +131,49 @@ pub(crate) async fn run_sharded_cell(
     CellOutput { cell, prefill }
 }
 
+/// Open the window and return its start: now, or for a planned window
+/// both edges set at once (the start is ahead) and its start awaited.
+pub(crate) async fn open_window(
+    rc: &RunCtx,
+    skip: &tokio_util::sync::CancellationToken,
+    pool: &StreamPool,
+    planned: Option<(f64, f64)>,
+) -> f64 {
+    let Some((start, end)) = planned else {
+        let now = rc.clock.now();
+        pool.window.open(now);
+        return now;
+    };
+    pool.window.close(end);
+    pool.window.open(start);
+    let wait = (start - rc.clock.now()).max(0.0);
+    tokio::select! {
+        _ = skip.cancelled() => {}
+        _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
+    }
+    start
+}
+
+/// One pass of the window's loop (`cell::tick`); a planned window's last
+/// pass falls on its end, so the end scrape is sent there and not up to a
+/// tick later. True when skipped.
+pub(crate) async fn tick_within(
+    rc: &RunCtx,
+    skip: &tokio_util::sync::CancellationToken,
+    planned: Option<(f64, f64)>,
+) -> bool {
+    let left = planned.map(|(_, e)| e - rc.clock.now());
+    match left {
+        Some(l) if l < crate::cell::TICK.as_secs_f64() => {
+            tokio::select! {
+                _ = skip.cancelled() => true,
+                _ = tokio::time::sleep(Duration::from_secs_f64(l.max(0.0))) => false,
+            }
+        }
+        _ => crate::cell::tick(skip).await,
+    }
+}
+
 /// Why the window may not open: a shard whose clock offset is known less
 /// well than the window allows (`ldb_core::shard::uncertainty_bound`).
 fn clock_refusal(leader: &ShardLeader, members: &[u32], window_s: f64) -> Option<String> {

@@ -156,21 +156,7 @@ pub async fn follow(
                         "nothing from the leader for {:.0} s", SILENCE_LIMIT.as_secs_f64()
                     ));
                 }
-                let status = match active.as_mut() {
-                    Some(a) => {
-                        a.pool.collect();
-                        let now = clock.run.now();
-                        if a.window.is_some_and(|(s, e)| now >= s && now <= e) {
-                            a.producing.push(f64::from(a.pool.producing()));
-                        }
-                        Msg::Status {
-                            cell: Some(a.cell),
-                            producing: a.pool.producing(),
-                            tokens: a.pool.counters.tokens.load(std::sync::atomic::Ordering::Relaxed),
-                        }
-                    }
-                    None => Msg::Status { cell: None, producing: 0, tokens: 0 },
-                };
+                let status = status_now(active.as_mut(), &clock);
                 let _ = tx.send(status);
             }
         }
@@ -183,6 +169,32 @@ pub async fn follow(
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), sender).await;
     (end, done)
+}
+
+/// The status sent twice a second; inside the window it also samples the
+/// producing streams.
+fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
+    let Some(a) = active else {
+        return Msg::Status {
+            cell: None,
+            producing: 0,
+            tokens: 0,
+        };
+    };
+    a.pool.collect();
+    let now = clock.run.now();
+    if a.window.is_some_and(|(s, e)| now >= s && now <= e) {
+        a.producing.push(f64::from(a.pool.producing()));
+    }
+    Msg::Status {
+        cell: Some(a.cell),
+        producing: a.pool.producing(),
+        tokens: a
+            .pool
+            .counters
+            .tokens
+            .load(std::sync::atomic::Ordering::Relaxed),
+    }
 }
 
 async fn send_all(writer: &mut Writer, mut rx: mpsc::UnboundedReceiver<Msg>) {
