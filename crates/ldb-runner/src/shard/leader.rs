@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) settings: LeaderSettings,
     /// The plan started: later joins are refused.
     pub(crate) started: AtomicBool,
+    /// The run is over: followers leaving are not lost.
+    finished: AtomicBool,
     clock: RunClock,
     members: Mutex<BTreeMap<u32, Member>>,
     notes: Mutex<Vec<String>>,
@@ -155,6 +157,9 @@ impl Shared {
     }
 
     fn lose(&self, index: u32, why: &str) {
+        if self.finished.load(Ordering::Acquire) {
+            return;
+        }
         let newly = self
             .members
             .lock()
@@ -180,6 +185,7 @@ impl ShardLeader {
         let shared = Arc::new(Shared {
             settings,
             started: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
             clock: RunClock::new(),
             members: Mutex::default(),
             notes: Mutex::default(),
@@ -375,6 +381,7 @@ impl ShardLeader {
     /// Tell every member the run is over, and give the messages a moment
     /// to leave.
     pub async fn finish(&self) {
+        self.shared.finished.store(true, Ordering::Release);
         for i in self.live_members() {
             self.send(i, Msg::Finish);
         }
