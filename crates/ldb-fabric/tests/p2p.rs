@@ -6,7 +6,7 @@
 use ldb_fabric::P2pSettings;
 use ldb_fabric::gpu::assemble::allreduce_sizes;
 use ldb_fabric::gpu::fake::FakeMachine;
-use ldb_fabric::gpu::run_p2p;
+use ldb_fabric::gpu::{Allreduce, P2pBackend, run_p2p};
 use ldb_fabric::settings::AllreduceSizes;
 use serde_json::Value;
 
@@ -87,4 +87,120 @@ fn the_mode_limits_what_is_measured_and_sizes_follow_the_flag() {
     );
     let full = allreduce_sizes(&AllreduceSizes::Full);
     assert!(full.contains(&(48 << 10)) && full.windows(2).all(|w| w[0] < w[1]));
+}
+
+/// The fake machine with some primitives failing, as a real machine's do
+/// (no peer path for remote reads, NCCL absent, the run's time limit).
+struct Failing {
+    inner: FakeMachine,
+    latency: Option<&'static str>,
+    allreduce: Option<&'static str>,
+    copies: Option<&'static str>,
+}
+
+impl P2pBackend for Failing {
+    fn gpu_count(&self) -> Result<usize, String> {
+        self.inner.gpu_count()
+    }
+    fn peer_access(&self, a: usize, b: usize) -> bool {
+        self.inner.peer_access(a, b)
+    }
+    fn copy_gbps(&self, s: usize, d: usize) -> Result<f64, String> {
+        match self.copies {
+            Some(e) => Err(e.into()),
+            None => self.inner.copy_gbps(s, d),
+        }
+    }
+    fn concurrent_gbps(&self, p: &[(usize, usize)]) -> Result<Vec<f64>, String> {
+        match self.copies {
+            Some(e) => Err(e.into()),
+            None => self.inner.concurrent_gbps(p),
+        }
+    }
+    fn read_latency_us(&self, p: &[(usize, usize)]) -> Result<Vec<f64>, String> {
+        match self.latency {
+            Some(e) => Err(e.into()),
+            None => self.inner.read_latency_us(p),
+        }
+    }
+    fn allreduce_us(&self, k: Allreduce, b: u64) -> Result<f64, String> {
+        match self.allreduce {
+            Some(e) => Err(e.into()),
+            None => self.inner.allreduce_us(k, b),
+        }
+    }
+}
+
+#[test]
+fn a_failing_block_keeps_the_others_and_says_why() {
+    let m = Failing {
+        inner: FakeMachine::pcie(2, 50.0, 100.0),
+        latency: Some("GPU 0 cannot read GPU 1's memory directly (no peer access)"),
+        allreduce: Some("NCCL cannot be loaded (libnccl.so.2: cannot open shared object file)"),
+        copies: None,
+    };
+    let v = run_p2p(&P2pSettings::default(), &m);
+    assert_eq!(v["status"], "ok", "{v}");
+    let d = &v["data"];
+    assert_eq!(f(&d["bandwidth_gbps"][0][1]), 50.0);
+    assert_eq!(d["latency"], serde_json::json!({}));
+    assert_eq!(d["allreduce"], serde_json::json!([]));
+    assert!(
+        d["errors"]["latency"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no peer access")
+    );
+    assert!(
+        d["errors"]["allreduce"]
+            .as_str()
+            .unwrap_or("")
+            .contains("libnccl")
+    );
+    // nothing measured: error, with every reason in one line
+    let m = Failing {
+        copies: Some("cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"),
+        ..m
+    };
+    let v = run_p2p(&P2pSettings::default(), &m);
+    assert_eq!(v["status"], "error", "{v}");
+    let e = v["error"].as_str().unwrap_or("");
+    assert!(
+        e.starts_with("bandwidth: cuMemAlloc_v2") && e.contains("; latency: "),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    // the run's time limit: timeout, with the limit
+    let m = Failing {
+        copies: None,
+        latency: Some("timed out: the native P2P run passed --p2pmark-timeout (300 s)"),
+        ..m
+    };
+    let v = run_p2p(&P2pSettings::default(), &m);
+    assert_eq!(v["status"], "timeout", "{v}");
+    assert_eq!(v["timeout_seconds"], 300.0);
+}
+
+#[test]
+fn one_gpu_is_unavailable_for_p2p_but_measures_itself() {
+    let v = run_p2p(&P2pSettings::default(), &FakeMachine::pcie(1, 50.0, 100.0));
+    assert_eq!(v["status"], "unavailable", "{v}");
+    let one = &v["single_gpu"];
+    assert_eq!(f(&one["local_copy_gbps"]), 1500.0);
+    assert_eq!(f(&one["local_read_latency_us"]), 0.5);
+    // the fake's costs at 1 MiB: 6 µs + 2^20 B / 40 GB/s, 14 µs + … / 60
+    assert!((f(&one["allreduce"]["custom_us"]) - (6.0 + 1048576.0 / 40e3)).abs() < 1e-3);
+    assert!((f(&one["allreduce"]["nccl_us"]) - (14.0 + 1048576.0 / 60e3)).abs() < 1e-3);
+    assert_eq!(one["errors"], serde_json::json!({}));
+    // a failing primitive is null with its reason
+    let m = Failing {
+        inner: FakeMachine::pcie(1, 50.0, 100.0),
+        latency: None,
+        allreduce: Some("NCCL cannot be loaded (libnccl.so.2)"),
+        copies: None,
+    };
+    let v = run_p2p(&P2pSettings::default(), &m);
+    assert!(v["single_gpu"]["allreduce"]["nccl_us"].is_null(), "{v}");
+    assert!(v["single_gpu"]["errors"]["nccl_us"].is_string(), "{v}");
+    assert_eq!(f(&v["single_gpu"]["local_copy_gbps"]), 1500.0);
 }

@@ -87,3 +87,52 @@ fn the_report_reads_what_the_p2p_arithmetic_assembles() {
     assert!(r.contains("Allreduce: custom PCIe vs NCCL"), "{r}");
     assert!(r.contains("│ 256 B "), "{r}");
 }
+
+#[test]
+fn the_built_in_back_ends_extras_are_shown() {
+    // one GPU: unavailable for P2P, its own figures and what was found
+    let one = json!({
+        "status": "unavailable",
+        "binary": "native",
+        "mode": "all",
+        "reason": "peer-to-peer needs at least 2 GPUs; 1 visible, 1 to be used",
+        "single_gpu": {
+            "gpu": 0,
+            "local_copy_gbps": 1612.5,
+            "local_read_latency_us": 0.712,
+            "allreduce": {"size_bytes": 1048576, "custom_us": 9.5, "nccl_us": null},
+            "errors": {"nccl_us": "NCCL cannot be loaded (libnccl.so.2: cannot open shared object file)"}
+        },
+        "machine": {
+            "cuda_driver": "libcuda.so.1 (CUDA 12.4)",
+            "gpus": ["GPU 0: NVIDIA H200 (sm_90, 132 SMs)"],
+            "nvrtc": "libnvrtc.so.12 (12.4)",
+            "nccl": "not loaded"
+        }
+    });
+    let r = render(&one, &not_run(), &opts(false));
+    assert!(r.contains("status: unavailable"), "{r}");
+    assert!(
+        r.contains("GPU 0: local copy 1612.5 GB/s, local read 0.712 us"),
+        "{r}"
+    );
+    assert!(
+        r.contains("allreduce 1 MiB on one GPU: one-shot kernel 9.5 us, NCCL - us"),
+        "{r}"
+    );
+    assert!(r.contains("nccl_us: NCCL cannot be loaded"), "{r}");
+    assert!(r.contains("GPU 0: NVIDIA H200 (sm_90, 132 SMs)"), "{r}");
+    // a measured run with one block missing names it under the report
+    let mut v = fixture("p2pmark_4gpu.json");
+    v["data"]["errors"] =
+        json!({"latency": "GPU 2 cannot read GPU 3's memory directly (no peer access)"});
+    let r = render(&v, &not_run(), &opts(false));
+    assert!(r.contains("P2P memcpy bandwidth GB/s"), "{r}");
+    assert!(
+        r.contains("not measured: latency: GPU 2 cannot read GPU 3's memory"),
+        "{r}"
+    );
+    // a helper's result has none of these: no extra card
+    let r = render(&fixture("p2pmark_4gpu.json"), &not_run(), &opts(false));
+    assert!(!r.contains("P2P built-in back end"), "{r}");
+}

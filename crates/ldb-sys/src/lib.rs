@@ -1,7 +1,13 @@
 //! The workspace's only unsafe code, kept small: pinning the calling thread
-//! to a set of CPUs (`sched_setaffinity`) and checking whether a shared
-//! library can be loaded at run time (`dlopen`). Everything above this crate
-//! stays `unsafe_code = "forbid"`.
+//! to a set of CPUs (`sched_setaffinity`), checking whether a shared
+//! library can be loaded at run time (`dlopen`), and safe wrappers over the
+//! CUDA driver ([`cuda`]), NVRTC ([`nvrtc`]) and NCCL ([`nccl`]), all loaded
+//! at run time so that nothing CUDA is linked at build time. Everything
+//! above this crate stays `unsafe_code = "forbid"`.
+
+pub mod cuda;
+pub mod nccl;
+pub mod nvrtc;
 
 use std::io;
 
@@ -82,54 +88,6 @@ pub fn probe_library(names: &[&str]) -> Result<String, String> {
     Err(last)
 }
 
-/// `CUresult cuInit(unsigned int)`.
-type CuInit = unsafe extern "C" fn(u32) -> i32;
-/// `CUresult cuDeviceGetCount(int *)`.
-type CuDeviceGetCount = unsafe extern "C" fn(*mut i32) -> i32;
-
-/// GPUs the CUDA driver sees: the driver library is loaded at run time (the
-/// first of `names` that opens), initialised and asked. Any failure is the
-/// reason as text (library absent, symbol missing, a CUDA error code).
-pub fn cuda_device_count(names: &[&str]) -> Result<usize, String> {
-    let mut last = String::from("no library name given");
-    let lib = names.iter().find_map(|name| {
-        // SAFETY: as in `probe_library`: loading the CUDA driver runs only
-        // its own initialisers.
-        match unsafe { libloading::Library::new(name) } {
-            Ok(l) => Some(l),
-            Err(e) => {
-                last = e.to_string();
-                None
-            }
-        }
-    });
-    let lib = lib.ok_or_else(|| format!("the CUDA driver cannot be loaded ({last})"))?;
-    // SAFETY: the symbols are looked up by their C names and given the
-    // driver API's documented signatures (cuda.h: CUresult is a C enum, an
-    // int; flags an unsigned int; the count an int pointer). `lib` outlives
-    // both calls, which happen inside this function.
-    unsafe {
-        let init: libloading::Symbol<'_, CuInit> =
-            lib.get(b"cuInit\0").map_err(|e| format!("cuInit: {e}"))?;
-        let count: libloading::Symbol<'_, CuDeviceGetCount> = lib
-            .get(b"cuDeviceGetCount\0")
-            .map_err(|e| format!("cuDeviceGetCount: {e}"))?;
-        let rc = init(0);
-        if rc != 0 {
-            return Err(format!(
-                "cuInit failed with CUDA error {rc} (no usable GPU or driver)"
-            ));
-        }
-        let mut n: i32 = 0;
-        // `n` is a live local the driver writes once.
-        let rc = count(&mut n);
-        if rc != 0 {
-            return Err(format!("cuDeviceGetCount failed with CUDA error {rc}"));
-        }
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,11 +108,6 @@ mod tests {
         let e = probe_library(&["libdoes-not-exist-ldb.so.9"]).expect_err("absent");
         assert!(e.contains("libdoes-not-exist-ldb.so.9"), "{e}");
         assert!(probe_library(&["libc.so.6"]).is_ok());
-        // libc loads but has no CUDA symbols: an error naming the symbol
-        let e = cuda_device_count(&["libc.so.6"]).expect_err("not a driver");
-        assert!(e.starts_with("cuInit"), "{e}");
-        let e = cuda_device_count(&["libdoes-not-exist-ldb.so.9"]).expect_err("absent");
-        assert!(e.contains("cannot be loaded"), "{e}");
     }
 
     #[test]

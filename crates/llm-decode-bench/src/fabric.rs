@@ -195,7 +195,7 @@ fn run_p2p(s: &P2pSettings, out: &mut impl Write) -> Value {
         s.mode, s.size_mb, s.latency_iters
     );
     let Some(bin) = &s.bin else {
-        return ldb_fabric::gpu::run_p2p(s, &ldb_fabric::gpu::CudaDriver);
+        return ldb_fabric::gpu::run_p2p(s, &ldb_fabric::gpu::CudaDriver::new(s));
     };
     let run = ldb_fabric::helper::HelperRun {
         bin,

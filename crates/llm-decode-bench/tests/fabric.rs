@@ -186,3 +186,48 @@ fn compare_of_two_fabric_files_flags_the_pair_that_regressed() {
     let o = run(&["compare", b, b]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
 }
+
+#[test]
+fn the_native_p2p_without_a_driver_says_why_and_the_benchmark_goes_on() {
+    let (_d, out) = tmp("r.json");
+    let o = run(&[
+        "--sim",
+        "--concurrency",
+        "1",
+        "--contexts",
+        "0",
+        "--duration",
+        "1",
+        "--decode-warmup-seconds",
+        "0",
+        "--skip-prefill",
+        "--display-mode",
+        "plain",
+        "--p2pmark",
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    let doc = read(&out);
+    assert_valid(&doc);
+    assert_eq!(doc["results"].as_array().map(Vec::len), Some(1));
+    let p = &doc["p2pmark"];
+    assert_eq!(p["binary"], "native", "{p}");
+    if std::path::Path::new("/dev/nvidiactl").exists() {
+        // a GPU machine: the status is whatever it measured, never a crash
+        assert!(p["status"].is_string(), "{p}");
+        return;
+    }
+    // no CUDA driver here: unavailable, the loader's reason naming libcuda
+    assert_eq!(p["status"], "unavailable", "{p}");
+    assert_eq!(doc["metadata"]["p2pmark_status"], "unavailable");
+    let reason = p["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("the CUDA driver cannot be loaded (") && reason.contains("libcuda"),
+        "{reason}"
+    );
+    assert!(stdout.contains("P2P config: mode=all"), "{stdout}");
+    let log = doc["event_log"].to_string();
+    assert!(log.contains("startup fabric: p2pmark unavailable"), "{log}");
+}

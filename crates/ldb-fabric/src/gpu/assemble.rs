@@ -238,18 +238,33 @@ pub fn measure(
         })
         .collect();
     let want = |m: &str| s.mode == "all" || s.mode == m;
+    // a block that fails leaves its key empty and its reason in `errors`;
+    // the other blocks are still measured
+    let mut errors = serde_json::Map::new();
+    let mut keep = |key: &str, r: Result<Value, String>, empty: Value| {
+        r.unwrap_or_else(|e| {
+            errors.insert(key.into(), json!(e));
+            empty
+        })
+    };
     let (bw, summary, topo) = if want("bandwidth") {
-        bandwidth(b, n)?
+        let r = bandwidth(b, n).map(|(m, s, t)| json!([m, s, t]));
+        let v = keep("bandwidth", r, json!([[], {}, {}]));
+        (v[0].clone(), v[1].clone(), v[2].clone())
     } else {
         (json!([]), json!({}), json!({}))
     };
     let lat = if want("latency") {
-        latency(b, n)?
+        keep("latency", latency(b, n), json!({}))
     } else {
         json!({})
     };
     let ar = if want("allreduce") {
-        allreduce(b, n, &allreduce_sizes(&s.allreduce_sizes))?
+        keep(
+            "allreduce",
+            allreduce(b, n, &allreduce_sizes(&s.allreduce_sizes)),
+            json!([]),
+        )
     } else {
         json!([])
     };
@@ -270,5 +285,6 @@ pub fn measure(
         "bandwidth_topology": topo,
         "latency": lat,
         "allreduce": ar,
+        "errors": errors,
     }))
 }

@@ -26,8 +26,24 @@ pub fn render(p2pmark: &Value, amd_fabric: &Value, o: &FabricTextOptions) -> Str
     let mut lines = Vec::new();
     if ran(p2pmark) {
         lines.extend(match status(p2pmark) {
-            "ok" => p2p::report(p2pmark, o.p2p_detail, width),
-            _ => failure("P2P Diagnostic", p2pmark, width),
+            "ok" => {
+                let mut l = p2p::report(p2pmark, o.p2p_detail, width);
+                l.extend(p2p_native_notes(p2pmark, width));
+                l
+            }
+            // a native run cut by its timeout or an error keeps the blocks
+            // it measured
+            "timeout" | "error" if p2pmark["data"].is_object() => {
+                let mut l = failure("P2P Diagnostic", p2pmark, width);
+                l.extend(p2p::report(p2pmark, o.p2p_detail, width));
+                l.extend(p2p_native_notes(p2pmark, width));
+                l
+            }
+            _ => {
+                let mut l = failure("P2P Diagnostic", p2pmark, width);
+                l.extend(p2p_native_notes(p2pmark, width));
+                l
+            }
         });
     }
     if ran(amd_fabric) {
@@ -107,6 +123,59 @@ fn failure(title: &str, v: &Value, width: usize) -> Vec<String> {
         );
     }
     let mut out = card(title, &body, width);
+    out.push(String::new());
+    out
+}
+
+/// The built-in GPU back end's extras, when present: the one GPU's own
+/// figures (`single_gpu`), the blocks it could not measure
+/// (`data.errors`) and what it found (`machine`: driver, GPUs, NVRTC,
+/// NCCL). Nothing for a helper's result.
+fn p2p_native_notes(v: &Value, width: usize) -> Vec<String> {
+    let mut body = Vec::new();
+    let one = &v["single_gpu"];
+    if one.is_object() {
+        let ar = &one["allreduce"];
+        body.push(format!(
+            "GPU {}: local copy {} GB/s, local read {} us",
+            num(&one["gpu"], 0),
+            num(&one["local_copy_gbps"], 1),
+            num(&one["local_read_latency_us"], 3)
+        ));
+        body.push(format!(
+            "allreduce {} on one GPU: one-shot kernel {} us, NCCL {} us",
+            p2p::size_label(ar["size_bytes"].as_u64().unwrap_or(0)),
+            num(&ar["custom_us"], 1),
+            num(&ar["nccl_us"], 1)
+        ));
+        if let Some(e) = one["errors"].as_object() {
+            body.extend(
+                e.iter()
+                    .map(|(k, r)| format!("{k}: {}", r.as_str().unwrap_or(""))),
+            );
+        }
+    }
+    if let Some(e) = v["data"]["errors"].as_object() {
+        body.extend(
+            e.iter()
+                .map(|(k, r)| format!("not measured: {k}: {}", r.as_str().unwrap_or(""))),
+        );
+    }
+    let m = &v["machine"];
+    if m.is_object() {
+        for key in ["cuda_driver", "nvrtc", "nccl"] {
+            if let Some(t) = m[key].as_str() {
+                body.push(format!("{key}: {t}"));
+            }
+        }
+        if let Some(g) = m["gpus"].as_array() {
+            body.extend(g.iter().filter_map(Value::as_str).map(str::to_string));
+        }
+    }
+    if body.is_empty() {
+        return Vec::new();
+    }
+    let mut out = card("P2P built-in back end", &body, width);
     out.push(String::new());
     out
 }
