@@ -14,7 +14,7 @@ use serde::de::IgnoredAny;
 mod fast;
 
 /// Which output channel a chunk's text belongs to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Channel {
     /// No text and no tool call.
     #[default]
@@ -62,7 +62,7 @@ pub struct ChunkInfo<'a> {
 }
 
 /// llama.cpp's `timings` object.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 pub struct Timings {
     /// Prompt tokens evaluated (excluding cached ones).
     #[serde(default)]

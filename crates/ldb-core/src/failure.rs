@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// What went wrong with one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FailureKind {
     /// Nothing answered at the address.
     Connect,
@@ -46,7 +46,7 @@ impl FailureKind {
 }
 
 /// A failed request: the kind decides, the message explains.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestError {
     /// What went wrong.
     pub kind: FailureKind,

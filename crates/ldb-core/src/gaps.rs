@@ -76,6 +76,35 @@ impl GapHistogram {
         }
     }
 
+    /// The bucket counts and maximum, to hand to another histogram: bucket
+    /// sums are exact, so shards' histograms merge into the one a single
+    /// process would have filled.
+    pub fn snapshot(&self) -> GapCounts {
+        GapCounts {
+            buckets: self
+                .buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+            max: f64::from_bits(self.max_bits.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Add another histogram's counts (a snapshot of a different size is
+    /// ignored: it was made by another version).
+    pub fn absorb(&self, other: &GapCounts) {
+        if other.buckets.len() != self.buckets.len() {
+            return;
+        }
+        for (mine, theirs) in self.buckets.iter().zip(&other.buckets) {
+            mine.fetch_add(*theirs, Ordering::Relaxed);
+        }
+        if other.max.is_finite() && other.max >= 0.0 {
+            self.max_bits
+                .fetch_max(other.max.to_bits(), Ordering::Relaxed);
+        }
+    }
+
     /// Percentiles and maximum of what was recorded so far.
     pub fn stats(&self) -> GapStats {
         let counts: Vec<u64> = self
@@ -110,6 +139,15 @@ impl GapHistogram {
     }
 }
 
+/// A histogram's counts as data (see [`GapHistogram::snapshot`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GapCounts {
+    /// Gaps per bucket.
+    pub buckets: Vec<u64>,
+    /// Largest gap, seconds.
+    pub max: f64,
+}
+
 /// The token-gap distribution of a cell (`None` when no gap was inside the window).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GapStats {
@@ -131,6 +169,27 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() <= 0.011 * b)
+    }
+
+    #[test]
+    fn two_absorbed_halves_give_the_whole_histograms_statistics() {
+        let (whole, a, b, merged) = (
+            GapHistogram::default(),
+            GapHistogram::default(),
+            GapHistogram::default(),
+            GapHistogram::default(),
+        );
+        for ms in 1..=1000u32 {
+            let g = TokenGaps {
+                each: f64::from(ms) / 1000.0,
+                count: 1,
+            };
+            whole.record(g);
+            if ms % 3 == 0 { &a } else { &b }.record(g);
+        }
+        merged.absorb(&a.snapshot());
+        merged.absorb(&b.snapshot());
+        assert_eq!(merged.stats(), whole.stats());
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod replay;
 pub mod replicas;
 pub mod result;
 pub mod selftest;
+pub mod shard;
 pub mod slo;
 pub mod spec;
 pub mod sse;

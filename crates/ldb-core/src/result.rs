@@ -401,6 +401,14 @@ pub struct CellExtras {
     /// least-squares slope of the batch rates × the window), percent of the mean.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_drift_pct: Option<f64>,
+    /// `--shards N`: what each shard contributed, index order (see
+    /// `docs/shards.md`). Absent for a single process.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<crate::shard::ShardCellRecord>,
+    /// `--shards N`: indexes of the shards lost during the cell (their
+    /// streams are not counted). Absent when none was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_lost: Vec<u32>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

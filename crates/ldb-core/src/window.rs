@@ -73,7 +73,7 @@ impl ChunkEvent {
 }
 
 /// Why a request's usage was not trusted (its tokens are then counted by chunks).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum UsageAnomaly {
     /// `completion_tokens` decreased.
     WentBackwards,
@@ -82,7 +82,7 @@ pub enum UsageAnomaly {
 }
 
 /// Tokens that arrived inside the window but before its start was published.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct Pending {
     t: f64,
     tokens: u64,
@@ -106,7 +106,11 @@ const PENDING_CAP: usize = 16;
 /// is not counted twice. Usage on the final chunk without choices is not timed
 /// (those tokens arrived earlier). Usage that goes backwards or is implausible
 /// is dropped for the rest of the request, which is then counted by chunks.
-#[derive(Debug, Clone, Default)]
+///
+/// Serialisable so a shard can hand its requests to the leader, which
+/// assembles the cell from every shard's tracks as if one process had
+/// measured them (`docs/shards.md`).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct RequestTrack {
     start: f64,
     first: Option<f64>,
@@ -149,6 +153,30 @@ impl RequestTrack {
         RequestTrack {
             start,
             ..Self::default()
+        }
+    }
+
+    /// Move every time of the request by `dt` seconds: a shard's tracks
+    /// put on the leader's clock (the window counts are not touched: they
+    /// were made against the same window mapped to the shard's clock).
+    pub fn shift_times(&mut self, dt: f64) {
+        self.start += dt;
+        self.read_t += dt;
+        for t in [
+            &mut self.first,
+            &mut self.first_content,
+            &mut self.second,
+            &mut self.last,
+            &mut self.last_window_t,
+            &mut self.prev_read_t,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *t += dt;
+        }
+        for p in &mut self.pending {
+            p.t += dt;
         }
     }
 
@@ -461,6 +489,32 @@ pub struct ChunkEffect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_track_sent_as_json_and_shifted_gives_the_same_sample_on_the_other_clock() {
+        let w = win(10.0, Some(20.0));
+        let mut t = RequestTrack::new(8.0);
+        for (i, at) in [9.0, 11.0, 12.0, 21.0].into_iter().enumerate() {
+            let ev = ChunkEvent {
+                t: at,
+                in_stream: true,
+                channel: Channel::Content,
+                completion_tokens: Some(i as u64 + 1),
+                ..ChunkEvent::default()
+            };
+            t.on_chunk(ev, w);
+        }
+        t.settle(w);
+        let json = serde_json::to_string(&t).expect("serialises");
+        let mut moved: RequestTrack = serde_json::from_str(&json).expect("reads back");
+        moved.shift_times(100.0);
+        let w2 = win(110.0, Some(120.0));
+        let (a, b) = (t.to_sample(10.0, w), moved.to_sample(110.0, w2));
+        assert_eq!(moved.window_tokens, t.window_tokens);
+        assert!((a.ttft - b.ttft).abs() < 1e-9 && (a.start_s - b.start_s).abs() < 1e-9);
+        assert_eq!(a.in_window, b.in_window);
+        assert_eq!(moved.last_window_t, t.last_window_t.map(|x| x + 100.0));
+    }
 
     fn win(s: f64, e: Option<f64>) -> WindowBounds {
         WindowBounds {

@@ -55,17 +55,20 @@ pub struct CellOutput {
     pub prefill: Option<PrefillEntry>,
 }
 
-const TICK: Duration = Duration::from_millis(250);
+pub(crate) const TICK: Duration = Duration::from_millis(250);
 /// Ramp-up passes further apart than this mean the benchmark was not running
 /// (four ticks): readiness starts its holds again (see `ldb_core::readiness`).
 const RAMP_FREEZE_GAP_S: f64 = 1.0;
-const OUTPUT_SLOTS: u32 = 8;
+pub(crate) const OUTPUT_SLOTS: u32 = 8;
 
 /// Run one cell, and once more when the benchmark itself stalled inside the
 /// first window: a stall is this machine's fault, not the server's, and a
 /// second window usually misses it. A second stall keeps the cell with its
 /// `client_stall_max_s` and the report's warning.
 pub async fn measure_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
+    if let Some(leader) = crate::shard::leader() {
+        return crate::shard::cell::run_sharded_cell(rc, &leader, spec).await;
+    }
     let first = run_cell(rc, spec.clone()).await;
     let ext = &first.cell.ext;
     if !ext.client_stalled() || ext.status.is_skip() || rc.controls.stop.is_cancelled() {
@@ -149,12 +152,12 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     }
     let body = decode_body(rc, &spec);
     let mut pool = StreamPool::launch(rc, body, spec.concurrency, OUTPUT_SLOTS, &skip);
-    let ready = ramp_up(rc, &spec, &skip, &mut pool).await;
+    let ready = ramp_up(rc, &spec, &skip, &mut pool, None).await;
     let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);
     if !aborted {
         rc.live.event(ready.event_line(&at));
     }
-    let win = measure_window(rc, &spec, &skip, &mut pool, aborted).await;
+    let win = measure_window(rc, &spec, &skip, &mut pool, aborted, None).await;
     set_stage(rc, &spec, CellStage::Drain, 0.0);
     pool.join(|| {
         rc.live
@@ -176,7 +179,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
 }
 
 /// `C=4 ctx=16k`, the cell as events name it.
-fn where_(spec: &CellSpec) -> String {
+pub(crate) fn where_(spec: &CellSpec) -> String {
     format!(
         "C={} ctx={}",
         spec.concurrency,
@@ -185,7 +188,7 @@ fn where_(spec: &CellSpec) -> String {
 }
 
 /// The streams' request body.
-fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
+pub(crate) fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
     chat_body(
         &rc.model,
         &spec.messages,
@@ -200,10 +203,10 @@ fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
 
 /// How the ramp-up ended.
 #[derive(Debug, Default)]
-struct RampEnd {
+pub(crate) struct RampEnd {
     ready_reason: String,
     timeout_reason: String,
-    timed_out: bool,
+    pub(crate) timed_out: bool,
     plateau: bool,
 }
 
@@ -229,7 +232,7 @@ impl RampEnd {
         }
     }
 
-    fn event_line(&self, at: &str) -> String {
+    pub(crate) fn event_line(&self, at: &str) -> String {
         if self.timed_out {
             format!("warmup timeout {at} {}", self.timeout_reason)
         } else {
@@ -240,11 +243,14 @@ impl RampEnd {
 
 /// Ramp-up until readiness, a plateau below C, the time limit, a skip or
 /// failures beyond saving the cell.
-async fn ramp_up(
+/// `peers` gives the other shards' producing streams and tokens (sharded
+/// runs: readiness then waits for every shard's streams).
+pub(crate) async fn ramp_up(
     rc: &RunCtx,
     spec: &CellSpec,
     skip: &CancellationToken,
     pool: &mut StreamPool,
+    peers: Peers<'_>,
 ) -> RampEnd {
     let (c, ctx) = (spec.concurrency, spec.context);
     set_stage(rc, spec, CellStage::RampUp, 0.0);
@@ -273,8 +279,9 @@ async fn ramp_up(
             elapsed,
             running: fresh.as_ref().and_then(|s| s.snap.running),
             waiting: fresh.as_ref().and_then(|s| s.snap.waiting),
-            producing: pool.producing(),
-            any_tokens: pool.counters.tokens.load(Ordering::Relaxed) > 0,
+            producing: pool.producing() + peers.map_or(0, |p| p().0),
+            any_tokens: pool.counters.tokens.load(Ordering::Relaxed) + peers.map_or(0, |p| p().1)
+                > 0,
         };
         let progress = CellProgress {
             stage: CellStage::RampUp,
@@ -298,8 +305,11 @@ async fn ramp_up(
     RampEnd::from_decision(&decision)
 }
 
+/// The other shards' producing streams and tokens received, for readiness.
+pub(crate) type Peers<'a> = Option<&'a dyn Fn() -> (u32, u64)>;
+
 /// What the window saw, besides the streams' own counts.
-struct WindowRecord {
+pub(crate) struct WindowRecord {
     start: f64,
     end: f64,
     start_scrape: Option<Scrape>,
@@ -309,13 +319,13 @@ struct WindowRecord {
     /// The confirming read of a lone queue reading (`confirm_read.rs`).
     confirm: Option<Scrape>,
     /// Producing streams at each pass.
-    producing: Vec<f64>,
+    pub(crate) producing: Vec<f64>,
     /// Longest lateness of the driver (see `stall.rs`).
     stall: f64,
     /// The benchmark's own load over the window (see `client_load.rs`).
     load: ClientLoad,
     /// Whether the benchmark kept up (see `ldb_core::headroom`).
-    headroom: Headroom,
+    pub(crate) headroom: Headroom,
     hw_start: Option<usize>,
     hw_end: Option<usize>,
     /// Why the window closed, and its rate's interval under `--duration auto`.
@@ -324,19 +334,21 @@ struct WindowRecord {
 
 /// The measurement window: open it, follow it for `spec.duration` (or until
 /// its rate is known, `--duration auto`: `window_stop.rs`), close it and send
-/// the end scrape, then drop every stream once it has answered.
-async fn measure_window(
+/// the end scrape, then drop every stream once it has answered. A sharded
+/// cell passes its `planned` window `[start, end]` (run clock, announced to
+/// every shard before it starts): it opens and closes exactly there.
+pub(crate) async fn measure_window(
     rc: &RunCtx,
     spec: &CellSpec,
     skip: &CancellationToken,
     pool: &mut StreamPool,
     aborted: bool,
+    planned: Option<(f64, f64)>,
 ) -> WindowRecord {
     // From here to the end scrape the server is measured: background
     // /metrics reads slow to --metrics-interval.
     let _measuring = rc.scraper.measuring();
-    let ws = rc.clock.now();
-    pool.window.open(ws);
+    let ws = crate::shard::cell::open_window(rc, skip, pool, planned).await;
     // The driver's own lateness from the window's first instant: each pass
     // should follow the last by one tick. A much longer gap means this
     // process was not running, so tokens piled up unread and the window's
@@ -356,7 +368,7 @@ async fn measure_window(
     let mut trace = RateTrace::new(ws);
     let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
     loop {
-        if aborted || tick(skip).await {
+        if aborted || crate::shard::cell::tick_within(rc, skip, planned).await {
             break;
         }
         pool.collect();
@@ -392,11 +404,11 @@ async fn measure_window(
         };
         update_live(rc, spec, pool, &progress);
         let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
-        if stop.pass(rc, now - ws, tokens) {
+        if planned.map_or_else(|| stop.pass(rc, now - ws, tokens), |(_, e)| now >= e) {
             break;
         }
     }
-    let we = rc.clock.now();
+    let we = planned.map_or_else(|| rc.clock.now(), |(_, e)| e.min(rc.clock.now()));
     pool.window.close(we);
     // The end scrape is sent at the window's end, while the streams still
     // run: the server reads its counters somewhere between the sending and
@@ -429,7 +441,7 @@ async fn measure_window(
 }
 
 /// The cell result from the streams' outcomes and the window's record.
-fn finish(
+pub(crate) fn finish(
     rc: &RunCtx,
     spec: &CellSpec,
     pool: &StreamPool,
@@ -487,7 +499,7 @@ fn finish(
 }
 
 /// `cell done …` (and `cell error …`) in the event log.
-fn announce_done(rc: &RunCtx, at: &str, cell: &CellResult) {
+pub(crate) fn announce_done(rc: &RunCtx, at: &str, cell: &CellResult) {
     let msg = match cell.aggregate_tps {
         Some(v) => format!("{v:.1} tok/s"),
         None => cell.ext.status.as_str().to_uppercase(),
@@ -507,7 +519,7 @@ fn announce_done(rc: &RunCtx, at: &str, cell: &CellResult) {
     }
 }
 
-fn skipped(rc: &RunCtx, spec: &CellSpec) -> CellOutput {
+pub(crate) fn skipped(rc: &RunCtx, spec: &CellSpec) -> CellOutput {
     CellOutput {
         cell: user_skip(
             rc,
@@ -545,7 +557,7 @@ pub(crate) fn user_skip(
     )
 }
 
-async fn tick(skip: &CancellationToken) -> bool {
+pub(crate) async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,

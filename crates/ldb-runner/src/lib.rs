@@ -43,6 +43,7 @@ pub mod run;
 pub mod selftest;
 mod server_watch;
 pub mod shared_prefix;
+pub mod shard;
 mod slo_search;
 mod stall;
 pub mod standalone;

@@ -50,6 +50,24 @@ impl StreamPool {
         text_slots: u32,
         parent: &CancellationToken,
     ) -> StreamPool {
+        let base = StreamEnv {
+            idle_timeout: rc.cfg.idle_timeout(),
+            ..StreamEnv::new(rc.http.clone(), rc.clock)
+        };
+        Self::launch_env(&base, body, concurrency, text_slots, parent, rc.clock.now())
+    }
+
+    /// The same from a stream environment alone (a follower shard has no
+    /// run context): `base` gives the client, clock and idle limit; each
+    /// stream gets the pool's window, counters and cancellation.
+    pub(crate) fn launch_env(
+        base: &StreamEnv,
+        body: Bytes,
+        concurrency: u32,
+        text_slots: u32,
+        parent: &CancellationToken,
+        now: f64,
+    ) -> StreamPool {
         let window = Arc::new(SharedWindow::default());
         let counters = Arc::new(CellCounters::default());
         let cancel = parent.child_token();
@@ -67,8 +85,7 @@ impl StreamPool {
                     counters: counters.clone(),
                     cancel: cancel.clone(),
                     text_sink: sinks.get(slot as usize).cloned(),
-                    idle_timeout: rc.cfg.idle_timeout(),
-                    ..StreamEnv::new(rc.http.clone(), rc.clock)
+                    ..base.clone()
                 };
                 tokio::spawn(worker(env, body.clone(), tx.clone()))
             })
@@ -79,7 +96,7 @@ impl StreamPool {
             sinks,
             outcomes: Vec::new(),
             fatal: None,
-            launch: rc.clock.now(),
+            launch: now,
             concurrency,
             cancel,
             rx,

@@ -275,7 +275,7 @@ fn unix_now() -> f64 {
 
 /// Discovery, the KV budget, the scraper and the live view's header: the
 /// run context every phase works in.
-async fn start(
+pub(crate) async fn start(
     cfg: RunConfig,
     hooks: &RunHooks,
 ) -> Result<(RunCtx, Discovery, KvBudget), RunError> {
@@ -356,7 +356,7 @@ async fn start(
 }
 
 /// Size the prompts the plan will send.
-async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan) -> PromptPlan {
+pub(crate) async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan) -> PromptPlan {
     let needed = &plan.prompt_contexts;
     rc.live.event(format!(
         "calibrating prompt sizes up to {}",

@@ -52,6 +52,10 @@ pub(crate) struct BenchSession {
     pub(crate) prior: Option<ResultDocument>,
     /// `--metrics-listen`: the bound socket (by [`Mode::prepare`]).
     pub(crate) metrics_listener: Option<tokio::net::TcpListener>,
+    /// `--shards`: this process's role (docs/shards.md).
+    pub(crate) shard: crate::shard::ShardPlan,
+    /// `--shards`, shard 0: the leader, once every follower joined (by [`Mode::prepare`]).
+    pub(crate) leader: Option<Arc<ldb_runner::shard::ShardLeader>>,
 }
 
 impl BenchSession {
@@ -108,10 +112,14 @@ impl Mode for BenchSession {
         if let Some(spec) = &self.metrics_listen {
             self.metrics_listener = Some(crate::metrics_listen::bind(spec).await?);
         }
+        self.leader = crate::shard::prepare(&self.shard).await?;
         Ok(())
     }
 
     async fn before_startup(&mut self) -> Option<Result<i32, AppError>> {
+        if let Some(code) = crate::shard::run_instead(&self.shard, &self.cfg).await {
+            return Some(code);
+        }
         if !self.dry_run {
             return None;
         }
@@ -177,7 +185,14 @@ impl Mode for BenchSession {
             show_capacity_limited_values: self.cfg.show_capacity_limited_values,
             color: std::io::stdout().is_terminal(),
         };
+        if let Some(l) = &self.leader {
+            ldb_runner::shard::install(l.clone());
+            l.plan_started();
+        }
         let result = ldb_runner::run(self.cfg.clone(), hooks).await;
+        if let Some(l) = &self.leader {
+            l.finish().await;
+        }
         ui.finish().await;
         if let Some(task) = metrics_server {
             task.abort();
@@ -229,6 +244,9 @@ impl Mode for BenchSession {
                 return Ok(code);
             }
         }
+        if let Some(code) = crate::shard::leader_exit(self.leader.as_deref(), &outcome.doc) {
+            return Ok(code);
+        }
         if let Some(why) = &outcome.server_down {
             return Err(AppError::Server(format!(
                 "{why}; the cells finished before are saved in {} (continue with --resume once the \
@@ -248,7 +266,7 @@ impl Mode for BenchSession {
 
 /// A run that cannot start: a refused `--resume` is a configuration problem
 /// (exit 2), anything else the server's (exit 3).
-fn run_error(e: ldb_runner::RunError) -> AppError {
+pub(crate) fn run_error(e: ldb_runner::RunError) -> AppError {
     match e {
         ldb_runner::RunError::Resume(m) => AppError::Config(m),
         other => AppError::Server(other.to_string()),

@@ -16,6 +16,8 @@ Exit codes:
        with --prefill-only: no prefill row was measured;
        with --amd-fabric-only/--p2pmark-only: a diagnostic asked for is not ok)
   5    the result file (or a report file of `report`: CSV, Markdown, HTML, JSONL) could not be written
+  6    --shards: a follower lost its leader (its record is saved), or the leader lost a follower
+       under --on-shard-loss stop
   130  interrupted (q, Ctrl-C, SIGTERM or SIGHUP): the partial result was saved and reported;
        a second Ctrl-C or signal exits at once, leaving the last saved result file";
 
@@ -64,6 +66,9 @@ pub enum Command {
     /// Print what runs a sharded benchmark on a cluster: a Kubernetes Indexed Job
     /// (`deploy k8s`) or an sbatch script (`deploy slurm`); benchmark flags after `--`.
     Deploy(crate::deploy::DeployArgs),
+    /// Combine offline shards' records (--start-at) into one result, cell by cell from
+    /// their requests; refused when their windows differ (docs/shards.md).
+    Merge(crate::merge::MergeArgs),
 }
 
 /// `completions` flags.
@@ -516,6 +521,9 @@ pub struct BenchArgs {
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
+    /// Shards: one measurement from several client processes (docs/shards.md).
+    #[command(flatten)]
+    pub shard: crate::cli_shard::ShardArgs,
     /// Fabric diagnostics (GPU peer-to-peer, CPU/NUMA); last, because its
     /// help heading applies to every flag after it.
     #[command(flatten)]

@@ -17,6 +17,9 @@ pub mod exit {
     pub const INVALID_CELLS: i32 = 4;
     /// Result file not written.
     pub const OUTPUT: i32 = 5;
+    /// `--shards`: a follower lost its leader (its own record is saved), or
+    /// the leader stopped the run after losing a follower (`--on-shard-loss stop`).
+    pub const SHARD_LOST: i32 = 6;
     /// Interrupted by the user.
     pub const INTERRUPTED: i32 = 130;
 }

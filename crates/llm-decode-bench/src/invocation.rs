@@ -36,6 +36,8 @@ pub(crate) enum Invocation {
     Compare(crate::cli::CompareArgs),
     /// `report FILE…`.
     Report(crate::cli::ReportArgs),
+    /// `merge SHARD…`: offline shards' records into one result.
+    Merge(crate::merge::MergeArgs),
     /// `selftest`.
     Selftest(crate::cli::SelftestArgs),
     /// `cjk-watchdog`.
@@ -70,6 +72,7 @@ impl Invocation {
             Some(Command::Report(a)) => Invocation::Report(a),
             Some(Command::Selftest(a)) => Invocation::Selftest(a),
             Some(Command::CjkWatchdog(a)) => Invocation::CjkWatchdog(a),
+            Some(Command::Merge(a)) => Invocation::Merge(a),
             Some(Command::Rerun(a)) => {
                 let program = argv.first().cloned().unwrap_or_default();
                 let (bench, argv, prior) = crate::rerun::prepare(&a, program)?;
@@ -89,6 +92,7 @@ impl Invocation {
             Invocation::Sim(a) => crate::app::serve_sim(a).await,
             Invocation::Compare(a) => crate::compare::run(&a),
             Invocation::Report(a) => crate::report::run(&a),
+            Invocation::Merge(a) => exit_with(crate::merge::run(&a)),
             Invocation::Selftest(a) => crate::selftest::run(&a).await,
             Invocation::CjkWatchdog(a) => crate::cjk_watchdog::run(a).await,
             Invocation::PrintConfig(toml) => {
@@ -172,6 +176,7 @@ fn lower_bench(
         ..built
     })?;
     let startup = startup_inputs(&a, &cfg.base_url);
+    let shard = crate::shard::lower(&a, &cfg)?;
     let coding_peak = a
         .coding_peak
         .then(|| ldb_runner::coding_peak::CodingPeakConfig {
@@ -196,6 +201,8 @@ fn lower_bench(
         coding_peak,
         prior,
         metrics_listener: None,
+        shard,
+        leader: None,
     })))
 }
 

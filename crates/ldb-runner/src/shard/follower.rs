@@ -1,0 +1,285 @@
+//! A follower shard: join the leader, answer its clock questions, run the
+//! streams of each cell it is given, count them inside the one window the
+//! leader announces (mapped to this clock), and send back every request.
+//! Without the leader for [`SILENCE_LIMIT`] it stops its streams, keeps
+//! what it measured, and ends.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ldb_client::Http;
+use ldb_client::stream::{RunClock, StreamEnv};
+use ldb_core::headroom::Headroom;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::auth;
+use super::join::version;
+use super::leader::SILENCE_LIMIT;
+use super::wire::{MEMBER_FRAME_LIMIT, Msg, Reader, ShardCellData, WireOutcome, Writer, framed};
+use crate::client_load::{read_client_load, usable_cpus};
+use crate::loop_lag::LagProbe;
+use crate::pool::StreamPool;
+
+/// Who this follower is and whom it follows.
+#[derive(Debug, Clone)]
+pub struct FollowerSettings {
+    /// `HOST:PORT` of the leader.
+    pub coordinator: String,
+    /// `--shards`.
+    pub shards: u32,
+    /// `--shard-index`.
+    pub index: u32,
+    /// The join secret.
+    pub secret: String,
+    /// Digest of the benchmark flags.
+    pub flags_digest: String,
+    /// How long to keep trying to reach the leader.
+    pub join_wait: Duration,
+    /// Test only: seconds added to this shard's clock.
+    pub clock_offset_s: f64,
+}
+
+/// How following ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FollowEnd {
+    /// The leader finished the run.
+    Finished,
+    /// The leader went silent or its connection broke.
+    LeaderLost(String),
+    /// The leader refused the join.
+    Refused(String),
+    /// The leader could not be reached.
+    Unreachable(String),
+}
+
+/// The cell this follower is running.
+struct Active {
+    cell: u64,
+    concurrency: u32,
+    pool: StreamPool,
+    window: Option<(f64, f64)>,
+    load: Option<(ldb_core::client_load::ClientLoadReading, LagProbe)>,
+    producing: Vec<f64>,
+}
+
+/// The follower's clock: the run clock on Unix seconds plus the test offset.
+#[derive(Clone, Copy)]
+struct Clock {
+    run: RunClock,
+    offset: f64,
+}
+
+impl Clock {
+    fn unix(&self) -> f64 {
+        self.run.unix(self.run.now()) + self.offset
+    }
+    fn origin(&self) -> f64 {
+        self.run.unix(0.0) + self.offset
+    }
+}
+
+/// Join and follow until the run ends; `on_cell` gets each finished cell
+/// (to write the shard's record). Returns how it ended and every cell.
+pub async fn follow(
+    s: &FollowerSettings,
+    http: Http,
+    idle_timeout: Option<Duration>,
+    mut on_cell: impl FnMut(&[ShardCellData]),
+) -> (FollowEnd, Vec<ShardCellData>) {
+    let clock = Clock {
+        run: RunClock::new(),
+        offset: s.clock_offset_s,
+    };
+    let (mut reader, mut writer) = match join(s).await {
+        Ok(rw) => rw,
+        Err(end) => return (end, Vec::new()),
+    };
+    eprintln!("shard {}: joined the leader at {}", s.index, s.coordinator);
+    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let sender = tokio::spawn(async move { send_all(&mut writer, rx).await });
+    let base = StreamEnv {
+        idle_timeout,
+        ..StreamEnv::new(http, clock.run)
+    };
+    let stop = CancellationToken::new();
+    let mut done: Vec<ShardCellData> = Vec::new();
+    let mut active: Option<Active> = None;
+    let mut heard = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let end = loop {
+        tokio::select! {
+            m = reader.next() => {
+                let msg = match m {
+                    Some(Ok(msg)) => msg,
+                    Some(Err(e)) => break FollowEnd::LeaderLost(e),
+                    None => break FollowEnd::LeaderLost("the leader closed the connection".into()),
+                };
+                heard = Instant::now();
+                match msg {
+                    Msg::Ping { seq } => { let _ = tx.send(Msg::Pong { seq, clock: clock.unix() }); }
+                    Msg::CellStart { cell, concurrency, body, idle_timeout_s } => {
+                        let env = StreamEnv {
+                            idle_timeout: idle_timeout_s.map(Duration::from_secs_f64).or(base.idle_timeout),
+                            ..base.clone()
+                        };
+                        let pool = StreamPool::launch_env(&env, Bytes::from(body), concurrency, 0, &stop, clock.run.now());
+                        active = Some(Active { cell, concurrency, pool, window: None, load: None, producing: Vec::new() });
+                    }
+                    Msg::Window { cell, start, end } => {
+                        if let Some(a) = active.as_mut().filter(|a| a.cell == cell) {
+                            let (ls, le) = (start - clock.origin(), end - clock.origin());
+                            a.pool.window.close(le);
+                            a.pool.window.open(ls);
+                            a.window = Some((ls, le));
+                            a.load = Some((read_client_load(), LagProbe::start()));
+                        }
+                    }
+                    Msg::CellEnd { cell } => {
+                        if active.as_ref().is_some_and(|a| a.cell == cell)
+                            && let Some(a) = active.take()
+                        {
+                            let d = close_cell(a, &clock).await;
+                            let _ = tx.send(Msg::CellDone(Box::new(d.clone())));
+                            done.push(d);
+                            on_cell(&done);
+                        }
+                    }
+                    Msg::Finish => break FollowEnd::Finished,
+                    _ => {}
+                }
+            }
+            _ = tick.tick() => {
+                if heard.elapsed() > SILENCE_LIMIT {
+                    break FollowEnd::LeaderLost(format!(
+                        "nothing from the leader for {:.0} s", SILENCE_LIMIT.as_secs_f64()
+                    ));
+                }
+                let status = status_now(active.as_mut(), &clock);
+                let _ = tx.send(status);
+            }
+        }
+    };
+    // Leader gone mid-cell: stop the streams now and keep what they measured.
+    if let Some(a) = active.take() {
+        done.push(close_cell(a, &clock).await);
+        on_cell(&done);
+    }
+    drop(tx);
+    let _ = tokio::time::timeout(Duration::from_secs(2), sender).await;
+    (end, done)
+}
+
+/// The status sent twice a second; inside the window it also samples the
+/// producing streams.
+fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
+    let Some(a) = active else {
+        return Msg::Status {
+            cell: None,
+            producing: 0,
+            tokens: 0,
+        };
+    };
+    a.pool.collect();
+    let now = clock.run.now();
+    if a.window.is_some_and(|(s, e)| now >= s && now <= e) {
+        a.producing.push(f64::from(a.pool.producing()));
+    }
+    Msg::Status {
+        cell: Some(a.cell),
+        producing: a.pool.producing(),
+        tokens: a
+            .pool
+            .counters
+            .tokens
+            .load(std::sync::atomic::Ordering::Relaxed),
+    }
+}
+
+async fn send_all(writer: &mut Writer, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    while let Some(m) = rx.recv().await {
+        if writer.send(&m).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Stop the cell's streams and gather what they measured.
+async fn close_cell(mut a: Active, clock: &Clock) -> ShardCellData {
+    a.pool.cancel();
+    let (cpu_share, limited) = match (a.load.take(), a.window) {
+        (Some((start, probe)), Some((ws, we))) => {
+            let load = read_client_load().since(&start);
+            let lag = probe.finish().await;
+            let len = (clock.run.now().min(we) - ws).max(1e-9);
+            let h = Headroom::measure(load.cpu_s, len, usable_cpus(), &lag);
+            (h.cpu_share, h.limited())
+        }
+        _ => (None, false),
+    };
+    a.pool.join(|| {}).await;
+    let producing_mean = if a.producing.is_empty() {
+        0.0
+    } else {
+        a.producing.iter().sum::<f64>() / a.producing.len() as f64
+    };
+    ShardCellData {
+        cell: a.cell,
+        concurrency: a.concurrency,
+        window_unix: a
+            .window
+            .map(|(s, e)| (s + clock.origin(), e + clock.origin())),
+        origin_unix: clock.origin(),
+        outcomes: a.pool.outcomes.iter().map(WireOutcome::from).collect(),
+        gaps: a.pool.counters.gaps.snapshot(),
+        producing_mean,
+        client_cpu_share: cpu_share,
+        client_limited: limited,
+        ..ShardCellData::default()
+    }
+}
+
+/// Reach the leader (retrying while it starts) and pass its door.
+async fn join(s: &FollowerSettings) -> Result<(Reader, Writer), FollowEnd> {
+    let deadline = Instant::now() + s.join_wait;
+    let stream = loop {
+        match TcpStream::connect(&s.coordinator).await {
+            Ok(st) => break st,
+            Err(e) if Instant::now() >= deadline => {
+                return Err(FollowEnd::Unreachable(format!(
+                    "cannot reach the leader at {} within {:.0} s: {e}",
+                    s.coordinator,
+                    s.join_wait.as_secs_f64()
+                )));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    };
+    let (mut reader, mut writer) = framed(stream, MEMBER_FRAME_LIMIT);
+    let lost = |e: String| FollowEnd::LeaderLost(format!("during the join: {e}"));
+    writer
+        .send(&Msg::Join {
+            version: version(),
+            shards: s.shards,
+            index: s.index,
+            flags_digest: s.flags_digest.clone(),
+        })
+        .await
+        .map_err(lost)?;
+    let wait = Duration::from_secs(10);
+    let Msg::Challenge { nonce } = reader.recv(wait).await.map_err(lost)? else {
+        return Err(lost("no challenge".into()));
+    };
+    let mac = auth::proof(&s.secret, &nonce, s.index, &s.flags_digest);
+    writer.send(&Msg::Proof { mac }).await.map_err(lost)?;
+    match reader.recv(wait).await {
+        Ok(Msg::Welcome) => Ok((reader, writer)),
+        Ok(Msg::Refused { reason }) => Err(FollowEnd::Refused(reason)),
+        Ok(_) => Err(lost("an unexpected answer".into())),
+        // The leader closes the door without a word only on a broken frame.
+        Err(e) => Err(FollowEnd::Refused(format!(
+            "the leader closed the join: {e}"
+        ))),
+    }
+}

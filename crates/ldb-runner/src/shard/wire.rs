@@ -1,0 +1,281 @@
+//! The leader–follower protocol on the wire: serde_json messages, one per
+//! frame of `tokio-util`'s `LengthDelimitedCodec`, over one TCP connection
+//! per follower.
+//!
+//! Why this and not an RPC framework: the conversation is a handful of
+//! typed messages in both directions (joins, clock pings, cell orders,
+//! status, results), length framing is the one thing a byte stream lacks,
+//! and JSON frames need no code generation and can be read in a packet
+//! capture when a cluster misbehaves. A frame is capped so a stranger
+//! cannot make the leader buffer gigabytes before the join is checked.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use ldb_client::stream::StreamOutcome;
+use ldb_core::chunk::Timings;
+use ldb_core::gaps::GapCounts;
+use ldb_core::window::RequestTrack;
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// Largest frame accepted before a join: a join is a few hundred bytes.
+pub(crate) const JOIN_FRAME_LIMIT: usize = 64 * 1024;
+/// Largest frame from a member: one cell's tracks of 10,000 streams.
+pub(crate) const MEMBER_FRAME_LIMIT: usize = 512 * 1024 * 1024;
+
+/// Every message of the protocol (`type` names it on the wire).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Msg {
+    /// Follower → leader, first frame: who it is and what it will run.
+    Join {
+        /// Protocol and program version.
+        version: String,
+        /// `--shards` of the follower.
+        shards: u32,
+        /// `--shard-index` of the follower.
+        index: u32,
+        /// Digest of the benchmark flags that must match.
+        flags_digest: String,
+    },
+    /// Leader → follower: prove you hold the secret.
+    Challenge {
+        /// Random bytes, hex.
+        nonce: String,
+    },
+    /// Follower → leader: HMAC-SHA-256 of the challenge and the join.
+    Proof {
+        /// The MAC, hex.
+        mac: String,
+    },
+    /// Leader → follower: joined.
+    Welcome,
+    /// Leader → follower: not joined, and why (then the connection closes).
+    Refused {
+        /// One line.
+        reason: String,
+    },
+    /// Leader → follower: a clock question.
+    Ping {
+        /// Sequence number.
+        seq: u64,
+    },
+    /// Follower → leader: the answer, with the follower's clock.
+    Pong {
+        /// The ping's sequence number.
+        seq: u64,
+        /// Follower's Unix clock when it answered.
+        clock: f64,
+    },
+    /// Leader → follower: run `concurrency` streams of `body` for cell `cell`.
+    CellStart {
+        /// Cell number (counts up over the run).
+        cell: u64,
+        /// Streams of this follower.
+        concurrency: u32,
+        /// The request body (JSON text).
+        body: String,
+        /// `--stream-idle-timeout`, seconds (none: unlimited).
+        idle_timeout_s: Option<f64>,
+    },
+    /// Follower → leader, twice a second: alive, and how its streams are doing.
+    Status {
+        /// The cell its streams belong to (none between cells).
+        cell: Option<u64>,
+        /// Streams producing tokens.
+        producing: u32,
+        /// Tokens received so far in the cell.
+        tokens: u64,
+    },
+    /// Leader → follower: the one window, on the follower's clock (Unix s).
+    Window {
+        /// Cell number.
+        cell: u64,
+        /// Window start.
+        start: f64,
+        /// Window end.
+        end: f64,
+    },
+    /// Leader → follower: stop the cell's streams now and send the results.
+    CellEnd {
+        /// Cell number.
+        cell: u64,
+    },
+    /// Follower → leader: the cell's requests.
+    CellDone(Box<ShardCellData>),
+    /// Leader → follower: the run is over; write your record and exit.
+    Finish,
+    /// Leader → follower: alive (between cells, when nothing else is sent).
+    Heartbeat,
+}
+
+/// What a shard measured in one cell: the leader's input, and a follower's
+/// record on disk (`docs/shards.md`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardCellData {
+    /// Cell number (coordinated) or position on the grid (offline).
+    pub cell: u64,
+    /// The cell's total concurrency.
+    pub total_concurrency: u32,
+    /// Streams of this shard.
+    pub concurrency: u32,
+    /// The cell's context.
+    pub context: u64,
+    /// The window on this shard's clock, Unix seconds (none: never opened).
+    pub window_unix: Option<(f64, f64)>,
+    /// This shard's run clock origin, Unix seconds on its clock: a track's
+    /// time `t` happened at `origin_unix + t`.
+    pub origin_unix: f64,
+    /// Every request of the shard's streams.
+    pub outcomes: Vec<WireOutcome>,
+    /// Token gaps inside the window.
+    pub gaps: GapCounts,
+    /// Mean producing streams over the window.
+    pub producing_mean: f64,
+    /// CPU share of the shard's process over the window.
+    pub client_cpu_share: Option<f64>,
+    /// The shard's process limited its share.
+    pub client_limited: bool,
+}
+
+/// One request as it travels (`StreamOutcome` with serde).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireOutcome {
+    /// The measurements.
+    pub track: RequestTrack,
+    /// Request id.
+    pub request_id: Option<String>,
+    /// Cut by cancellation.
+    pub cancelled: bool,
+    /// llama.cpp timings.
+    pub timings: Option<Timings>,
+    /// `[DONE]` arrival (run clock).
+    pub done_at: Option<f64>,
+    /// Prompt tokens served from the cache.
+    pub cached_tokens: Option<u64>,
+}
+
+impl From<&StreamOutcome> for WireOutcome {
+    fn from(o: &StreamOutcome) -> Self {
+        WireOutcome {
+            track: o.track.clone(),
+            request_id: o.request_id.clone(),
+            cancelled: o.cancelled,
+            timings: o.timings,
+            done_at: o.done_at,
+            cached_tokens: o.cached_tokens,
+        }
+    }
+}
+
+impl WireOutcome {
+    /// The outcome on another clock: every time moved by `dt` seconds.
+    pub fn into_outcome(mut self, dt: f64) -> StreamOutcome {
+        self.track.shift_times(dt);
+        StreamOutcome {
+            track: self.track,
+            request_id: self.request_id,
+            cancelled: self.cancelled,
+            timings: self.timings,
+            done_at: self.done_at.map(|t| t + dt),
+            cached_tokens: self.cached_tokens,
+        }
+    }
+}
+
+/// Receiving half of a connection.
+pub(crate) struct Reader(FramedRead<OwnedReadHalf, LengthDelimitedCodec>);
+/// Sending half of a connection.
+pub(crate) struct Writer(FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>);
+
+/// Split a connection into its framed halves, reading frames up to `limit`.
+pub(crate) fn framed(stream: TcpStream, limit: usize) -> (Reader, Writer) {
+    let _ = stream.set_nodelay(true);
+    let (r, w) = stream.into_split();
+    let codec = || {
+        LengthDelimitedCodec::builder()
+            .max_frame_length(limit)
+            .new_codec()
+    };
+    (
+        Reader(FramedRead::new(r, codec())),
+        Writer(FramedWrite::new(w, codec())),
+    )
+}
+
+impl Reader {
+    /// The next message; `Err` on a closed connection, a bad frame, or
+    /// nothing within `within`.
+    pub(crate) async fn recv(&mut self, within: Duration) -> Result<Msg, String> {
+        match tokio::time::timeout(within, self.0.next()).await {
+            Err(_) => Err(format!("nothing received in {:.0} s", within.as_secs_f64())),
+            Ok(None) => Err("connection closed".into()),
+            Ok(Some(Err(e))) => Err(format!("bad frame: {e}")),
+            Ok(Some(Ok(bytes))) => {
+                serde_json::from_slice(&bytes).map_err(|e| format!("bad message: {e}"))
+            }
+        }
+    }
+
+    /// The next message, cancel-safe for `select!` (`None`: closed).
+    pub(crate) async fn next(&mut self) -> Option<Result<Msg, String>> {
+        Some(match self.0.next().await? {
+            Err(e) => Err(format!("bad frame: {e}")),
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("bad message: {e}")),
+        })
+    }
+
+    /// Raise the frame limit (after the join succeeded).
+    pub(crate) fn allow(&mut self, limit: usize) {
+        self.0.decoder_mut().set_max_frame_length(limit);
+    }
+}
+
+impl Writer {
+    /// Send one message (bounded: a peer that stops reading is lost).
+    pub(crate) async fn send(&mut self, m: &Msg) -> Result<(), String> {
+        let bytes = serde_json::to_vec(m).map_err(|e| e.to_string())?;
+        match tokio::time::timeout(SEND_LIMIT, self.0.send(bytes::Bytes::from(bytes))).await {
+            Err(_) => Err("the peer stopped reading".into()),
+            Ok(r) => r.map_err(|e: std::io::Error| e.to_string()),
+        }
+    }
+}
+
+/// How long one send may wait for the peer to read.
+const SEND_LIMIT: Duration = Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_carry_their_type_tag() {
+        let j = serde_json::to_value(Msg::Ping { seq: 3 }).expect("json");
+        assert_eq!(j, serde_json::json!({"type": "ping", "seq": 3}));
+        let back: Msg = serde_json::from_str(r#"{"type":"welcome"}"#).expect("reads");
+        assert!(matches!(back, Msg::Welcome));
+    }
+
+    #[tokio::test]
+    async fn a_frame_over_the_join_limit_is_refused() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let client = tokio::spawn(async move {
+            let s = TcpStream::connect(addr).await.expect("connect");
+            let (_r, mut w) = framed(s, MEMBER_FRAME_LIMIT);
+            let big = "x".repeat(JOIN_FRAME_LIMIT + 1);
+            let _ = w.send(&Msg::Refused { reason: big }).await;
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        let (mut r, _w) = framed(s, JOIN_FRAME_LIMIT);
+        let got = r.recv(Duration::from_secs(5)).await;
+        assert!(got.is_err(), "{got:?}");
+        client.await.expect("client");
+    }
+}

@@ -1,0 +1,573 @@
+//! Coordinated shards (`--shards N`, docs/shards.md) as separate processes
+//! on loopback against one paced simulator: the sharded cell against the
+//! simulator's own counter and against one process at the same C, the
+//! union of the shards' requests, faults (a follower or the leader killed
+//! mid-cell, a late joiner), refused joins, and bad input.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, free_port, text, tmp};
+use serde_json::Value;
+
+/// 50 tok/s per stream (20 ms step, one token per chunk), instant prefill.
+const SCENARIO: &str = r#"
+name = "shard-paced"
+description = "vLLM personality, 20 ms step, instant prefill (shard tests)"
+personality = "vllm"
+model = "sim-shards"
+max_model_len = 1048576
+seed = 1
+
+[scheduler]
+max_running = 256
+prefill_tok_s = 1.0e12
+prefill_chunk_tokens = 1048576
+stream_interval = 1
+
+[step_time]
+base_s = 0.02
+
+[kv]
+block_size = 256
+num_blocks = 65536
+cp = 1
+prefix_caching = true
+
+[tokenizer]
+chars_per_token = 4.0
+tokens_per_request = 8
+tokens_per_message = 4
+
+[server]
+created = 1700000000
+"#;
+
+/// The simulator as its own process; killed on drop.
+struct Sim {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sim() -> Sim {
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = dir.path().join("shard-paced.toml");
+    std::fs::write(&scenario, SCENARIO).expect("scenario");
+    let port = free_port();
+    let child = bin()
+        .args(["sim", "--scenario"])
+        .arg(&scenario)
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("simulator starts");
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "simulator up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Sim {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    }
+}
+
+/// The benchmark flags every shard shares.
+fn bench_flags(url: &str, concurrency: &str, max_tokens: &str) -> Vec<String> {
+    [
+        "--host",
+        url,
+        "--concurrency",
+        concurrency,
+        "--contexts",
+        "0",
+        "--skip-prefill",
+        "--duration",
+        "4",
+        "--decode-warmup-seconds",
+        "0",
+        "--max-tokens",
+        max_tokens,
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// One shard of a run as a process (stdout and stderr to files in `dir`).
+fn shard(
+    dir: &Path,
+    flags: &[String],
+    shards: u32,
+    index: u32,
+    coordinator: &str,
+    extra: &[&str],
+) -> Child {
+    let log = |k: &str| std::fs::File::create(dir.join(format!("shard-{index}.{k}"))).expect("log");
+    bin()
+        .args(flags)
+        .args([
+            "--shards",
+            &shards.to_string(),
+            "--shard-index",
+            &index.to_string(),
+        ])
+        .args(["--coordinator", coordinator, "--shard-join-timeout", "60"])
+        .args(["--output"])
+        .arg(dir.join("r.json"))
+        .args(extra)
+        .env("LDB_SHARD_SECRET", "test-secret")
+        .stdout(log("out"))
+        .stderr(log("err"))
+        .spawn()
+        .expect("shard starts")
+}
+
+/// Wait for a child with a bound (a hang fails the test instead of CI).
+fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            return st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("a shard did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Wait until `file` contains `needle` (bounded).
+fn wait_for_line(file: &Path, needle: &str, limit: Duration) {
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(file).is_ok_and(|t| t.contains(needle)) {
+        assert!(t0.elapsed() < limit, "{needle:?} not in {}", file.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn logs(dir: &Path, n: u32) -> String {
+    (0..n)
+        .map(|i| {
+            let r = |k: &str| {
+                std::fs::read_to_string(dir.join(format!("shard-{i}.{k}"))).unwrap_or_default()
+            };
+            format!("--- shard {i}\n{}\n{}", r("out"), r("err"))
+        })
+        .collect()
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
+}
+
+fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+fn alone(flags: &[String], out: &Path) -> Output {
+    bin()
+        .args(flags)
+        .arg("--output")
+        .arg(out)
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn four_shards_measure_one_cell_like_one_process_and_the_simulator() {
+    let s = sim();
+    let (dir, single_out) = tmp("single.json");
+    let flags = bench_flags(&s.url, "12", "2000");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..4)
+        .map(|i| shard(dir.path(), &flags, 4, i, &coord, &[]))
+        .collect();
+    let codes: Vec<Option<i32>> = kids
+        .iter_mut()
+        .map(|k| wait(k, Duration::from_secs(120)))
+        .collect();
+    let all = logs(dir.path(), 4);
+    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let cell = &doc["results"][0];
+    assert_eq!(cell["status"], "ok", "{cell}\n{all}");
+    let (client, server) = (
+        num(cell, "client_output_tokens"),
+        num(cell, "server_output_tokens"),
+    );
+    // The simulator's own generation counter is the truth; its pacing
+    // (12 streams × 50 tok/s, no request ends inside the cell) a second one.
+    assert!(
+        (client / server - 1.0).abs() <= 0.01,
+        "client {client} vs simulator {server}"
+    );
+    let paced = num(cell, "aggregate_tps") / 600.0;
+    assert!((paced - 1.0).abs() <= 0.03, "against the pacing: {paced}");
+    eprintln!("sharded: client {client}, simulator {server}, pacing ratio {paced:.4}");
+    // Every shard ran its share, and the shards' tokens are the cell's.
+    let shards = cell["shards"].as_array().expect("shards");
+    let shares: Vec<u64> = shards
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(shares, [3, 3, 3, 3]);
+    let delivered: f64 = shards.iter().map(|s| num(s, "delivered_tokens")).sum();
+    assert_eq!(
+        delivered, client,
+        "continuous usage: the sum of the shards is the count"
+    );
+    for s in &shards[1..] {
+        assert!(num(s, "clock_uncertainty_s") <= 0.002, "{s}");
+    }
+    // The union of the shards' requests: the followers' records are in it.
+    let samples = cell["request_samples"].as_array().expect("samples");
+    let requests: f64 = shards.iter().map(|s| num(s, "requests")).sum();
+    assert_eq!(samples.len() as f64, requests);
+    for (i, entry) in shards.iter().enumerate().skip(1) {
+        let rec = read(&dir.path().join(format!("r.shard-{i}.json")));
+        assert_eq!(rec["ended"], "finished");
+        let n = rec["cells"][0]["outcomes"].as_array().map_or(0, Vec::len);
+        assert_eq!(n as f64, num(entry, "requests"), "shard {i}");
+    }
+    // Percentiles from the union, never averaged: recomputed here.
+    let mut itl: Vec<f64> = samples
+        .iter()
+        .filter(|s| s["in_window"] == true && s["output_tokens"].as_u64() > Some(0))
+        .map(|s| num(s, "window_inter_token_latency_avg"))
+        .collect();
+    itl.sort_by(f64::total_cmp);
+    assert!(!itl.is_empty());
+    let reported = num(cell, "inter_token_latency_p50");
+    let (lo, hi) = (itl[(itl.len() - 1) / 2], itl[itl.len() / 2]);
+    assert!(
+        reported >= lo - 1e-9 && reported <= hi + 1e-9,
+        "p50 {reported} not the union's median ({lo}..{hi})"
+    );
+    // One process at the same total C, against the same simulator.
+    let o = alone(&flags, &single_out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let one = &read(&single_out)["results"][0];
+    let ratio = num(cell, "aggregate_tps") / num(one, "aggregate_tps");
+    eprintln!("sharded/single: {ratio:.4}");
+    assert!((ratio - 1.0).abs() <= 0.01, "sharded/single {ratio}");
+}
+
+#[test]
+fn a_follower_killed_mid_cell_labels_the_cell_and_the_run_continues_without_it() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let flags = bench_flags(&s.url, "6,9", "2000");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    wait_for_line(
+        &dir.path().join("shard-0.out"),
+        "ready C=6",
+        Duration::from_secs(60),
+    );
+    let _ = kids[2].kill();
+    let _ = kids[2].wait();
+    // A late joiner (the plan has started) is refused with a clear line.
+    let late = shard(dir.path(), &flags, 3, 2, &coord, &[]);
+    let late_out = late.wait_with_output().expect("late joiner");
+    let leader = wait(&mut kids[0], Duration::from_secs(120));
+    let follower = wait(&mut kids[1], Duration::from_secs(30));
+    let all = logs(dir.path(), 3);
+    assert_eq!(late_out.status.code(), Some(2), "{all}");
+    let err = std::fs::read_to_string(dir.path().join("shard-2.err")).unwrap_or_default();
+    assert!(err.contains("too late"), "{err}");
+    assert_eq!(
+        leader,
+        Some(4),
+        "a shards_lost cell is invalid: exit 4\n{all}"
+    );
+    assert_eq!(follower, Some(0), "{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let first = &doc["results"][0];
+    assert_eq!(first["shards_lost"], serde_json::json!([2]), "{first}");
+    assert_eq!(first["status"], "error");
+    let second = &doc["results"][1];
+    assert_eq!(second["status"], "ok", "{second}");
+    let shares: Vec<u64> = second["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(shares, [5, 4], "C = 9 over the two shards left");
+}
+
+#[test]
+fn followers_stop_and_keep_their_record_when_the_leader_is_killed() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let flags = bench_flags(&s.url, "4", "2000");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..2)
+        .map(|i| shard(dir.path(), &flags, 2, i, &coord, &[]))
+        .collect();
+    wait_for_line(
+        &dir.path().join("shard-0.out"),
+        "ready C=4",
+        Duration::from_secs(60),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = kids[0].kill();
+    let _ = kids[0].wait();
+    let t0 = Instant::now();
+    let code = wait(&mut kids[1], Duration::from_secs(30));
+    let all = logs(dir.path(), 2);
+    assert_eq!(code, Some(6), "{all}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    let rec = read(&dir.path().join("r.shard-1.json"));
+    assert_eq!(rec["ended"], "leader_lost");
+    let outcomes = rec["cells"][0]["outcomes"].as_array().expect("outcomes");
+    assert_eq!(outcomes.len(), 2, "its two streams' requests are kept");
+}
+
+#[test]
+fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
+    let (dir, _) = tmp("x");
+    let url = "http://127.0.0.1:9"; // nothing is sent: the leader never gets its followers
+    let flags = bench_flags(url, "2", "100");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut leader = bin()
+        .args(&flags)
+        .args([
+            "--shards",
+            "2",
+            "--shard-index",
+            "0",
+            "--coordinator",
+            &coord,
+        ])
+        .args(["--shard-join-timeout", "12", "--shard-secret", "right"])
+        .arg("--output")
+        .arg(dir.path().join("r.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("leader");
+    let follower = |secret: Option<&str>, extra: &[&str], env: Option<(&str, &str)>| {
+        let mut c = bin();
+        c.args(&flags)
+            .args([
+                "--shards",
+                "2",
+                "--shard-index",
+                "1",
+                "--coordinator",
+                &coord,
+            ])
+            .args(["--shard-join-timeout", "10"])
+            .arg("--output")
+            .arg(dir.path().join("r.json"))
+            .args(extra)
+            .env_remove("LDB_SHARD_SECRET");
+        if let Some(s) = secret {
+            c.args(["--shard-secret", s]);
+        }
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        c.output().expect("follower")
+    };
+    type Case<'a> = (
+        Option<&'a str>,
+        &'a [&'a str],
+        Option<(&'a str, &'a str)>,
+        &'a str,
+    );
+    let cases: [Case; 4] = [
+        (Some("wrong"), &[], None, "wrong shard secret"),
+        (Some("right"), &["--max-tokens", "7"], None, "flags differ"),
+        (
+            Some("right"),
+            &[],
+            Some(("LDB_TEST_SHARD_VERSION", "shard-protocol-0/0.0.0")),
+            "version",
+        ),
+        (None, &[], None, "needs a join secret"),
+    ];
+    for (secret, extra, env, needle) in cases {
+        let o = follower(secret, extra, env);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{needle}: {err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(!err.contains("right"), "the secret is never printed: {err}");
+    }
+    let code = wait(&mut leader, Duration::from_secs(40));
+    let mut err = String::new();
+    use std::io::Read;
+    let _ = leader
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    assert_eq!(code, Some(3), "no follower joined in time: {err}");
+    assert_eq!(
+        err.matches("shard join refused").count(),
+        3,
+        "each refusal logged: {err}"
+    );
+    assert!(err.contains("only 0 of 1 follower"), "{err}");
+}
+
+#[test]
+fn bad_shard_flags_are_one_line_before_any_request() {
+    let busy = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+    let busy_port = busy.local_addr().expect("addr").port();
+    let url = "http://127.0.0.1:9";
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["--shards", "2", "--shard-index", "2"],
+            2,
+            "must be below --shards 2",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "1",
+                "--coordinator",
+                "no-such-host.invalid:5",
+            ],
+            2,
+            "cannot resolve",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "0",
+                "--coordinator",
+                &format!("127.0.0.1:{busy_port}"),
+            ],
+            2,
+            "cannot listen on the coordinator port",
+        ),
+        (
+            &["--shards", "2", "--shard-index", "0", "--duration", "auto"],
+            2,
+            "does not support",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let o: Output = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
+            .args(["--host", url, "--display-mode", "plain"])
+            .args(args)
+            .env("LDB_SHARD_SECRET", "s")
+            .output()
+            .expect("runs");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    drop(busy);
+}
+
+#[test]
+fn offline_shards_merge_into_the_paced_truth_and_misaligned_windows_are_refused() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+        + 8.0;
+    let flags = bench_flags(&s.url, "4", "2000");
+    let out = dir.path().join("r.json");
+    let mut kids: Vec<Child> = (0..2)
+        .map(|i| {
+            bin()
+                .args(&flags)
+                .args(["--shards", "2", "--shard-index", &i.to_string()])
+                .args(["--start-at", &format!("{start:.3}"), "--ramp-seconds", "2"])
+                .arg("--output")
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("offline shard")
+        })
+        .collect();
+    for k in &mut kids {
+        assert_eq!(wait(k, Duration::from_secs(90)), Some(0));
+    }
+    let recs: Vec<String> = (0..2)
+        .map(|i| {
+            dir.path()
+                .join(format!("r.shard-{i}.json"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let merged = dir.path().join("m.json");
+    let o = bin()
+        .args(["merge", &recs[0], &recs[1], "--output"])
+        .arg(&merged)
+        .output()
+        .expect("merge");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = read(&merged);
+    common::assert_valid(&doc);
+    let cell = &doc["results"][0];
+    // 4 streams × 50 tok/s, paced by the simulator: the single-run truth.
+    let ratio = num(cell, "aggregate_tps") / 200.0;
+    eprintln!("offline merge: {ratio:.4} of the paced rate");
+    assert!((ratio - 1.0).abs() <= 0.01, "{cell}");
+    let shares: Vec<u64> = cell["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(shares, [2, 2]);
+    // Shard 1 a second late: refused, with the reason.
+    let mut late = read(Path::new(&recs[1]));
+    let w = &mut late["cells"][0]["window_unix"];
+    for i in 0..2 {
+        w[i] = serde_json::json!(w[i].as_f64().expect("edge") + 1.0);
+    }
+    let late_path = dir.path().join("late.json");
+    std::fs::write(&late_path, late.to_string()).expect("write");
+    let o = bin()
+        .args(["merge", &recs[0]])
+        .arg(&late_path)
+        .arg("--output")
+        .arg(dir.path().join("bad.json"))
+        .output()
+        .expect("merge");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("different windows") && err.contains("1.000 s"),
+        "{err}"
+    );
+    assert!(!dir.path().join("bad.json").exists());
+}
