@@ -19,7 +19,7 @@ use crate::cell::{
     CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, measure_window,
     ramp_up, skipped, where_,
 };
-use crate::cell_io::{abort_sglang, drain, scout};
+use crate::cell_io::{Scouted, abort_sglang, drain, scout};
 use crate::cell_view::set_stage;
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
@@ -48,11 +48,12 @@ pub(crate) async fn run_sharded_cell(
     let at = where_(&spec);
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let prefill = if spec.context > 0 {
+    let scouted = if spec.context > 0 {
         scout(rc, &mut spec, &skip).await
     } else {
-        None
+        Scouted::default()
     };
+    let prefill = scouted.prefill;
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
@@ -125,6 +126,7 @@ pub(crate) async fn run_sharded_cell(
         return s;
     }
     let mut cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
+    cell.ext.scout_timeout = scouted.timeout;
     label_shards(rc, leader, &mut cell, records, &members, &lost);
     announce_done(rc, &at, &cell);
     rc.live.update(|s| s.current = None);

@@ -248,6 +248,7 @@ fn merge_cell(all: &[&ShardRecordFile], k: usize) -> Result<CellResult, String> 
         window_end: w0.1 - origin,
         start_scrape: None,
         end_scrape: None,
+        confirm_scrape: None,
         sched: &[],
         producing_samples: &[],
         readiness_failed: false,
