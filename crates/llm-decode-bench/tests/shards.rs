@@ -13,39 +13,6 @@ use std::time::{Duration, Instant};
 use common::{bin, free_port, text, tmp};
 use serde_json::Value;
 
-/// 50 tok/s per stream (20 ms step, one token per chunk), instant prefill.
-const SCENARIO: &str = r#"
-name = "shard-paced"
-description = "vLLM personality, 20 ms step, instant prefill (shard tests)"
-personality = "vllm"
-model = "sim-shards"
-max_model_len = 1048576
-seed = 1
-
-[scheduler]
-max_running = 256
-prefill_tok_s = 1.0e12
-prefill_chunk_tokens = 1048576
-stream_interval = 1
-
-[step_time]
-base_s = 0.02
-
-[kv]
-block_size = 256
-num_blocks = 65536
-cp = 1
-prefix_caching = true
-
-[tokenizer]
-chars_per_token = 4.0
-tokens_per_request = 8
-tokens_per_message = 4
-
-[server]
-created = 1700000000
-"#;
-
 /// The simulator as its own process; killed on drop.
 struct Sim {
     child: Child,
@@ -63,7 +30,7 @@ impl Drop for Sim {
 fn sim() -> Sim {
     let dir = tempfile::tempdir().expect("tmp");
     let scenario = dir.path().join("shard-paced.toml");
-    std::fs::write(&scenario, SCENARIO).expect("scenario");
+    std::fs::write(&scenario, common::PACED_SCENARIO).expect("scenario");
     let port = free_port();
     let child = bin()
         .args(["sim", "--scenario"])

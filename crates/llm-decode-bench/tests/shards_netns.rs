@@ -18,38 +18,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_llm-decode-bench");
 /// The follower's clock runs this far ahead of the leader's (test only).
 const OFFSET_S: f64 = 0.75;
 
-const SCENARIO: &str = r#"
-name = "shard-netns"
-description = "vLLM personality, 20 ms step, instant prefill (netns shard test)"
-personality = "vllm"
-model = "sim-shards"
-max_model_len = 1048576
-seed = 1
-
-[scheduler]
-max_running = 256
-prefill_tok_s = 1.0e12
-prefill_chunk_tokens = 1048576
-stream_interval = 1
-
-[step_time]
-base_s = 0.02
-
-[kv]
-block_size = 256
-num_blocks = 65536
-cp = 1
-prefix_caching = true
-
-[tokenizer]
-chars_per_token = 4.0
-tokens_per_request = 8
-tokens_per_message = 4
-
-[server]
-created = 1700000000
-"#;
-
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")
         .args(args)
@@ -150,7 +118,7 @@ fn shards_in_separate_namespaces_align_their_windows_through_a_known_clock_offse
     }
     let (dir, out) = common::tmp("r.json");
     let scenario = dir.path().join("s.toml");
-    std::fs::write(&scenario, SCENARIO).expect("scenario");
+    std::fs::write(&scenario, common::PACED_SCENARIO).expect("scenario");
     let mut sim = in_ns(&net.names[0])
         .args(["sim", "--scenario"])
         .arg(&scenario)

@@ -30,8 +30,11 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/burst.rs", "run_burst_cell", 104),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/cstats/batch.rs", "run_batch", 101),
-    ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 180),
+    ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 162),
     ("crates/ldb-runner/src/plan.rs", "plan", 114),
+    // trace replay and sessions (issue 25), merged long: to split next
+    ("crates/ldb-runner/src/replay/sessions.rs", "run", 101),
+    ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
     (
@@ -42,6 +45,11 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 163),
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
     ("crates/ldb-tui/src/cstats.rs", "render", 183),
+    (
+        "crates/llm-decode-bench/src/config.rs",
+        "open_loop_settings",
+        101,
+    ),
 ];
 
 /// One item over its limit.

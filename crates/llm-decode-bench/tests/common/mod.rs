@@ -82,3 +82,37 @@ pub fn signal(child: &Child, sig: &str) {
         .expect("kill runs");
     assert!(st.success(), "kill {sig} {}", child.id());
 }
+
+/// A vLLM simulator whose every stream makes 50 tok/s (20 ms step, one token
+/// per chunk) with instant prefill: a known truth for the shard tests.
+pub const PACED_SCENARIO: &str = r#"
+name = "paced-20ms"
+description = "vLLM personality, 20 ms step, instant prefill (shard tests)"
+personality = "vllm"
+model = "sim-shards"
+max_model_len = 1048576
+seed = 1
+
+[scheduler]
+max_running = 256
+prefill_tok_s = 1.0e12
+prefill_chunk_tokens = 1048576
+stream_interval = 1
+
+[step_time]
+base_s = 0.02
+
+[kv]
+block_size = 256
+num_blocks = 65536
+cp = 1
+prefix_caching = true
+
+[tokenizer]
+chars_per_token = 4.0
+tokens_per_request = 8
+tokens_per_message = 4
+
+[server]
+created = 1700000000
+"#;
