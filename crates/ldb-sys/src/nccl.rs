@@ -5,13 +5,13 @@
 //! are C enums (`int`), `ncclComm_t` and `cudaStream_t` opaque pointers (a
 //! driver `CUstream` is a `cudaStream_t`).
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
 
 use libloading::Library;
 
 use crate::cuda::{DeviceBuffer, Stream};
-use crate::cuda::{open_first, sym};
+use crate::cuda::{open_first, static_text, sym};
 
 /// NCCL's library names.
 pub const NCCL_LIBRARIES: &[&str] = &["libnccl.so.2", "libnccl.so"];
@@ -86,14 +86,9 @@ impl Nccl {
         if rc == 0 {
             return Ok(());
         }
-        // SAFETY: returns a pointer to a static string for any code.
-        let p = unsafe { (self.api.error_string)(rc) };
-        let text = if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: non-null: a NUL-terminated static string of NCCL's.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        };
+        // SAFETY: returns a pointer to a static string (or null) for any
+        // code, which `static_text` reads at once.
+        let text = unsafe { static_text((self.api.error_string)(rc)) };
         Err(format!("{call}: {text} ({rc})"))
     }
 

@@ -4,11 +4,11 @@
 //! against the `cudarc` crate's generated bindings): `nvrtcResult` is a C
 //! enum (`int`), `nvrtcProgram` an opaque pointer.
 
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CString, c_char, c_int};
 
 use libloading::Library;
 
-use crate::cuda::{open_first, sym};
+use crate::cuda::{open_first, static_text, sym};
 
 /// NVRTC's library names, newest first (CUDA 13, 12, an unversioned link).
 pub const NVRTC_LIBRARIES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
@@ -100,14 +100,9 @@ impl Nvrtc {
         if rc == 0 {
             return Ok(());
         }
-        // SAFETY: returns a pointer to a static string for any code.
-        let p = unsafe { (self.api.error_string)(rc) };
-        let text = if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: non-null: a NUL-terminated static string of NVRTC's.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        };
+        // SAFETY: returns a pointer to a static string (or null) for any
+        // code, which `static_text` reads at once.
+        let text = unsafe { static_text((self.api.error_string)(rc)) };
         Err(format!("{call}: {text} ({rc})"))
     }
 

@@ -61,6 +61,21 @@ pub(crate) unsafe fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String
         .map_err(|e| format!("{name}: {e}"))
 }
 
+/// The text of a library's error code: the status-string functions of NCCL
+/// and NVRTC return a pointer to a static string, or null.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that outlives the call.
+pub(crate) unsafe fn static_text(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null, NUL-terminated and alive: forwarded to the caller.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// The loaded CUDA driver, initialised (`cuInit`).
 pub struct Driver {
     /// Function table; valid while `_lib` is loaded (same owner, same life).
