@@ -17,7 +17,7 @@ use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
-use crate::cell_io::{Scouted, abort_sglang, drain, scout};
+use crate::cell_io::{Opened, abort_sglang, drain, open_cell};
 use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
 use crate::client_load::{read_client_load, usable_cpus};
 use crate::confirm_read::edge_reads;
@@ -136,16 +136,12 @@ fn utc_hms(unix: f64) -> String {
 /// Run one cell: scout, streams up to readiness, the window, then every
 /// stream closed at once and the server drained.
 pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
-    let skip = rc.controls.new_skip();
-    let cell_start = rc.clock.now();
-    let at = where_(&spec);
-    rc.live.event(format!("cell start {at}"));
-    set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let scouted = if spec.context > 0 {
-        scout(rc, &mut spec, &skip).await
-    } else {
-        Scouted::default()
-    };
+    let Opened {
+        skip,
+        cell_start,
+        at,
+        scouted,
+    } = open_cell(rc, &mut spec).await;
     let prefill = scouted.prefill;
     if skip.is_cancelled() {
         return skipped(rc, &spec);

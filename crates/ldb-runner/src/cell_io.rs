@@ -8,16 +8,50 @@ use std::time::Duration;
 use ldb_client::stream::{StreamEnv, StreamOutcome};
 use ldb_core::engine::Engine;
 use ldb_core::failure::{FailureKind, RequestError};
+use ldb_core::live::CellStage;
 use ldb_core::readiness::auto_limit;
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::format_context;
 use tokio_util::sync::CancellationToken;
 
-use crate::cell::CellSpec;
+use crate::cell::{CellSpec, where_};
+use crate::cell_view::set_stage;
 use crate::cold::hit_cache;
 use crate::config::WARMUP_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::prefill::{entry, probe, validated_probe};
+
+/// What every sustained cell starts with, one process or sharded.
+pub(crate) struct Opened {
+    /// Cancelled when the user skips this cell (or the run stops).
+    pub skip: CancellationToken,
+    /// When the cell began, on the run's clock.
+    pub cell_start: f64,
+    /// The cell's place in the matrix, for the event log.
+    pub at: String,
+    /// The scout's outcome (nothing at context 0, which has no scout).
+    pub scouted: Scouted,
+}
+
+/// Opens a cell: its skip token, the start event, and the scout.
+pub(crate) async fn open_cell(rc: &RunCtx, spec: &mut CellSpec) -> Opened {
+    let skip = rc.controls.new_skip();
+    let cell_start = rc.clock.now();
+    let at = where_(spec);
+    rc.live.event(format!("cell start {at}"));
+    set_stage(rc, spec, CellStage::Scout, 0.0);
+    let scouted = if spec.context > 0 {
+        scout(rc, spec, &skip).await
+    } else {
+        Scouted::default()
+    };
+    Opened {
+        skip,
+        cell_start,
+        at,
+        scouted,
+    }
+}
 
 /// What the scout left behind.
 #[derive(Debug, Default)]

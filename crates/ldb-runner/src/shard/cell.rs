@@ -17,9 +17,9 @@ use super::leader::ShardLeader;
 use super::wire::{Msg, ShardCellData};
 use crate::cell::{
     CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, measure_window,
-    ramp_up, skipped, where_,
+    ramp_up, skipped,
 };
-use crate::cell_io::{Scouted, abort_sglang, drain, scout};
+use crate::cell_io::{Opened, abort_sglang, drain, open_cell};
 use crate::cell_view::set_stage;
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
@@ -43,16 +43,12 @@ pub(crate) async fn run_sharded_cell(
         rc.live.event(n);
     }
     let id = NEXT_CELL.fetch_add(1, Ordering::Relaxed);
-    let skip = rc.controls.new_skip();
-    let cell_start = rc.clock.now();
-    let at = where_(&spec);
-    rc.live.event(format!("cell start {at}"));
-    set_stage(rc, &spec, CellStage::Scout, 0.0);
-    let scouted = if spec.context > 0 {
-        scout(rc, &mut spec, &skip).await
-    } else {
-        Scouted::default()
-    };
+    let Opened {
+        skip,
+        cell_start,
+        at,
+        scouted,
+    } = open_cell(rc, &mut spec).await;
     let prefill = scouted.prefill;
     if skip.is_cancelled() {
         return skipped(rc, &spec);
