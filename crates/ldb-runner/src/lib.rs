@@ -24,7 +24,6 @@ pub mod kvbudget;
 pub mod live;
 mod loop_lag;
 mod matrix;
-pub mod methodology;
 pub mod open_loop;
 pub mod plan;
 mod pool;

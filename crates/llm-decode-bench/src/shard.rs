@@ -399,8 +399,8 @@ pub(crate) async fn offline(o: &Offline, cfg: RunConfig) -> Result<i32, AppError
         live: live.clone(),
         controls: Arc::default(),
         hardware: None,
-        diagnostics: serde_json::Value::Null,
-        p2p: serde_json::Value::Null,
+        diagnostics: None,
+        p2p: None,
         save: Box::new(|_| {}),
         resume: None,
     };

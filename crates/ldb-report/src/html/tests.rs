@@ -56,9 +56,19 @@ fn text_from_the_result_is_escaped() {
     doc.metadata.metrics_warning = "a <b>bold</b> claim & more".into();
     doc.results[1].ext.status = CellStatus::Error;
     doc.results[1].ext.status_reason = "HTTP 500: <html>oops</html>".into();
-    doc.startup_diagnostics = serde_json::json!({"gpu_inventory": [{"name": "GPU <x>"}]});
-    doc.methodology =
-        serde_json::json!({"k": {"name": "N <i>", "notes": "n </p>", "present": true}});
+    doc.startup_diagnostics = Some(ldb_core::document::StartupDiagnostics {
+        gpu_inventory: Some(vec![ldb_core::hardware::smi::GpuInventory {
+            name: "GPU <x>".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    doc.methodology.prefill = Some(ldb_core::document::MethodologyNote {
+        name: "N <i>".into(),
+        notes: "n </p>".into(),
+        present: true,
+        ..Default::default()
+    });
     let html = render(
         &[Input {
             name: "<evil>",
