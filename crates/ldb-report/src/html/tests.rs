@@ -338,3 +338,21 @@ fn open_loop_charts_appear_only_with_rate_cells() {
         assert!(f.contains("<svg"), "{id} has no chart: {f}");
     }
 }
+
+/// Notes under keys this build does not model (another writer's) are kept
+/// on read and shown like the typed ones, escaped; a note without
+/// `present` is not marked absent, and a plain-text note is a paragraph.
+#[test]
+fn notes_of_other_writers_are_shown_after_the_typed_ones() {
+    let text = r#"{"metadata": {}, "results": [], "methodology": {
+        "prefill": {"name": "Prefill", "present": false, "formula": "f", "notes": "n"},
+        "k": {"name": "N <i>", "notes": "n </p>"},
+        "plain": "just <words>"}}"#;
+    let doc = ResultDocument::from_json_str(text).expect("loads");
+    assert_eq!(doc.methodology.extra.len(), 2);
+    let html = page(&doc);
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
+    assert!(at("<h3>Prefill <small>(not in this run)</small></h3>") < at("<h3>N &lt;i&gt;</h3>"));
+    assert!(html.contains("<p>n &lt;/p&gt;</p>"));
+    assert!(html.contains("<h3>plain</h3>\n<p>just &lt;words&gt;</p>"));
+}
