@@ -34,6 +34,7 @@ const KNOWN: &[(&str, &str, usize)] = &[
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/sessions.rs", "run", 101),
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
+    ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
     (
         "crates/ldb-sim/src/server/metrics/llamacpp.rs",

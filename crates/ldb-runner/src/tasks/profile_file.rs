@@ -200,7 +200,54 @@ pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let mut task = task_of_source(&c, &top, request, scorer)?;
+    let mut task = if let Some(ds) = c.string(&top, "dataset", "")? {
+        let kind = dataset_kind(&ds).ok_or_else(|| {
+            c.err(format!(
+                "unknown dataset {ds:?} (gsm8k, mmlu-pro, gpqa-diamond)"
+            ))
+        })?;
+        let mut t = dataset_task(kind, request)?;
+        // a file's own scorer replaces the dataset's only when given
+        if let Some(s) = scorer.clone() {
+            t.scorer = Some(s);
+        }
+        t
+    } else if let Some(g) = c.string(&top, "generate", "")? {
+        if g != "needle" {
+            return Err(c.err(format!("unknown generator {g:?} (needle)")));
+        }
+        let tokens = c
+            .uint(&top, "generate_tokens", "")?
+            .unwrap_or(ldb_eval::builtin::NEEDLE_DEFAULT_TOKENS as u64);
+        let mut t = needle_task(tokens as usize);
+        if let Some(s) = scorer.clone() {
+            t.scorer = Some(s);
+        }
+        t
+    } else {
+        let (prompt, origin) = match c.string(&top, "prompt", "")? {
+            Some(p) => (p, format!("profile-file:{}", file.display())),
+            None => {
+                let rel = c.string(&top, "prompt_file", "")?.unwrap_or_default();
+                let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
+                let p = std::fs::read_to_string(&path)
+                    .map_err(|e| c.err(format!("prompt_file {}: {e}", path.display())))?;
+                (p, format!("file:{}", path.display()))
+            }
+        };
+        if prompt.trim().is_empty() {
+            return Err(c.err("the prompt is empty"));
+        }
+        let mut t = Task::single_prompt(prompt, origin, scorer);
+        if let Some(e) = t.scorer.as_ref().and(c.string(
+            c.table(&top, "scorer")?.unwrap_or(&Table::new()),
+            "expected",
+            "scorer.",
+        )?) {
+            t.items[0].expected_answer = Some(e);
+        }
+        t
+    };
     if top.contains_key("generate_tokens") && !top.contains_key("generate") {
         return Err(c.err("generate_tokens needs generate"));
     }
@@ -219,87 +266,16 @@ pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
         }
         task.request_overrides = m;
     }
-    task.defaults = merged_defaults(defaults, &task.defaults);
-    Ok(task)
-}
-
-/// The task the file's one source key (`dataset`, `generate`, `prompt` or
-/// `prompt_file`) describes, with the file's scorer.
-fn task_of_source(
-    c: &Ctx<'_>,
-    top: &Table,
-    request: &ProfileRequest,
-    scorer: Option<Arc<dyn Scorer>>,
-) -> Result<Task, TaskError> {
-    if let Some(ds) = c.string(top, "dataset", "")? {
-        let kind = dataset_kind(&ds).ok_or_else(|| {
-            c.err(format!(
-                "unknown dataset {ds:?} (gsm8k, mmlu-pro, gpqa-diamond)"
-            ))
-        })?;
-        let mut t = dataset_task(kind, request)?;
-        // a file's own scorer replaces the dataset's only when given
-        if let Some(s) = scorer {
-            t.scorer = Some(s);
-        }
-        Ok(t)
-    } else if let Some(g) = c.string(top, "generate", "")? {
-        if g != "needle" {
-            return Err(c.err(format!("unknown generator {g:?} (needle)")));
-        }
-        let tokens = c
-            .uint(top, "generate_tokens", "")?
-            .unwrap_or(ldb_eval::builtin::NEEDLE_DEFAULT_TOKENS as u64);
-        let mut t = needle_task(tokens as usize);
-        if let Some(s) = scorer {
-            t.scorer = Some(s);
-        }
-        Ok(t)
-    } else {
-        prompt_task(c, top, scorer)
-    }
-}
-
-/// A task of one prompt, given inline (`prompt`) or as a file beside the
-/// profile (`prompt_file`); `scorer.expected` is its expected answer.
-fn prompt_task(
-    c: &Ctx<'_>,
-    top: &Table,
-    scorer: Option<Arc<dyn Scorer>>,
-) -> Result<Task, TaskError> {
-    let file = c.file;
-    let (prompt, origin) = match c.string(top, "prompt", "")? {
-        Some(p) => (p, format!("profile-file:{}", file.display())),
-        None => {
-            let rel = c.string(top, "prompt_file", "")?.unwrap_or_default();
-            let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
-            let p = std::fs::read_to_string(&path)
-                .map_err(|e| c.err(format!("prompt_file {}: {e}", path.display())))?;
-            (p, format!("file:{}", path.display()))
-        }
+    // the file's defaults override the generator's or dataset's, key by key
+    let d = defaults;
+    let base = task.defaults.clone();
+    task.defaults = TaskDefaults {
+        max_tokens: d.max_tokens.or(base.max_tokens),
+        temperature: d.temperature.or(base.temperature),
+        concurrency: d.concurrency.or(base.concurrency),
+        runs: d.runs.or(base.runs),
+        no_prefill_scout: d.no_prefill_scout || base.no_prefill_scout,
+        score_source: d.score_source.or(base.score_source),
     };
-    if prompt.trim().is_empty() {
-        return Err(c.err("the prompt is empty"));
-    }
-    let mut t = Task::single_prompt(prompt, origin, scorer);
-    if let Some(e) = t.scorer.as_ref().and(c.string(
-        c.table(top, "scorer")?.unwrap_or(&Table::new()),
-        "expected",
-        "scorer.",
-    )?) {
-        t.items[0].expected_answer = Some(e);
-    }
-    Ok(t)
-}
-
-/// The file's defaults over the generator's or dataset's, key by key.
-fn merged_defaults(file: TaskDefaults, base: &TaskDefaults) -> TaskDefaults {
-    TaskDefaults {
-        max_tokens: file.max_tokens.or(base.max_tokens),
-        temperature: file.temperature.or(base.temperature),
-        concurrency: file.concurrency.or(base.concurrency),
-        runs: file.runs.or(base.runs),
-        no_prefill_scout: file.no_prefill_scout || base.no_prefill_scout,
-        score_source: file.score_source.or(base.score_source),
-    }
+    Ok(task)
 }
