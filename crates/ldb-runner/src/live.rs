@@ -99,3 +99,52 @@ pub(crate) fn layout(cfg: &RunConfig, disc: &Discovery, kv_budget: u64) -> RunLa
         .collect();
     l
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(conc: &[u32], ctxs: &[u64]) -> RunConfig {
+        RunConfig {
+            concurrency: conc.to_vec(),
+            contexts: ctxs.to_vec(),
+            server_label: "http://127.0.0.1:8000".into(),
+            ..RunConfig::default()
+        }
+    }
+
+    fn disc() -> Discovery {
+        Discovery {
+            model: "m".into(),
+            ..Discovery::default()
+        }
+    }
+
+    #[test]
+    fn the_matrix_is_laid_out_pending_in_test_order() {
+        let l = layout(&config(&[1, 4], &[0, 8192]), &disc(), 1000);
+        assert_eq!((l.model.as_str(), l.kv_budget), ("m", 1000));
+        assert_eq!(l.server, "http://127.0.0.1:8000");
+        assert_eq!(l.concurrencies, [1, 4]);
+        assert!(l.column_labels.is_empty());
+        let cells: Vec<(u32, u64)> = l
+            .matrix
+            .iter()
+            .map(|m| (m.concurrency, m.context))
+            .collect();
+        assert_eq!(cells, test_order(&[1, 4], &[0, 8192]));
+        assert!(l.matrix.iter().all(|m| m.state == MatrixCellState::Pending));
+    }
+
+    #[test]
+    fn open_loop_columns_are_the_rates_in_order_and_prefill_only_has_no_cell() {
+        let mut cfg = config(&[1], &[0]);
+        cfg.request_rates = vec![4.0, 0.5];
+        let l = layout(&cfg, &disc(), 0);
+        assert_eq!(l.column_labels, ["R=0.5/s", "R=4/s"]);
+        assert_eq!(l.concurrencies, [1, 2]);
+        assert_eq!(l.matrix.len(), 2);
+        cfg.prefill_only = true;
+        assert!(layout(&cfg, &disc(), 0).matrix.is_empty());
+    }
+}
