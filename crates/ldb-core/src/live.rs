@@ -1,9 +1,14 @@
 //! The live view of a running benchmark, published by the runner and drawn by
 //! the dashboard or the plain-mode printer. Plain data: cloning a snapshot is
-//! cheap enough at ≤ 10 frames per second.
+//! cheap enough at ≤ 10 frames per second. The runner changes it only by
+//! sending [`LiveEvent`]s, which [`LiveSnapshot::apply`] takes in.
 
 use crate::hardware::GpuSample;
 use crate::result::CellStatus;
+
+pub mod event;
+
+pub use event::{CellSample, LIVE_EVENTS, LiveEvent, RunLayout};
 
 /// What the run is doing now.
 #[derive(Debug, Clone, Default, PartialEq)]
