@@ -2,6 +2,8 @@
 //! the dashboard or the plain-mode printer. Plain data: cloning a snapshot is
 //! cheap enough at ≤ 10 frames per second.
 
+pub mod replay;
+
 use crate::hardware::GpuSample;
 use crate::result::CellStatus;
 
@@ -227,6 +229,8 @@ pub struct LiveSnapshot {
     pub events: Vec<String>,
     /// Recent output of the current cell's streams (bounded).
     pub outputs: Vec<StreamText>,
+    /// A trace replay or session run in progress (or just finished).
+    pub replay: Option<replay::ReplayProgress>,
 }
 
 /// Requests from the user interface to the runner.
