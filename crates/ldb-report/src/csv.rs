@@ -1,5 +1,5 @@
 //! `report --csv`: one row per cell (decode and burst), then the rows of
-//! trace replays and sessions ([`replay`]), for spreadsheets and scripts.
+//! trace replays and sessions (`csv/replay.rs`), for spreadsheets and scripts.
 //!
 //! Column names are stable: snake_case, the result file's key where the
 //! value is a key of the cell (`kind` is the only added one). Empty fields

@@ -6,7 +6,7 @@
 //! `sample_index`), followed by the sample's own keys exactly as in the
 //! cell's `request_samples` (docs/result-json.md defines them). Decode cells
 //! (`results`) come first in run order, then burst cells (`burst_results`),
-//! then the lines of trace replays and sessions ([`replay`]).
+//! then the lines of trace replays and sessions (`jsonl/replay.rs`).
 
 mod replay;
 
