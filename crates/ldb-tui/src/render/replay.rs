@@ -71,6 +71,29 @@ pub fn lines(p: &ReplayProgress, width: usize, finished: bool) -> Vec<Line<'stat
     out
 }
 
+/// The plain mode's progress line (logs and CI).
+pub fn plain_line(p: &ReplayProgress) -> String {
+    let what = match p.kind {
+        ReplayKind::Trace => "trace replay".to_string(),
+        ReplayKind::Sessions => format!("sessions {}/{} done, turns", p.sessions_done, p.sessions),
+    };
+    let clock = match p.total {
+        Some(t) => format!("{:.0}/{:.0}s", p.elapsed, t),
+        None => format!("{:.0}s", p.elapsed),
+    };
+    format!(
+        "{what} {} {clock} ended {}/{} due {} sent {} completed {} errors {} in flight {}",
+        format::ascii_bar(p.fraction_done(), 10),
+        p.completed + p.errors,
+        p.scheduled,
+        p.due,
+        p.sent,
+        p.completed,
+        p.errors,
+        p.in_flight
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use ldb_core::live::{LiveSnapshot, Phase};
@@ -147,5 +170,36 @@ mod tests {
             assert!(s.contains(want), "{want} missing:\n{s}");
         }
         assert!(!s.contains("waiting"), "{s}");
+    }
+
+    #[test]
+    fn plain_mode_prints_the_progress_while_the_replay_runs() {
+        use std::time::{Duration, Instant};
+        let mut snap = LiveSnapshot {
+            phase: Phase::Burst,
+            replay: Some(ReplayProgress {
+                scheduled: 10,
+                due: 5,
+                sent: 5,
+                completed: 4,
+                in_flight: 1,
+                elapsed: 2.0,
+                total: Some(4.0),
+                ..ReplayProgress::default()
+            }),
+            ..LiveSnapshot::default()
+        };
+        let mut p = crate::plain::PlainPrinter::new(Duration::from_secs(5));
+        let lines = p.lines(&snap, Instant::now(), "12:00:00");
+        assert_eq!(
+            lines,
+            [
+                "12:00:00 trace replay [####------] 2/4s ended 4/10 due 5 sent 5 completed 4 \
+              errors 0 in flight 1"
+            ]
+        );
+        snap.phase = Phase::Done;
+        let mut p = crate::plain::PlainPrinter::new(Duration::from_secs(5));
+        assert!(p.lines(&snap, Instant::now(), "12:00:01").is_empty());
     }
 }
