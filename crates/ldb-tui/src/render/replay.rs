@@ -73,16 +73,19 @@ pub fn lines(p: &ReplayProgress, width: usize, finished: bool) -> Vec<Line<'stat
 
 /// The plain mode's progress line (logs and CI).
 pub fn plain_line(p: &ReplayProgress) -> String {
-    let what = match p.kind {
-        ReplayKind::Trace => "trace replay".to_string(),
-        ReplayKind::Sessions => format!("sessions {}/{} done, turns", p.sessions_done, p.sessions),
+    let (what, unit) = match p.kind {
+        ReplayKind::Trace => ("trace replay".to_string(), ""),
+        ReplayKind::Sessions => (
+            format!("sessions {}/{} done", p.sessions_done, p.sessions),
+            "turns ",
+        ),
     };
     let clock = match p.total {
         Some(t) => format!("{:.0}/{:.0}s", p.elapsed, t),
         None => format!("{:.0}s", p.elapsed),
     };
     format!(
-        "{what} {} {clock} ended {}/{} due {} sent {} completed {} errors {} in flight {}",
+        "{what} {} {clock} {unit}ended {}/{} due {} sent {} completed {} errors {} in flight {}",
         format::ascii_bar(p.fraction_done(), 10),
         p.completed + p.errors,
         p.scheduled,
