@@ -163,7 +163,7 @@ pub struct ReplayOut {
     pub base_status: Option<String>,
     /// The new replay's status.
     pub new_status: Option<String>,
-    /// Both ran the same workload (trace file and time scale; sessions,
+    /// Both ran the same workload (trace file and trace options; sessions,
     /// turns and user tokens).
     pub same_workload: bool,
     /// `compared`, `only_in_base`, …

@@ -7,8 +7,9 @@
 //! of the workload, and the 10-point flag of either side is listed with the
 //! cells' (`Comparison::prefix_gaps`).
 //!
-//! Two replays of different workloads (another trace file or time scale;
-//! other session, turn or user-token counts) are shown but not compared.
+//! Two replays of different workloads (another trace file, time scale,
+//! window, limit or filter; other session, turn or user-token counts) are
+//! shown but not compared.
 
 use ldb_core::document::ResultDocument;
 use ldb_core::replay::session::SessionResult;
@@ -153,7 +154,7 @@ pub struct ReplayComparison {
     pub base_status: Option<CellStatus>,
     /// The new replay's status.
     pub new_status: Option<CellStatus>,
-    /// Both ran the same workload (same trace file and time scale; same
+    /// Both ran the same workload (same trace file and trace options; same
     /// sessions, turns and user tokens); false makes the pair not compared.
     pub same_workload: bool,
     /// How the pair compares as a whole.
@@ -181,7 +182,8 @@ struct Side<'a> {
 fn trace_side(t: &TraceResult) -> Side<'_> {
     Side {
         status: t.status,
-        workload: format!("{} ×{}", t.source.sha256, t.source.options.speed),
+        // The file and every option that picks or times its requests.
+        workload: format!("{} {:?}", t.source.sha256, t.source.options),
         summary: &t.summary,
         cache: &t.prefix_cache,
         session: None,
@@ -403,7 +405,7 @@ mod tests {
     fn another_workload_or_a_missing_replay_is_not_compared() {
         let base = replay_fixture::doc(1.0);
         let mut new = replay_fixture::doc(0.5);
-        new.trace_results[0].source.sha256 = "cd".repeat(32);
+        new.trace_results[0].source.options.speed = 2.0;
         new.session_results.clear();
         let c = compare_replays(&base, &new, 5.0);
         assert!(!c[0].same_workload);
