@@ -18,7 +18,8 @@ use super::escape::escape;
 use crate::text::format::{ms_plain, rate};
 
 /// The `id` of every replay chart, in page order.
-pub const REPLAY_CHART_IDS: [&str; 3] = [
+pub const REPLAY_CHART_IDS: [&str; 4] = [
+    "chart-replay-latency",
     "chart-replay-throughput",
     "chart-replay-requests",
     "chart-session-ttft-by-turn",
@@ -174,6 +175,25 @@ fn bucket_series(
         .collect()
 }
 
+/// Per replay and latency, its p50, p90, p99 and max (x 50, 90, 99, 100), ms.
+fn percentile_series(rs: &[Replay<'_>]) -> Vec<Series> {
+    let mut out = Vec::new();
+    for r in rs {
+        let s = r.summary;
+        for (what, d) in [("TTFT", &s.ttft), ("TTFO", &s.ttfo), ("E2E", &s.e2e)] {
+            let points = [(50.0, d.p50), (90.0, d.p90), (99.0, d.p99), (100.0, d.max)]
+                .into_iter()
+                .filter_map(|(x, v)| Some((x, v? * 1000.0)))
+                .collect();
+            out.push(Series {
+                name: format!("{} {what}", r.name),
+                points,
+            });
+        }
+    }
+    out
+}
+
 fn time_spec<'a>(id: &'a str, title: &'a str, note: &'a str, y_desc: &'a str) -> Spec<'a> {
     Spec {
         id,
@@ -316,8 +336,21 @@ pub(crate) fn section(page: &Page<'_>) -> String {
     out.push_str("<h3>Latency distributions</h3>\n");
     out.push_str(&latency_table(&rs));
     out.push_str(&figure(
+        &Spec {
+            id: REPLAY_CHART_IDS[0],
+            title: "Latency percentiles from the scheduled time",
+            note: "TTFT, TTFO and E2E of each replay at p50, p90, p99 and the largest (100), \
+                   all counted from the request's scheduled send time.",
+            x_desc: "percentile",
+            y_desc: "ms",
+            x_log2: false,
+            x_fmt: whole,
+        },
+        &percentile_series(&rs),
+    ));
+    out.push_str(&figure(
         &time_spec(
-            REPLAY_CHART_IDS[0],
+            REPLAY_CHART_IDS[1],
             "Replay throughput over time",
             "Output tokens of the requests that completed in each 1 s bucket of the replay.",
             "output tok/s",
@@ -328,7 +361,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
     reqs.extend(bucket_series(&rs, " completed", |b| b.completed as f64));
     out.push_str(&figure(
         &time_spec(
-            REPLAY_CHART_IDS[1],
+            REPLAY_CHART_IDS[2],
             "Requests due and completed per second",
             "Requests the schedule made due in each 1 s bucket against the requests that \
              completed in it: a widening gap is a server falling behind the trace.",
@@ -345,7 +378,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         out.push_str(&session_table(page));
         out.push_str(&figure(
             &Spec {
-                id: REPLAY_CHART_IDS[2],
+                id: REPLAY_CHART_IDS[3],
                 title: "TTFT by turn index",
                 note: "Time to first token from each turn's scheduled time, by turn: with a \
                        working prefix cache it follows the uncached part (the last reply and \
