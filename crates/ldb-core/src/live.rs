@@ -3,6 +3,8 @@
 //! cheap enough at ≤ 10 frames per second. The runner changes it only by
 //! sending [`LiveEvent`]s, which [`LiveSnapshot::apply`] takes in.
 
+pub mod replay;
+
 use crate::hardware::GpuSample;
 use crate::result::CellStatus;
 
@@ -232,6 +234,8 @@ pub struct LiveSnapshot {
     pub events: Vec<String>,
     /// Recent output of the current cell's streams (bounded).
     pub outputs: Vec<StreamText>,
+    /// A trace replay or session run in progress (or just finished).
+    pub replay: Option<replay::ReplayProgress>,
 }
 
 /// Requests from the user interface to the runner.

@@ -7,6 +7,7 @@
 mod check;
 pub mod config;
 mod dispatch;
+mod progress;
 mod sessions;
 mod trace;
 
