@@ -4,6 +4,7 @@
 //! has for completion-stats), so every change is tested without a runner
 //! or a terminal.
 
+use super::replay::ReplayProgress;
 use super::{
     CellStage, CurrentCell, HardwareLive, LiveRateCi, LiveSnapshot, MatrixCell, MatrixCellState,
     Phase, PrefillRow, StreamText,
@@ -96,6 +97,9 @@ pub enum LiveEvent {
         /// The skip reason.
         skipped: Option<String>,
     },
+    /// A trace replay's or session run's counts as they stand (a few
+    /// times a second while it runs).
+    ReplayProgressed(Box<ReplayProgress>),
     /// A hardware reading (`None`: telemetry unavailable).
     HardwareRead(Option<HardwareLive>),
     /// A timestamped line for the event log.
@@ -205,6 +209,7 @@ impl LiveSnapshot {
             ev @ (LiveEvent::PrefillStarted { .. }
             | LiveEvent::PrefillSampled { .. }
             | LiveEvent::PrefillFinished { .. }) => self.prefill_event(ev),
+            LiveEvent::ReplayProgressed(p) => self.replay = Some(*p),
             LiveEvent::HardwareRead(hw) => self.hardware = hw,
             LiveEvent::Logged(line) => {
                 self.events.push(line);

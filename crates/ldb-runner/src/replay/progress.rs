@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ldb_core::live::LiveEvent;
 use ldb_core::live::replay::{ReplayKind, ReplayProgress};
 use tokio_util::sync::CancellationToken;
 
@@ -98,7 +99,7 @@ impl Ticker {
         let (live, clock) = (rc.live.clone(), rc.clock);
         let publish = move || {
             let p = counters.progress(&base, clock.now() - start);
-            live.update(|s| s.replay = Some(p));
+            live.send(LiveEvent::ReplayProgressed(Box::new(p)));
         };
         publish();
         let stop = CancellationToken::new();

@@ -279,3 +279,16 @@ fn logged_lines_are_bounded_oldest_dropped() {
         &format!("line {}", LIVE_EVENTS + 4)
     );
 }
+
+#[test]
+fn replay_progress_replaces_the_last_one() {
+    let mut s = planned();
+    let mut p = ReplayProgress {
+        sent: 3,
+        ..ReplayProgress::default()
+    };
+    s.apply(LiveEvent::ReplayProgressed(Box::new(p.clone())));
+    p.sent = 7;
+    s.apply(LiveEvent::ReplayProgressed(Box::new(p)));
+    assert_eq!(s.replay.as_ref().map(|r| r.sent), Some(7));
+}
