@@ -26,6 +26,7 @@ mod loop_lag;
 mod matrix;
 pub mod methodology;
 pub mod open_loop;
+mod open_loop_send;
 pub mod plan;
 mod pool;
 pub mod prefill;

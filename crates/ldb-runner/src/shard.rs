@@ -16,6 +16,7 @@ pub mod follower;
 mod join;
 pub mod leader;
 pub mod offline;
+pub mod rate;
 pub mod record;
 pub mod wire;
 

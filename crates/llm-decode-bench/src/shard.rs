@@ -214,8 +214,12 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         Some(
             "--sim (each shard would measure its own simulator: start `llm-decode-bench sim` once and pass --host)",
         )
-    } else if cfg.open_loop() {
-        Some("--request-rate")
+    } else if cfg.open_loop() && a.shard.start_at.is_some() {
+        Some(
+            "--request-rate with --start-at (an offline shard cannot share a schedule; use a coordinator)",
+        )
+    } else if cfg.replay.is_some() {
+        Some("--trace or --sessions (a replay runs in one process)")
     } else if cfg.request_count > 0 {
         Some("--request-count")
     } else if cfg.run_burst {
@@ -225,12 +229,22 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
     } else {
         None
     };
-    match why {
-        Some(w) => Err(AppError::Config(format!(
+    if let Some(w) = why {
+        return Err(AppError::Config(format!(
             "--shards does not support {w} yet"
-        ))),
-        None => Ok(()),
+        )));
     }
+    // Each shard sends its part of an open-loop schedule with its part of
+    // --max-in-flight (split like C): every shard needs one slot at least.
+    let shards = u64::from(a.shard.shards.unwrap_or(1));
+    if cfg.open_loop() && cfg.max_in_flight > 0 && cfg.max_in_flight < shards {
+        return Err(AppError::Config(format!(
+            "invalid --max-in-flight {}: below --shards {shards} (it is split over the shards, \
+             and each needs a slot)",
+            cfg.max_in_flight
+        )));
+    }
+    Ok(())
 }
 
 /// The benchmark flags every shard must share, as one JSON object (the

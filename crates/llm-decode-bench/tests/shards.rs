@@ -538,3 +538,94 @@ fn offline_shards_merge_into_the_paced_truth_and_misaligned_windows_are_refused(
     );
     assert!(!dir.path().join("bad.json").exists());
 }
+
+/// The flags of an open-loop run every shard shares: one rate, constant
+/// spacing (the truth is then exactly the rate), short paced requests.
+fn rate_flags(url: &str, rate: &str, max_tokens: &str) -> Vec<String> {
+    [
+        "--host",
+        url,
+        "--request-rate",
+        rate,
+        "--arrival",
+        "constant",
+        "--duration",
+        "3",
+        "--contexts",
+        "0",
+        "--skip-prefill",
+        "--max-tokens",
+        max_tokens,
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn three_shards_send_one_open_loop_schedule_like_one_process() {
+    let s = sim();
+    let (dir, single_out) = tmp("single.json");
+    // 10 req/s for 3 s: 30 requests of 20 tokens, each 0.4 s at the
+    // simulator's 50 tok/s.
+    let flags = rate_flags(&s.url, "10", "20");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    let codes: Vec<Option<i32>> = kids
+        .iter_mut()
+        .map(|k| wait(k, Duration::from_secs(120)))
+        .collect();
+    let all = logs(dir.path(), 3);
+    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let row = &doc["rate_results"][0];
+    assert_eq!(row["status"], "ok", "{row}\n{all}");
+    assert_eq!(
+        (num(row, "request_count"), num(row, "completed")),
+        (30.0, 30.0)
+    );
+    // Truth: the schedule's rate (constant spacing: exactly 10 req/s) and
+    // the simulator's pacing (20 tokens at 50 tok/s: 0.4 s a request).
+    let offered = num(row, "offered_rate_measured") / 10.0;
+    assert!(
+        (offered - 1.0).abs() <= 0.01,
+        "offered/truth {offered}\n{all}"
+    );
+    let e2e = num(row, "e2e_p50") / 0.4;
+    assert!(
+        (e2e - 1.0).abs() <= 0.1,
+        "e2e p50 against the pacing: {e2e}"
+    );
+    // Every shard sent its part of the one schedule; the parts add up.
+    let shards = row["shards"].as_array().expect("shards");
+    let parts: Vec<u64> = shards
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(parts, [10, 10, 10]);
+    let tokens: f64 = shards.iter().map(|s| num(s, "delivered_tokens")).sum();
+    assert_eq!(tokens, 600.0, "30 requests × 20 tokens");
+    for (i, entry) in shards.iter().enumerate().skip(1) {
+        assert!(num(entry, "clock_uncertainty_s") <= 0.002, "{entry}");
+        let rec = read(&dir.path().join(format!("r.shard-{i}.json")));
+        let n = rec["cells"][0]["outcomes"].as_array().map_or(0, Vec::len);
+        assert_eq!(n as f64, num(entry, "requests"), "shard {i}");
+    }
+    // One process at the same total rate, against the same simulator.
+    let o = alone(&flags, &single_out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let one = &read(&single_out)["rate_results"][0];
+    for k in ["offered_rate_measured", "achieved_rate"] {
+        let ratio = num(row, k) / num(one, k);
+        eprintln!("sharded/single {k}: {ratio:.4}");
+        assert!((ratio - 1.0).abs() <= 0.01, "sharded/single {k} {ratio}");
+    }
+    let most = (num(row, "max_in_flight") - num(one, "max_in_flight")).abs();
+    assert!(most <= 1.0, "max_in_flight {row} vs {one}");
+}

@@ -33,6 +33,11 @@ const COLLECT_WAIT: Duration = Duration::from_secs(30);
 
 static NEXT_CELL: AtomicU64 = AtomicU64::new(1);
 
+/// A new cell number (sustained and open-loop cells share the count).
+pub(crate) fn next_cell_id() -> u64 {
+    NEXT_CELL.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Run one cell over every shard.
 pub(crate) async fn run_sharded_cell(
     rc: &RunCtx,
@@ -42,7 +47,7 @@ pub(crate) async fn run_sharded_cell(
     for n in leader.take_notes() {
         rc.live.event(n);
     }
-    let id = NEXT_CELL.fetch_add(1, Ordering::Relaxed);
+    let id = next_cell_id();
     let Opened {
         skip,
         cell_start,
@@ -174,7 +179,11 @@ pub(crate) async fn tick_within(
 
 /// Why the window may not open: a shard whose clock offset is known less
 /// well than the window allows (`ldb_core::shard::uncertainty_bound`).
-fn clock_refusal(leader: &ShardLeader, members: &[u32], window_s: f64) -> Option<String> {
+pub(crate) fn clock_refusal(
+    leader: &ShardLeader,
+    members: &[u32],
+    window_s: f64,
+) -> Option<String> {
     let bound = uncertainty_bound(window_s);
     members.iter().find_map(|&i| match leader.clock(i) {
         None => Some(format!("shard {i}'s clock could not be measured")),

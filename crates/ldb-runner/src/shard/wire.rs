@@ -81,6 +81,8 @@ pub(crate) enum Msg {
         /// `--stream-idle-timeout`, seconds (none: unlimited).
         idle_timeout_s: Option<f64>,
     },
+    /// Leader → follower: send these requests of an open-loop cell.
+    RateStart(Box<super::rate::RateOrder>),
     /// Follower → leader, twice a second: alive, and how its streams are doing.
     Status {
         /// The cell its streams belong to (none between cells).
@@ -139,6 +141,10 @@ pub struct ShardCellData {
     pub client_cpu_share: Option<f64>,
     /// The shard's process limited its share.
     pub client_limited: bool,
+    /// An open-loop cell's part (`--request-rate`): when each request was
+    /// due, and what held requests back; absent for a sustained cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<super::rate::RateShare>,
 }
 
 /// One request as it travels (`StreamOutcome` with serde).
