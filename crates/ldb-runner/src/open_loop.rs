@@ -316,9 +316,14 @@ async fn gather(
     };
     tokio::pin!(others);
     let (mut own_done, mut others_done, mut collected) = (false, shards.is_none(), None);
+    let mut told = false;
     while !(own_done && others_done) {
         if limit - rc.clock.now() <= 0.0 {
             skip.cancel();
+        }
+        if let Some(s) = shards.filter(|_| skip.is_cancelled() && !told) {
+            s.stop_parts();
+            told = true;
         }
         tokio::select! {
             msg = rx.recv(), if !own_done => match msg {

@@ -392,7 +392,8 @@ pub(crate) fn leader_exit(
     doc: &ldb_core::document::ResultDocument,
 ) -> Option<i32> {
     let l = leader?;
-    let lost = doc.results.iter().any(|c| !c.ext.shards_lost.is_empty());
+    let lost = doc.results.iter().any(|c| !c.ext.shards_lost.is_empty())
+        || doc.rate_results.iter().any(|r| !r.shards_lost.is_empty());
     (l.settings().stop_on_loss && lost).then_some(exit::SHARD_LOST)
 }
 

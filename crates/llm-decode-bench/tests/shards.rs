@@ -407,7 +407,7 @@ fn bad_shard_flags_are_one_line_before_any_request() {
     let busy = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
     let busy_port = busy.local_addr().expect("addr").port();
     let url = "http://127.0.0.1:9";
-    let cases: [(&[&str], i32, &str); 4] = [
+    let cases: [(&[&str], i32, &str); 6] = [
         (
             &["--shards", "2", "--shard-index", "2"],
             2,
@@ -441,6 +441,32 @@ fn bad_shard_flags_are_one_line_before_any_request() {
             &["--shards", "2", "--shard-index", "0", "--duration", "auto"],
             2,
             "does not support",
+        ),
+        (
+            &[
+                "--shards",
+                "3",
+                "--shard-index",
+                "0",
+                "--request-rate",
+                "5",
+                "--max-in-flight",
+                "2",
+            ],
+            2,
+            "invalid --max-in-flight 2: below --shards 3",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "0",
+                "--request-count",
+                "8",
+            ],
+            2,
+            "does not support --request-count",
         ),
     ];
     for (args, code, needle) in cases {
@@ -554,6 +580,8 @@ fn rate_flags(url: &str, rate: &str, max_tokens: &str) -> Vec<String> {
         "--contexts",
         "0",
         "--skip-prefill",
+        "--decode-warmup-seconds",
+        "0",
         "--max-tokens",
         max_tokens,
         "--display-mode",
@@ -628,4 +656,46 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
     }
     let most = (num(row, "max_in_flight") - num(one, "max_in_flight")).abs();
     assert!(most <= 1.0, "max_in_flight {row} vs {one}");
+}
+
+#[test]
+fn a_follower_killed_mid_rate_cell_labels_it_and_the_next_rate_runs_on_the_shards_left() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let flags = rate_flags(&s.url, "5,6", "50");
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    wait_for_line(
+        &dir.path().join("shard-0.out"),
+        "rate cell start R=5",
+        Duration::from_secs(60),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = kids[2].kill();
+    let _ = kids[2].wait();
+    let leader = wait(&mut kids[0], Duration::from_secs(120));
+    let follower = wait(&mut kids[1], Duration::from_secs(30));
+    let all = logs(dir.path(), 3);
+    // An open-loop row in error does not change the exit code (as for one
+    // process); `--on-shard-loss stop` would exit 6.
+    assert_eq!(leader, Some(0), "{all}");
+    assert_eq!(follower, Some(0), "{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let first = &doc["rate_results"][0];
+    assert_eq!(first["shards_lost"], serde_json::json!([2]), "{first}");
+    assert_eq!(first["status"], "error");
+    assert!(first["achieved_rate"].is_null(), "{first}");
+    let second = &doc["rate_results"][1];
+    assert_eq!(second["status"], "ok", "{second}");
+    let parts: Vec<u64> = second["shards"]
+        .as_array()
+        .expect("shards")
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(parts, [9, 9], "18 requests over the two shards left");
+    assert_eq!(num(second, "completed"), 18.0);
 }

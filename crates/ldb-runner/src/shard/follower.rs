@@ -110,6 +110,7 @@ pub async fn follow(
         tx,
         rate_tx,
         rates_running: 0,
+        parts: Default::default(),
         active: None,
         done: Vec::new(),
     };
@@ -171,6 +172,9 @@ struct Following {
     /// Open-loop parts, when they end.
     rate_tx: mpsc::UnboundedSender<ShardCellData>,
     rates_running: usize,
+    /// The open-loop parts running, by cell: the leader ends one early
+    /// (the user skipped the cell) with its `CellEnd`.
+    parts: std::collections::HashMap<u64, CancellationToken>,
     /// The sustained cell running.
     active: Option<Active>,
     /// Every cell finished, in order.
@@ -224,6 +228,7 @@ impl Following {
                 self.rates_running += 1;
                 let (env, origin) = (self.base.clone(), self.clock.origin());
                 let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
+                self.parts.insert(order.cell, cancel.clone());
                 tokio::spawn(async move {
                     let _ = out.send(super::rate::run_share(*order, env, origin, cancel).await);
                 });
@@ -235,6 +240,11 @@ impl Following {
                     a.pool.window.open(ls);
                     a.window = Some((ls, le));
                     a.load = Some((read_client_load(), LagProbe::start()));
+                }
+            }
+            Msg::CellEnd { cell } if self.parts.contains_key(&cell) => {
+                if let Some(part) = self.parts.get(&cell) {
+                    part.cancel();
                 }
             }
             Msg::CellEnd { cell } => {
@@ -256,6 +266,7 @@ impl Following {
     /// An open-loop part ended: send it to the leader and keep it.
     fn rate_done(&mut self, d: ShardCellData, on_cell: &mut impl FnMut(&[ShardCellData])) {
         self.rates_running = self.rates_running.saturating_sub(1);
+        self.parts.remove(&d.cell);
         let _ = self.tx.send(Msg::CellDone(Box::new(d.clone())));
         self.done.push(d);
         on_cell(&self.done);

@@ -187,6 +187,14 @@ impl RateShards {
         mine
     }
 
+    /// Tell every follower to stop its part now (the user skipped the cell
+    /// or the run stops): what was sent still comes back.
+    pub(crate) fn stop_parts(&self) {
+        for &i in &self.members {
+            self.leader.send(i, Msg::CellEnd { cell: self.cell });
+        }
+    }
+
     /// Every follower's part, until each answered, was lost, or the limit
     /// (a run-clock time) and the collection margin passed.
     pub(crate) async fn collect(
