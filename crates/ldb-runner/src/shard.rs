@@ -11,6 +11,7 @@
 //! `ldb_core::shard`.
 
 pub mod auth;
+pub(crate) mod batch;
 pub(crate) mod cell;
 pub mod follower;
 mod join;

@@ -220,10 +220,10 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         )
     } else if cfg.replay.is_some() {
         Some("--trace or --sessions (a replay runs in one process)")
-    } else if cfg.request_count > 0 {
-        Some("--request-count")
-    } else if cfg.run_burst {
-        Some("--run-burst")
+    } else if (cfg.request_count > 0 || cfg.run_burst) && a.shard.start_at.is_some() {
+        Some(
+            "--request-count or --run-burst with --start-at (a batch has no fixed end; use a coordinator)",
+        )
     } else if cfg.auto_stop.is_some() {
         Some("--duration auto (every shard must know the window's end in advance)")
     } else {

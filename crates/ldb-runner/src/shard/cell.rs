@@ -275,7 +275,7 @@ fn merge_into(
 
 /// Record each shard's part; a cell that lost a shard is an error (its load
 /// was not C), and `--on-shard-loss stop` ends the run after it.
-fn label_shards(
+pub(crate) fn label_shards(
     rc: &RunCtx,
     leader: &ShardLeader,
     cell: &mut CellResult,

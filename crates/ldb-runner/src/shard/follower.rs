@@ -233,6 +233,15 @@ impl Following {
                     let _ = out.send(super::rate::run_share(*order, env, origin, cancel).await);
                 });
             }
+            Msg::BatchStart(order) => {
+                self.rates_running += 1;
+                let (env, origin) = (self.base.clone(), self.clock.origin());
+                let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
+                self.parts.insert(order.cell, cancel.clone());
+                tokio::spawn(async move {
+                    let _ = out.send(super::batch::run_share(*order, env, origin, cancel).await);
+                });
+            }
             Msg::Window { cell, start, end } => {
                 if let Some(a) = self.active.as_mut().filter(|a| a.cell == cell) {
                     let (ls, le) = (start - self.clock.origin(), end - self.clock.origin());

@@ -83,6 +83,8 @@ pub(crate) enum Msg {
     },
     /// Leader → follower: send these requests of an open-loop cell.
     RateStart(Box<super::rate::RateOrder>),
+    /// Leader → follower: run this part of a finite batch.
+    BatchStart(Box<super::batch::BatchOrder>),
     /// Follower → leader, twice a second: alive, and how its streams are doing.
     Status {
         /// The cell its streams belong to (none between cells).
@@ -145,6 +147,10 @@ pub struct ShardCellData {
     /// due, and what held requests back; absent for a sustained cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<super::rate::RateShare>,
+    /// A finite batch's part: per outcome (same order), when it ended
+    /// (`[DONE]`, error or cut) on the shard's run clock; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ends: Vec<f64>,
 }
 
 /// One request as it travels (`StreamOutcome` with serde).
