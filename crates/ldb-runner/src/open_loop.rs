@@ -5,6 +5,7 @@
 //! contexts in order, rates rising; `--stop-at-saturation` ends a context's
 //! rise after two saturated cells in a row.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -141,7 +142,6 @@ async fn rate_cell(
     // Every request sends the cell's prompt; with shared prefixes its own
     // nonce behind the prefixes in turn (`prefix_run.rs`).
     let bodies = crate::prefix_run::RateBodies::new(rc, prompts, (context, index), &spec.messages);
-    let body = |i| bodies.body(i);
     // A different schedule per cell, the same on every run with this seed.
     let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
     let span = due.last().copied().unwrap_or(0.0);
@@ -171,15 +171,16 @@ async fn rate_cell(
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
     // Each shard sends its part of the one schedule (one process: all of it).
-    let (mine, cap) = match &shards {
-        Some(s) => (
-            s.send_orders(rc, &due, (t0, limit), &body),
-            s.own_cap(rc.cfg.max_in_flight),
-        ),
-        None => (
-            due.iter().copied().enumerate().collect(),
-            rc.cfg.max_in_flight,
-        ),
+    let (mine, own) = match &shards {
+        Some(s) => s.send_orders(rc, &due, (t0, limit), &|i| bodies.body(i)),
+        None => (due.iter().copied().enumerate().collect(), HashMap::new()),
+    };
+    let cap = shards
+        .as_ref()
+        .map_or(rc.cfg.max_in_flight, |s| s.own_cap(rc.cfg.max_in_flight));
+    let body = |i| match &shards {
+        Some(_) => own.get(&i).cloned().unwrap_or_default(),
+        None => bodies.body(i),
     };
     let (capped, not_sent) = send_all(Sender {
         due: &mine,

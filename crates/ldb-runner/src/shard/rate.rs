@@ -140,15 +140,19 @@ impl RateShards {
     }
 
     /// Deal the schedule, send every follower its part (its times on its
-    /// clock) and return the leader's own requests. `t0` and `limit` are
-    /// run-clock times of the leader.
+    /// clock) and return the leader's own requests with their bodies. `t0`
+    /// and `limit` are run-clock times of the leader.
     pub(crate) fn send_orders(
         &self,
         rc: &RunCtx,
         due: &[f64],
         (t0, limit): (f64, f64),
         body: &dyn Fn(usize) -> Bytes,
-    ) -> Vec<(usize, f64)> {
+    ) -> (Vec<(usize, f64)>, HashMap<usize, Bytes>) {
+        // Every body built in schedule order, as one process builds them
+        // while it sends: the intended prefix cache admits them in that order.
+        let mut built: Vec<Option<Bytes>> = (0..due.len()).map(|k| Some(body(k))).collect();
+        let mut take = |k: usize| built.get_mut(k).and_then(Option::take).unwrap_or_default();
         let mut parts = deal(due, self.count()).into_iter();
         let mine = parts.next().unwrap_or_default();
         for ((rank, &i), part) in self.members.iter().enumerate().zip(parts) {
@@ -158,7 +162,7 @@ impl RateShards {
             let body_of = part
                 .iter()
                 .map(|&(k, _)| {
-                    let b = body(k);
+                    let b = take(k);
                     *seen.entry(b.clone()).or_insert_with(|| {
                         bodies.push(b);
                         bodies.len() as u32 - 1
@@ -184,7 +188,8 @@ impl RateShards {
             };
             self.leader.send(i, Msg::RateStart(Box::new(order)));
         }
-        mine
+        let own = mine.iter().map(|&(k, _)| (k, take(k))).collect();
+        (mine, own)
     }
 
     /// Tell every follower to stop its part now (the user skipped the cell
