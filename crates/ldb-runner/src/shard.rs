@@ -17,6 +17,7 @@ pub mod follower;
 mod join;
 pub mod leader;
 pub mod offline;
+pub(crate) mod planned;
 pub mod rate;
 pub mod record;
 pub mod wire;

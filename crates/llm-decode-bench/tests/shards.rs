@@ -438,9 +438,18 @@ fn bad_shard_flags_are_one_line_before_any_request() {
             "cannot listen on the coordinator port",
         ),
         (
-            &["--shards", "2", "--shard-index", "0", "--duration", "auto"],
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "0",
+                "--duration",
+                "auto",
+                "--start-at",
+                "2000000000",
+            ],
             2,
-            "does not support",
+            "does not support --duration auto with --start-at",
         ),
         (
             &[
@@ -745,4 +754,63 @@ fn three_shards_run_one_request_count_batch_like_one_process() {
     // (single runs here spread 2–4 % on a 2 s batch), so one process and
     // the shards agree to 3 %, not to the 1 % of a steady window.
     assert!((ratio - 1.0).abs() <= 0.03, "sharded/single {ratio}");
+}
+
+#[test]
+fn two_shards_close_one_auto_window_from_their_summed_rate() {
+    let s = sim();
+    let (dir, _) = tmp("x");
+    let mut flags = bench_flags(&s.url, "8", "2000");
+    let d = flags
+        .iter()
+        .position(|f| f == "--duration")
+        .expect("duration");
+    flags[d + 1] = "auto".into();
+    flags.extend(
+        [
+            "--target-ci",
+            "2",
+            "--min-duration",
+            "2",
+            "--max-duration",
+            "12",
+        ]
+        .map(String::from),
+    );
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..2)
+        .map(|i| shard(dir.path(), &flags, 2, i, &coord, &[]))
+        .collect();
+    let codes: Vec<Option<i32>> = kids
+        .iter_mut()
+        .map(|k| wait(k, Duration::from_secs(120)))
+        .collect();
+    let all = logs(dir.path(), 2);
+    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let cell = &doc["results"][0];
+    assert_eq!(cell["status"], "ok", "{cell}\n{all}");
+    // A steady server: the rule closes the window before its maximum.
+    assert_eq!(cell["stopped_by"], "ci", "{cell}");
+    let secs = num(cell, "measurement_seconds");
+    assert!((2.0..12.0).contains(&secs), "window {secs} s");
+    // Both shards counted inside the one (shortened) window.
+    let (client, server) = (
+        num(cell, "client_output_tokens"),
+        num(cell, "server_output_tokens"),
+    );
+    assert!(
+        (client / server - 1.0).abs() <= 0.01,
+        "client {client} vs simulator {server}"
+    );
+    let shards = cell["shards"].as_array().expect("shards");
+    let delivered: f64 = shards.iter().map(|s| num(s, "delivered_tokens")).sum();
+    assert_eq!(delivered, client);
+    let paced = num(cell, "aggregate_tps") / 400.0;
+    assert!((paced - 1.0).abs() <= 0.03, "against the pacing: {paced}");
+    eprintln!(
+        "auto window {secs:.2} s, client/simulator {:.4}, pacing {paced:.4}",
+        client / server
+    );
 }

@@ -14,6 +14,7 @@ use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::shard::{ShardCellRecord, share, uncertainty_bound};
 
 use super::leader::ShardLeader;
+use super::planned::Planned;
 use super::wire::{Msg, ShardCellData};
 use crate::cell::{
     CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, measure_window,
@@ -60,7 +61,11 @@ pub(crate) async fn run_sharded_cell(
     }
     leader.sync_clocks().await;
     let members = leader.live_members();
-    if let Some(why) = clock_refusal(leader, &members, spec.duration) {
+    // Under --duration auto the window may close at its minimum length.
+    let shortest = spec
+        .auto_stop
+        .map_or(spec.duration, |a| a.min_s.min(spec.duration));
+    if let Some(why) = clock_refusal(leader, &members, shortest) {
         rc.live.event(format!("cell error {at}: {why}"));
         let cell = CellResult::skipped(
             spec.concurrency,
@@ -96,9 +101,10 @@ pub(crate) async fn run_sharded_cell(
         let start = rc.clock.now() + ANNOUNCE_LEAD_S;
         let end = start + spec.duration;
         announce(rc, leader, &members, id, (start, end));
-        (start, end)
+        let early = spec.auto_stop.map(|_| (leader, &members[..], id));
+        Planned::new((start, end), early)
     });
-    let mut win = measure_window(rc, &spec, &skip, &mut pool, aborted, planned).await;
+    let mut win = measure_window(rc, &spec, &skip, &mut pool, aborted, planned.as_ref()).await;
     for &i in &members {
         leader.send(i, Msg::CellEnd { cell: id });
     }
@@ -207,7 +213,13 @@ fn peer_progress(leader: &ShardLeader, members: &[u32], cell: u64) -> (u32, u64)
 }
 
 /// Tell each follower the window on its own clock.
-fn announce(rc: &RunCtx, leader: &ShardLeader, members: &[u32], cell: u64, w: (f64, f64)) {
+pub(crate) fn announce(
+    rc: &RunCtx,
+    leader: &ShardLeader,
+    members: &[u32],
+    cell: u64,
+    w: (f64, f64),
+) {
     for &i in members {
         let off = leader.clock(i).map_or(0.0, |e| e.offset_s);
         leader.send(

@@ -246,9 +246,12 @@ impl Following {
                 if let Some(a) = self.active.as_mut().filter(|a| a.cell == cell) {
                     let (ls, le) = (start - self.clock.origin(), end - self.clock.origin());
                     a.pool.window.close(le);
-                    a.pool.window.open(ls);
-                    a.window = Some((ls, le));
-                    a.load = Some((read_client_load(), LagProbe::start()));
+                    // A second announcement only moves the end earlier
+                    // (`--duration auto` closed the window).
+                    if a.window.replace((ls, le)).is_none() {
+                        a.pool.window.open(ls);
+                        a.load = Some((read_client_load(), LagProbe::start()));
+                    }
                 }
             }
             Msg::CellEnd { cell } if self.parts.contains_key(&cell) => {
@@ -282,7 +285,7 @@ impl Following {
     }
 }
 
-/// The status sent twice a second; inside the window it also samples the
+/// The status sent four times a second; inside the window it also samples the
 /// producing streams.
 fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
     let Some(a) = active else {
@@ -290,6 +293,7 @@ fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
             cell: None,
             producing: 0,
             tokens: 0,
+            window_tokens: 0,
         };
     };
     a.pool.collect();
@@ -297,14 +301,12 @@ fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
     if a.window.is_some_and(|(s, e)| now >= s && now <= e) {
         a.producing.push(f64::from(a.pool.producing()));
     }
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
     Msg::Status {
         cell: Some(a.cell),
         producing: a.pool.producing(),
-        tokens: a
-            .pool
-            .counters
-            .tokens
-            .load(std::sync::atomic::Ordering::Relaxed),
+        tokens: count(&a.pool.counters.tokens),
+        window_tokens: count(&a.pool.counters.window_tokens),
     }
 }
 

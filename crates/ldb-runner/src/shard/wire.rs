@@ -85,7 +85,7 @@ pub(crate) enum Msg {
     RateStart(Box<super::rate::RateOrder>),
     /// Leader → follower: run this part of a finite batch.
     BatchStart(Box<super::batch::BatchOrder>),
-    /// Follower → leader, twice a second: alive, and how its streams are doing.
+    /// Follower → leader, four times a second: alive, and how its streams are doing.
     Status {
         /// The cell its streams belong to (none between cells).
         cell: Option<u64>,
@@ -93,6 +93,10 @@ pub(crate) enum Msg {
         producing: u32,
         /// Tokens received so far in the cell.
         tokens: u64,
+        /// Tokens counted inside the cell's window so far (the leader's
+        /// `--duration auto` rule reads the sum over the shards).
+        #[serde(default)]
+        window_tokens: u64,
     },
     /// Leader → follower: the one window, on the follower's clock (Unix s).
     Window {
