@@ -7,13 +7,14 @@
 mod check;
 pub mod config;
 mod dispatch;
+mod progress;
 mod sessions;
 mod trace;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
 
 use ldb_client::discovery::Discovery;
-use ldb_core::live::Phase;
+use ldb_core::live::{LiveEvent, Phase};
 
 use crate::ctx::RunCtx;
 use crate::recorder::Recorder;
@@ -23,7 +24,7 @@ pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
     let Some(cfg) = rc.cfg.replay.clone() else {
         return;
     };
-    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     match cfg {
         ReplayConfig::Trace(t) => {
             let r = trace::replay(rc, disc, &t).await;

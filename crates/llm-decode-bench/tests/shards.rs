@@ -578,7 +578,7 @@ fn rate_flags(url: &str, rate: &str, max_tokens: &str) -> Vec<String> {
         "--arrival",
         "constant",
         "--duration",
-        "3",
+        "5",
         "--contexts",
         "0",
         "--skip-prefill",
@@ -599,7 +599,7 @@ fn rate_flags(url: &str, rate: &str, max_tokens: &str) -> Vec<String> {
 fn three_shards_send_one_open_loop_schedule_like_one_process() {
     let s = sim();
     let (dir, single_out) = tmp("single.json");
-    // 10 req/s for 3 s: 30 requests of 20 tokens, each 0.4 s at the
+    // 10 req/s for 5 s: 50 requests of 20 tokens, each 0.4 s at the
     // simulator's 50 tok/s.
     let flags = rate_flags(&s.url, "10", "20");
     let coord = format!("127.0.0.1:{}", free_port());
@@ -618,7 +618,7 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
     assert_eq!(row["status"], "ok", "{row}\n{all}");
     assert_eq!(
         (num(row, "request_count"), num(row, "completed")),
-        (30.0, 30.0)
+        (50.0, 50.0)
     );
     // Truth: the schedule's rate (constant spacing: exactly 10 req/s) and
     // the simulator's pacing (20 tokens at 50 tok/s: 0.4 s a request).
@@ -638,9 +638,9 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
         .iter()
         .map(|s| s["concurrency"].as_u64().unwrap_or(0))
         .collect();
-    assert_eq!(parts, [10, 10, 10]);
+    assert_eq!(parts, [17, 17, 16], "50 over 3, like C");
     let tokens: f64 = shards.iter().map(|s| num(s, "delivered_tokens")).sum();
-    assert_eq!(tokens, 600.0, "30 requests × 20 tokens");
+    assert_eq!(tokens, 1000.0, "50 requests × 20 tokens");
     for (i, entry) in shards.iter().enumerate().skip(1) {
         assert!(num(entry, "clock_uncertainty_s") <= 0.002, "{entry}");
         let rec = read(&dir.path().join(format!("r.shard-{i}.json")));
@@ -664,7 +664,12 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
 fn a_follower_killed_mid_rate_cell_labels_it_and_the_next_rate_runs_on_the_shards_left() {
     let s = sim();
     let (dir, _) = tmp("x");
-    let flags = rate_flags(&s.url, "5,6", "50");
+    let mut flags = rate_flags(&s.url, "5,6", "50");
+    let d = flags
+        .iter()
+        .position(|f| f == "--duration")
+        .expect("duration");
+    flags[d + 1] = "3".into();
     let coord = format!("127.0.0.1:{}", free_port());
     let mut kids: Vec<Child> = (0..3)
         .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
@@ -708,7 +713,7 @@ fn three_shards_run_one_request_count_batch_like_one_process() {
     let (dir, single_out) = tmp("single.json");
     // C = 6, N = 12 of 100 tokens (2 s each at 50 tok/s): two waves.
     let mut flags = bench_flags(&s.url, "6", "100");
-    flags.extend(["--request-count", "12", "--warmup-request-count", "3"].map(String::from));
+    flags.extend(["--request-count", "12"].map(String::from));
     let coord = format!("127.0.0.1:{}", free_port());
     let mut kids: Vec<Child> = (0..3)
         .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
@@ -771,7 +776,7 @@ fn two_shards_close_one_auto_window_from_their_summed_rate() {
             "--target-ci",
             "2",
             "--min-duration",
-            "2",
+            "4",
             "--max-duration",
             "12",
         ]
@@ -794,7 +799,7 @@ fn two_shards_close_one_auto_window_from_their_summed_rate() {
     // A steady server: the rule closes the window before its maximum.
     assert_eq!(cell["stopped_by"], "ci", "{cell}");
     let secs = num(cell, "measurement_seconds");
-    assert!((2.0..12.0).contains(&secs), "window {secs} s");
+    assert!((4.0..12.0).contains(&secs), "window {secs} s");
     // Both shards counted inside the one (shortened) window.
     let (client, server) = (
         num(cell, "client_output_tokens"),
