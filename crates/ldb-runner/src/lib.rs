@@ -25,6 +25,7 @@ pub mod live;
 mod loop_lag;
 mod matrix;
 pub mod open_loop;
+mod open_loop_send;
 pub mod plan;
 mod pool;
 pub mod prefill;
