@@ -36,7 +36,7 @@ use crate::cell::{CellOutput, CellSpec};
 use crate::cell_io::{drain, scout};
 use crate::cell_view::{RateTrace, enter_stage, stream_texts};
 use crate::ctx::RunCtx;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::BodyOptions;
 use assemble::assemble;
 #[cfg(test)]
 use assemble::max_overlap;
@@ -113,8 +113,11 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     } else {
         None
     };
-    let body = chat_body(
-        &rc.model,
+    if ctx > 0 {
+        crate::prefix_groups::warm_other_groups(rc, ctx, &as_cell.messages, &skip).await;
+    }
+    let bodies = crate::prefix_groups::group_bodies(
+        rc,
         &as_cell.messages,
         BodyOptions {
             max_tokens: rc.cfg.max_tokens,
@@ -128,7 +131,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     let mut first_error: Option<String> = None;
     if w > 0 && !skip.is_cancelled() {
         stage(rc, &spec, CellStage::RampUp);
-        let warm = batch(rc, &spec, &body, w, &skip, false).await;
+        let warm = batch(rc, &spec, &bodies, w, &skip, false).await;
         if let Some(e) = warm.done.iter().find_map(|d| d.outcome.track.error()) {
             first_error = Some(format!("warmup request failed: {e}"));
         }
@@ -150,7 +153,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     };
     let hw_mark = rc.hw_mark();
     let measured_from = rc.clock.now();
-    let m = batch(rc, &spec, &body, n, &skip, true).await;
+    let m = batch(rc, &spec, &bodies, n, &skip, true).await;
     let end_scrape = if rc.metrics {
         rc.scraper.scrape_once().await
     } else {
@@ -206,7 +209,7 @@ pub(crate) struct Batch {
 async fn batch(
     rc: &RunCtx,
     spec: &BurstSpec,
-    body: &Bytes,
+    bodies: &[Bytes],
     n: u64,
     skip: &CancellationToken,
     measured: bool,
@@ -234,7 +237,7 @@ async fn batch(
         };
         handles.push(tokio::spawn(worker(
             env,
-            body.clone(),
+            bodies[slot as usize % bodies.len().max(1)].clone(),
             claimed.clone(),
             n,
             tx.clone(),
