@@ -113,19 +113,8 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     } else {
         None
     };
-    if ctx > 0 {
-        crate::prefix_groups::warm_other_groups(rc, ctx, &as_cell.messages, &skip).await;
-    }
-    let bodies = crate::prefix_groups::group_bodies(
-        rc,
-        &as_cell.messages,
-        BodyOptions {
-            max_tokens: rc.cfg.max_tokens,
-            continuous_usage: false,
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
-        },
-    );
+    let bodies =
+        crate::prefix_groups::warmed_bodies(rc, ctx, &as_cell.messages, &skip, options(rc)).await;
 
     // Warmup batch: same payload, samples discarded.
     let mut first_error: Option<String> = None;
@@ -203,6 +192,16 @@ pub(crate) struct Batch {
     pub done: Vec<Done>,
     /// Scrapes that arrived while the batch ran.
     pub sched: Vec<Scrape>,
+}
+
+/// The body options of a burst cell's requests.
+fn options(rc: &RunCtx) -> BodyOptions {
+    BodyOptions {
+        max_tokens: rc.cfg.max_tokens,
+        continuous_usage: false,
+        ignore_eos: !rc.cfg.respect_eos,
+        temperature: rc.cfg.temperature,
+    }
 }
 
 /// Run `n` requests on min(C, n) closed-loop workers and wait for all of them.

@@ -53,6 +53,21 @@ pub(crate) fn group_bodies(rc: &RunCtx, msgs: &[Message], options: BodyOptions) 
         .collect()
 }
 
+/// [`warm_other_groups`] (at a context above 0, which has a scout), then
+/// [`group_bodies`].
+pub(crate) async fn warmed_bodies(
+    rc: &RunCtx,
+    ctx: u64,
+    msgs: &[Message],
+    skip: &CancellationToken,
+    options: BodyOptions,
+) -> Vec<Bytes> {
+    if ctx > 0 {
+        warm_other_groups(rc, ctx, msgs, skip).await;
+    }
+    group_bodies(rc, msgs, options)
+}
+
 /// After the scout: one `max_tokens = 1` request per group other than 0
 /// with the cell's prompt behind that group's prefix, fed to the intended
 /// cache, so the streams of every group find their prompt cached.

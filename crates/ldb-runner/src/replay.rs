@@ -6,11 +6,13 @@
 
 mod check;
 pub mod config;
+pub mod corpus;
 mod dispatch;
 mod sessions;
 mod trace;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
+pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;
 use ldb_core::live::Phase;

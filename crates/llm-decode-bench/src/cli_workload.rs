@@ -55,4 +55,7 @@ pub struct WorkloadArgs {
     /// Wait after each reply: SECONDS or exp:MEAN (default 0).
     #[arg(long, value_name = "S|exp:MEAN")]
     pub think_time: Option<String>,
+    /// Cut built prompt text (--trace token counts, --sessions messages) from this text file instead of filler words.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_corpus: Option<PathBuf>,
 }

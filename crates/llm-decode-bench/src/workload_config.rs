@@ -85,6 +85,7 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
         scan,
         options,
         tokenize_checks: w.trace_tokenize_checks.unwrap_or(TOKENIZE_CHECKS),
+        corpus: corpus(w)?,
     }))
 }
 
@@ -109,7 +110,17 @@ fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
         turns,
         user_tokens,
         think_time,
+        corpus: corpus(w)?,
     }))
+}
+
+/// `--prompt-corpus`, read and cut (a bad corpus: one line, exit 2).
+fn corpus(w: &WorkloadArgs) -> Result<Option<ldb_runner::replay::PromptCorpus>, ConfigError> {
+    w.prompt_corpus
+        .as_deref()
+        .map(ldb_runner::replay::load_corpus)
+        .transpose()
+        .map_err(ConfigError)
 }
 
 /// The replay the flags ask for, if any, set into `cfg` (which then runs
@@ -135,6 +146,12 @@ pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, Conf
         }
         (Some(path), None) => trace(w, path)?,
         (None, Some(n)) => sessions(w, n)?,
+        (None, None) if w.prompt_corpus.is_some() => {
+            return Err(bad(
+                "--prompt-corpus",
+                "only applies to --trace or --sessions (the matrix's prompts are not built from it yet)",
+            ));
+        }
         (None, None) => return Ok(cfg),
     };
     for (given, flag) in [

@@ -27,13 +27,11 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-core/src/readiness.rs", "observe", 103),
     ("crates/ldb-report/src/html/charts.rs", "section", 145),
     ("crates/ldb-runner/src/assemble.rs", "assemble", 116),
-    ("crates/ldb-runner/src/burst.rs", "run_burst_cell", 104),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/cstats/batch.rs", "run_batch", 101),
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 162),
     ("crates/ldb-runner/src/plan.rs", "plan", 114),
     // trace replay and sessions (issue 25), merged long: to split next
-    ("crates/ldb-runner/src/replay/sessions.rs", "run", 101),
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),

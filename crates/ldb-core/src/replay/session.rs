@@ -151,6 +151,9 @@ pub struct SessionResult {
     pub sessions_completed: u64,
     /// Intended against achieved prefix-cache hit rate.
     pub prefix_cache: PrefixCacheCheck,
+    /// The corpus the user messages were cut from (absent: the word list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_corpus: Option<super::PromptCorpusInfo>,
 }
 
 /// TTFT and prompt size by turn index.

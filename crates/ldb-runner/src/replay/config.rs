@@ -30,6 +30,8 @@ pub struct TraceConfig {
     pub options: TraceOptions,
     /// Built prompts counted with the server's tokenizer before the replay.
     pub tokenize_checks: usize,
+    /// `--prompt-corpus`: the text prompts are cut from (else the word list).
+    pub corpus: Option<super::PromptCorpus>,
 }
 
 /// `--sessions` and its options.
@@ -44,6 +46,8 @@ pub struct SessionConfig {
     pub user_tokens: u64,
     /// The wait between a reply and the next turn.
     pub think_time: ThinkTime,
+    /// `--prompt-corpus`: the text user messages are cut from.
+    pub corpus: Option<super::PromptCorpus>,
 }
 
 impl std::fmt::Display for ReplayConfig {

@@ -17,7 +17,7 @@ use ldb_core::replay::session::{
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, assemble};
 use ldb_core::result::CellStatus;
-use ldb_core::trace::prompt::block_words;
+use ldb_core::trace::corpus::TextSource;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +32,7 @@ use crate::prompts::{BodyOptions, chat_body};
 struct Shared {
     cfg: SessionConfig,
     salt: u64,
+    source: TextSource,
     template: u64,
     start: f64,
     skip: CancellationToken,
@@ -39,12 +40,13 @@ struct Shared {
     usage: Arc<Mutex<(u64, u64)>>,
 }
 
-/// The text of a new user message: `words` one-token words of its own.
-fn user_text(salt: u64, session: u64, turn: u32, words: u64) -> String {
+/// The text of a new user message: `words` tokens of its own (one-token
+/// words of the list, or cut from `--prompt-corpus`).
+fn user_text(sh: &Shared, session: u64, turn: u32, words: u64) -> String {
     let mut s = String::new();
-    block_words(
+    sh.source.fill(
         chain(session, u64::from(turn)) >> 1,
-        salt,
+        sh.salt,
         words as usize,
         &mut s,
     );
@@ -74,7 +76,7 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
         };
         messages.push(Message {
             role: "user",
-            content: user_text(sh.salt, id, turn, words),
+            content: user_text(&sh, id, turn, words),
         });
         let body = chat_body(
             &rc.model,
@@ -140,12 +142,9 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
 pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> SessionResult {
     let salt: u64 = rand::random();
     let (template, _) = template_tokens(&rc.http, disc, salt).await;
+    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
     let granularity = rc.cache_granularity();
-    let before = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
     rc.live.event(format!(
@@ -155,6 +154,7 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
     let sh = Shared {
         cfg: cfg.clone(),
         salt,
+        source,
         template,
         start,
         skip: rc.controls.new_skip(),
@@ -170,11 +170,7 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         .flatten()
         .collect();
     drop(measuring);
-    let after = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let after = super::trace::scrape_if(rc).await;
     let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start,
@@ -222,6 +218,7 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         }
         .judge(),
         summary,
+        prompt_corpus: corpus,
     };
     let ttft = |t: usize| {
         result
