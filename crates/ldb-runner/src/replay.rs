@@ -10,6 +10,7 @@ pub mod corpus;
 mod dispatch;
 mod sessions;
 mod trace;
+mod trace_sessions;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
 pub use corpus::{PromptCorpus, load as load_corpus};
@@ -27,6 +28,10 @@ pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
     };
     rc.live.update(|s| s.phase = Phase::Burst);
     match cfg {
+        ReplayConfig::Trace(t) if t.sessions => {
+            let r = sessions::run_trace(rc, disc, &t).await;
+            rec.session_result(r);
+        }
         ReplayConfig::Trace(t) => {
             let r = trace::replay(rc, disc, &t).await;
             rec.trace_result(r);

@@ -53,6 +53,7 @@ fn trace_flags_without_trace(w: &WorkloadArgs) -> Option<&'static str> {
         (w.trace_skip_bad, "--trace-skip-bad"),
         (w.trace_sort, "--trace-sort"),
         (w.trace_tokenize_checks.is_some(), "--trace-tokenize-checks"),
+        (w.trace_sessions, "--trace-sessions"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -80,12 +81,24 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
     };
     let options = trace_options(w)?;
     let scan = scan(path, format, &options).map_err(ConfigError)?;
+    if w.trace_sessions
+        && let Some(f) = scan.format.filter(|f| *f != TraceFormat::Jsonl)
+    {
+        return Err(bad(
+            "--trace-sessions",
+            format!(
+                "{} traces carry no session id (only this tool's JSONL has session_id)",
+                f.name()
+            ),
+        ));
+    }
     Ok(ReplayConfig::Trace(TraceConfig {
         path: path.to_path_buf(),
         scan,
         options,
         tokenize_checks: w.trace_tokenize_checks.unwrap_or(TOKENIZE_CHECKS),
         corpus: corpus(w)?,
+        sessions: w.trace_sessions,
     }))
 }
 

@@ -32,6 +32,9 @@ pub struct TraceConfig {
     pub tokenize_checks: usize,
     /// `--prompt-corpus`: the text prompts are cut from (else the word list).
     pub corpus: Option<super::PromptCorpus>,
+    /// `--trace-sessions`: rows sharing a `session_id` are the turns of one
+    /// conversation (`trace_sessions.rs`).
+    pub sessions: bool,
 }
 
 /// `--sessions` and its options.
@@ -56,7 +59,8 @@ impl std::fmt::Display for ReplayConfig {
         match self {
             ReplayConfig::Trace(t) => {
                 let o = &t.options;
-                writeln!(f, "Replay plan: trace {}", t.path.display())?;
+                let how = if t.sessions { " as sessions" } else { "" };
+                writeln!(f, "Replay plan: trace {}{how}", t.path.display())?;
                 writeln!(
                     f,
                     "  format {}, sha256 {}",

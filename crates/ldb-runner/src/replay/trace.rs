@@ -30,7 +30,7 @@ struct Ready {
     segments: Option<Vec<Segment>>,
 }
 
-fn role(r: &str) -> &'static str {
+pub(super) fn role(r: &str) -> &'static str {
     match r {
         "system" => "system",
         "assistant" => "assistant",
@@ -167,6 +167,22 @@ async fn send_all(
     Ok(s)
 }
 
+/// What the result says of the trace file.
+pub(super) fn trace_source(cfg: &TraceConfig) -> TraceSource {
+    TraceSource {
+        path: cfg.path.display().to_string(),
+        sha256: cfg.scan.sha256.clone(),
+        format: cfg
+            .scan
+            .format
+            .map(|f| f.name().to_string())
+            .unwrap_or_default(),
+        options: cfg.options.clone(),
+        rows: cfg.scan.counts,
+        benchmark_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
 /// A `/metrics` scrape now, when the run reads metrics (a replay's span
 /// opens and closes with one).
 pub(super) async fn scrape_if(rc: &RunCtx) -> Option<ldb_client::scrape::Scrape> {
@@ -222,18 +238,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     drop(measuring);
     let after = super::trace::scrape_if(rc).await;
     let mut result = TraceResult {
-        source: TraceSource {
-            path: cfg.path.display().to_string(),
-            sha256: cfg.scan.sha256.clone(),
-            format: cfg
-                .scan
-                .format
-                .map(|f| f.name().to_string())
-                .unwrap_or_default(),
-            options: cfg.options.clone(),
-            rows: cfg.scan.counts,
-            benchmark_version: env!("CARGO_PKG_VERSION").into(),
-        },
+        source: trace_source(cfg),
         prompt_corpus: corpus,
         ..TraceResult::default()
     };
