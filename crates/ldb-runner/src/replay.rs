@@ -8,6 +8,7 @@ mod check;
 pub mod config;
 pub mod corpus;
 mod dispatch;
+mod progress;
 mod sessions;
 mod trace;
 mod trace_sessions;
@@ -16,7 +17,7 @@ pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
 pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;
-use ldb_core::live::Phase;
+use ldb_core::live::{LiveEvent, Phase};
 
 use crate::ctx::RunCtx;
 use crate::recorder::Recorder;
@@ -26,7 +27,7 @@ pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
     let Some(cfg) = rc.cfg.replay.clone() else {
         return;
     };
-    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     match cfg {
         ReplayConfig::Trace(t) if t.sessions => {
             let r = sessions::run_trace(rc, disc, &t).await;

@@ -42,7 +42,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ),
     ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 163),
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
-    ("crates/ldb-tui/src/cstats.rs", "render", 183),
     (
         "crates/llm-decode-bench/src/config.rs",
         "open_loop_settings",

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
+use super::progress::{Counters, Ticker, session_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prompts::{BodyOptions, chat_body};
@@ -38,6 +39,7 @@ pub(super) struct Shared {
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
     usage: Arc<Mutex<(u64, u64)>>,
+    progress: Arc<Counters>,
 }
 
 /// The text of a new user message: `words` tokens of its own (one-token
@@ -108,6 +110,7 @@ pub(super) async fn session(
     let mut messages: Vec<Message> = Vec::new();
     let mut out = Vec::new();
     let mut last_end = sh.start;
+    let planned = turns.len();
     for (turn, plan) in (1u32..).zip(turns) {
         let due = match plan.due {
             Due::AfterReply(s) => last_end + s,
@@ -120,6 +123,7 @@ pub(super) async fn session(
                 _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
             }
         }
+        Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
         let body = chat_body(
             &rc.model,
@@ -139,7 +143,13 @@ pub(super) async fn session(
             texts: Some(texts.clone()),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
+        let p = &sh.progress;
+        Counters::bump(&p.sent);
+        Counters::bump(&p.in_flight);
         let o = run_stream(&env, body).await;
+        p.in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        p.ended(o.cancelled || o.track.error().is_some());
         let w = env.window.get();
         let request = rate_request(&o, due, w, None);
         let sample = o.track.to_sample(0.0, w);
@@ -178,6 +188,9 @@ pub(super) async fn session(
         });
         last_end = done;
     }
+    if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
+        Counters::bump(&sh.progress.sessions_done);
+    }
     out
 }
 
@@ -200,6 +213,43 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
     r.output_tokens = 0;
     r.trace = Some(super::trace::trace_source(t));
     r
+}
+
+/// Says what runs and starts showing its progress (`sessions` of up to
+/// `turns` turns, `total` turns in all).
+fn announce(
+    rc: &RunCtx,
+    cfg: &SessionConfig,
+    (sessions, turns, total): (u64, u32, u64),
+    counters: Arc<Counters>,
+    start: f64,
+) -> Ticker {
+    rc.live.event(format!(
+        "sessions: {sessions}, up to {turns} turns, {} user tokens per turn, think time {:?}",
+        cfg.user_tokens, cfg.think_time
+    ));
+    let mut progress = session_progress(sessions, turns);
+    progress.scheduled = total;
+    Ticker::start(rc, progress, counters, start)
+}
+
+/// Each conversation's turns (`--sessions`' or the trace's), and whether
+/// any was a literal prompt.
+fn plans_of(
+    rc: &RunCtx,
+    sh: &Shared,
+    cfg: &SessionConfig,
+    trace: Option<&TraceConfig>,
+) -> (Vec<Vec<Turn>>, bool) {
+    match trace {
+        None => (
+            (0..cfg.sessions)
+                .map(|id| planned_turns(rc, sh, id))
+                .collect(),
+            false,
+        ),
+        Some(t) => super::trace_sessions::plans(rc, sh, t),
+    }
 }
 
 /// Every conversation side by side; their requests.
@@ -238,33 +288,30 @@ async fn run_with(
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(IntendedPrefixCache::new(granularity))),
         usage: Arc::new(Mutex::new((0, 0))),
+        progress: Arc::new(Counters::default()),
     };
-    let (plans, literal) = match trace {
-        None => (
-            (0..cfg.sessions)
-                .map(|id| planned_turns(rc, &sh, id))
-                .collect(),
-            false,
-        ),
-        Some(t) => super::trace_sessions::plans(rc, &sh, t),
-    };
+    let (plans, literal) = plans_of(rc, &sh, cfg, trace);
     let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
     let (sessions, turns) = (
         expected.len() as u64,
         expected.iter().copied().max().unwrap_or(0),
     );
-    rc.live.event(format!(
-        "sessions: {sessions}, up to {turns} turns, {} user tokens per turn, think time {:?}",
-        cfg.user_tokens, cfg.think_time
-    ));
+    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let ticker = announce(
+        rc,
+        cfg,
+        (sessions, turns, total),
+        sh.progress.clone(),
+        start,
+    );
     let all = run_all(rc, &sh, plans).await;
-    drop(measuring);
+    drop((measuring, ticker));
     let after = super::trace::scrape_if(rc).await;
     let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start,
         requests: &requests,
-        scheduled: expected.iter().map(|&n| u64::from(n)).sum(),
+        scheduled: total,
         max_in_flight: sessions,
         slo: rc.cfg.slo.as_ref(),
         max_error_rate: rc.cfg.max_error_rate,

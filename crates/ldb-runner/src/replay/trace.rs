@@ -18,6 +18,7 @@ use ldb_core::trace::{TracePrompt, TraceRequest};
 use super::check::{count_chat, errors, template_tokens, user};
 use super::config::{TraceConfig, requests};
 use super::dispatch::{Dispatcher, NotSent};
+use super::progress::{Counters, trace_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prompts::{BodyOptions, chat_body};
@@ -130,6 +131,7 @@ async fn send_all(
             s.not_sent += left;
             break;
         }
+        Counters::bump(&d.progress.due);
         let body = chat_body(
             &rc.model,
             &rd.messages,
@@ -230,7 +232,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
     let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
-    let (mut d, rx) = Dispatcher::new(rc, start, limit);
+    let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
     let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
     let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
     let most_seen = d.most();
