@@ -140,6 +140,26 @@ pub struct TraceSource {
     pub benchmark_version: String,
 }
 
+/// The corpus a replay's prompt text was cut from (`--prompt-corpus`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptCorpusInfo {
+    /// The file's name (its last path component).
+    pub name: String,
+    /// SHA-256 of the whole file, hex.
+    pub sha256: String,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Chunks cut from its opening and counted with the server's tokenizer.
+    pub chunks: u64,
+    /// Their tokens together: prompts longer than this repeat the text.
+    pub tokens: u64,
+    /// How the chunks were counted: `tokenize` (chat `/tokenize`),
+    /// `tokenize_content` (llama.cpp's raw `/tokenize`) or `usage` (one
+    /// `max_tokens = 1` request each).
+    pub counted_by: String,
+}
+
 /// One trace replay (`--trace`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -156,6 +176,9 @@ pub struct TraceResult {
     pub prefix_cache: PrefixCacheCheck,
     /// Prompt lengths against the trace's.
     pub lengths: LengthCheck,
+    /// The corpus the prompt text was cut from (absent: the word list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_corpus: Option<PromptCorpusInfo>,
 }
 
 /// What every replay (trace or sessions) measures.

@@ -16,6 +16,7 @@
 //! `--trace-speed`, and the refusal of timestamps that go backwards).
 
 pub mod burstgpt;
+pub mod corpus;
 pub mod jsonl;
 pub mod mooncake;
 pub mod prompt;

@@ -36,7 +36,7 @@ use crate::cell::{CellOutput, CellSpec};
 use crate::cell_io::{drain, scout};
 use crate::cell_view::{RateTrace, enter_stage, stream_texts};
 use crate::ctx::RunCtx;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::BodyOptions;
 use crate::shard::batch as shard_batch;
 use assemble::assemble;
 #[cfg(test)]
@@ -114,22 +114,14 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     } else {
         None
     };
-    let body = chat_body(
-        &rc.model,
-        &as_cell.messages,
-        BodyOptions {
-            max_tokens: rc.cfg.max_tokens,
-            continuous_usage: false,
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
-        },
-    );
+    let bodies =
+        crate::prefix_groups::warmed_bodies(rc, ctx, &as_cell.messages, &skip, options(rc)).await;
 
     // Warmup batch: same payload, samples discarded.
     let mut first_error: Option<String> = None;
     if w > 0 && !skip.is_cancelled() {
         stage(rc, &spec, CellStage::RampUp);
-        let warm = batch(rc, &spec, &body, w, &skip, false).await;
+        let warm = batch(rc, &spec, &bodies, w, &skip, false).await;
         if let Some(e) = warm.done.iter().find_map(|d| d.outcome.track.error()) {
             first_error = Some(format!("warmup request failed: {e}"));
         }
@@ -151,7 +143,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     };
     let hw_mark = rc.hw_mark();
     let measured_from = rc.clock.now();
-    let mut m = batch(rc, &spec, &body, n, &skip, true).await;
+    let mut m = batch(rc, &spec, &bodies, n, &skip, true).await;
     let end_scrape = if rc.metrics {
         rc.scraper.scrape_once().await
     } else {
@@ -214,16 +206,28 @@ pub(crate) struct Batch {
     pub shards: Option<crate::shard::batch::ShardedBatch>,
 }
 
+/// The body options of a burst cell's requests.
+fn options(rc: &RunCtx) -> BodyOptions {
+    BodyOptions {
+        max_tokens: rc.cfg.max_tokens,
+        continuous_usage: false,
+        ignore_eos: !rc.cfg.respect_eos,
+        temperature: rc.cfg.temperature,
+    }
+}
+
 /// Run `n` requests on min(C, n) closed-loop workers and wait for all of them.
 async fn batch(
     rc: &RunCtx,
     spec: &BurstSpec,
-    body: &Bytes,
+    bodies: &[Bytes],
     n: u64,
     skip: &CancellationToken,
     measured: bool,
 ) -> Batch {
-    let parts = shard_batch::BatchShards::open(rc, spec.concurrency, n, body).await;
+    // Over shards every request sends group 0's body (prefix groups are
+    // not spread across shards yet: docs/workloads.md).
+    let parts = shard_batch::BatchShards::open(rc, spec.concurrency, n, &bodies[0]).await;
     let (workers, n) = shard_batch::own_part(parts.as_ref(), spec.concurrency, n);
     let claimed = Arc::new(AtomicU64::new(0));
     let window = Arc::new(SharedWindow::default());
@@ -248,7 +252,7 @@ async fn batch(
         };
         handles.push(tokio::spawn(worker(
             env,
-            body.clone(),
+            bodies[slot as usize % bodies.len().max(1)].clone(),
             claimed.clone(),
             n,
             tx.clone(),

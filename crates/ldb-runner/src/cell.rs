@@ -147,8 +147,8 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
-    let body = decode_body(rc, &spec);
-    let mut pool = StreamPool::launch(rc, body, spec.concurrency, OUTPUT_SLOTS, &skip);
+    let bodies = crate::prefix_groups::group_bodies(rc, &spec.messages, decode_options(rc));
+    let mut pool = StreamPool::launch(rc, bodies, spec.concurrency, OUTPUT_SLOTS, &skip);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, None).await;
     let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);
     if !aborted {
@@ -186,16 +186,17 @@ pub(crate) fn where_(spec: &CellSpec) -> String {
 
 /// The streams' request body.
 pub(crate) fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
-    chat_body(
-        &rc.model,
-        &spec.messages,
-        BodyOptions {
-            max_tokens: rc.cfg.max_tokens,
-            continuous_usage: rc.engine.supports_continuous_usage(),
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
-        },
-    )
+    chat_body(&rc.model, &spec.messages, decode_options(rc))
+}
+
+/// The streams' body options.
+fn decode_options(rc: &RunCtx) -> BodyOptions {
+    BodyOptions {
+        max_tokens: rc.cfg.max_tokens,
+        continuous_usage: rc.engine.supports_continuous_usage(),
+        ignore_eos: !rc.cfg.respect_eos,
+        temperature: rc.cfg.temperature,
+    }
 }
 
 /// How the ramp-up ended.

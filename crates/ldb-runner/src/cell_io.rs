@@ -41,7 +41,9 @@ pub(crate) async fn open_cell(rc: &RunCtx, spec: &mut CellSpec) -> Opened {
     rc.live.event(format!("cell start {at}"));
     set_stage(rc, spec, CellStage::Scout, 0.0);
     let scouted = if spec.context > 0 {
-        scout(rc, spec, &skip).await
+        let s = scout(rc, spec, &skip).await;
+        crate::prefix_groups::warm_other_groups(rc, spec.context, &spec.messages, &skip).await;
+        s
     } else {
         Scouted::default()
     };

@@ -32,6 +32,7 @@ pub mod prefill;
 mod prefill_phase;
 pub mod prefix;
 pub mod prefix_achieved;
+pub mod prefix_groups;
 mod prefix_run;
 pub mod prompts;
 mod recorder;

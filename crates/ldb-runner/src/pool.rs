@@ -41,11 +41,12 @@ pub(crate) struct StreamPool {
 }
 
 impl StreamPool {
-    /// Start `concurrency` streams sending `body`; `text_slots` of them copy
-    /// their text for the dashboard. Cancelling `parent` stops them all.
+    /// Start `concurrency` streams, stream s sending `bodies[s mod len]`
+    /// (one body per prefix group, `prefix_groups.rs`); `text_slots` of them
+    /// copy their text for the dashboard. Cancelling `parent` stops them all.
     pub(crate) fn launch(
         rc: &RunCtx,
-        body: Bytes,
+        bodies: Vec<Bytes>,
         concurrency: u32,
         text_slots: u32,
         parent: &CancellationToken,
@@ -54,7 +55,14 @@ impl StreamPool {
             idle_timeout: rc.cfg.idle_timeout(),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
-        Self::launch_env(&base, body, concurrency, text_slots, parent, rc.clock.now())
+        Self::launch_spread(
+            &base,
+            bodies,
+            concurrency,
+            text_slots,
+            parent,
+            rc.clock.now(),
+        )
     }
 
     /// The same from a stream environment alone (a follower shard has no
@@ -63,6 +71,18 @@ impl StreamPool {
     pub(crate) fn launch_env(
         base: &StreamEnv,
         body: Bytes,
+        concurrency: u32,
+        text_slots: u32,
+        parent: &CancellationToken,
+        now: f64,
+    ) -> StreamPool {
+        Self::launch_spread(base, vec![body], concurrency, text_slots, parent, now)
+    }
+
+    /// [`Self::launch_env`] with one body per prefix group, taken in turn.
+    fn launch_spread(
+        base: &StreamEnv,
+        bodies: Vec<Bytes>,
         concurrency: u32,
         text_slots: u32,
         parent: &CancellationToken,
@@ -87,7 +107,8 @@ impl StreamPool {
                     text_sink: sinks.get(slot as usize).cloned(),
                     ..base.clone()
                 };
-                tokio::spawn(worker(env, body.clone(), tx.clone()))
+                let body = bodies[slot as usize % bodies.len().max(1)].clone();
+                tokio::spawn(worker(env, body, tx.clone()))
             })
             .collect();
         StreamPool {

@@ -86,6 +86,7 @@ struct Inner {
     warm_rounds: u64,
     cells: u64,
     last_scout: Option<(u64, Vec<Message>)>,
+    shared_texts: Vec<String>,
 }
 
 /// A stable 64-bit id of a text (FNV-1a): the content id of a segment.
@@ -187,13 +188,29 @@ impl PrefixState {
         self.lock().last_scout = Some((ctx, msgs.to_vec()));
     }
 
-    /// The intended hit rate of a closed-loop cell whose streams all send
-    /// the last scout's prompt: what one more of it reuses (fed as such).
-    pub(crate) fn repeat_last_scout(&self) -> Option<f64> {
+    /// The intended hit rate of a closed-loop cell of `streams` streams,
+    /// stream s sending the last scout's prompt behind prefix group
+    /// s mod G (`prefix_groups.rs`): what one more request of each stream
+    /// reuses (fed as such).
+    pub(crate) fn repeat_last_scout(&self, streams: u32) -> Option<f64> {
         let (ctx, msgs) = self.lock().last_scout.take()?;
+        let variants = self.group_variants(&msgs);
         let m = self.mark();
-        self.admit_messages(ctx, &msgs);
+        for s in 0..streams.max(1) as usize {
+            self.admit_messages(ctx, &variants[s % variants.len()]);
+        }
         m.rate_until(self.mark())
+    }
+
+    /// Keeps the run's shared-prefix texts (one per group), for the cells
+    /// that spread their streams over them.
+    pub(crate) fn set_shared_texts(&self, texts: Vec<String>) {
+        self.lock().shared_texts = texts;
+    }
+
+    /// The shared-prefix texts (empty without shared prefixes).
+    pub(crate) fn shared_texts(&self) -> Vec<String> {
+        self.lock().shared_texts.clone()
     }
 
     /// The next warm-up round's number (each gets fresh nonces).

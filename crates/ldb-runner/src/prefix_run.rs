@@ -37,6 +37,8 @@ pub(crate) async fn start_prefix_cache(
         .collect();
     rc.prefix
         .set_prompts(shared.map_or(0, |s| s.tokens()), by_ctx);
+    rc.prefix
+        .set_shared_texts(shared.map_or_else(Vec::new, |s| s.texts.clone()));
     reset_before_run(rc).await;
     warm_shared_prefixes(rc, prompts, 0, 0..u32::MAX).await;
     let s = rc.cfg.prefix_cache;
@@ -254,7 +256,7 @@ pub(crate) fn closed_loop_cell(
     cell: &mut ldb_core::result::CellResult,
     reset: Option<ResetStatus>,
 ) {
-    let intended = rc.prefix.repeat_last_scout();
+    let intended = rc.prefix.repeat_last_scout(cell.concurrency);
     let p = &mut cell.ext.prefix_cache;
     p.prefix_cache_intended = intended;
     p.prefix_cache_granularity = intended.map(|_| rc.cache_granularity());

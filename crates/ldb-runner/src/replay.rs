@@ -6,12 +6,15 @@
 
 mod check;
 pub mod config;
+pub mod corpus;
 mod dispatch;
 mod progress;
 mod sessions;
 mod trace;
+mod trace_sessions;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
+pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;
 use ldb_core::live::{LiveEvent, Phase};
@@ -26,6 +29,10 @@ pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
     };
     rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     match cfg {
+        ReplayConfig::Trace(t) if t.sessions => {
+            let r = sessions::run_trace(rc, disc, &t).await;
+            rec.session_result(r);
+        }
         ReplayConfig::Trace(t) => {
             let r = trace::replay(rc, disc, &t).await;
             rec.trace_result(r);

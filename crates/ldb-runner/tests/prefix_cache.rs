@@ -208,3 +208,37 @@ async fn a_refused_reset_is_recorded_and_said_once() {
     assert!(said[0].contains("VLLM_SERVER_DEV_MODE=1"));
     sim.shutdown().await;
 }
+
+/// Matrix cells with two prefix groups: the streams are spread over both
+/// (stream s behind prefix s mod 2), the server computes the cell's prompt
+/// behind each prefix once (its own bookkeeping: the rest after prefix 1 is
+/// computed too), and the intended rate, fed what each stream sends,
+/// equals the server's counters over the window within 1 point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_streams_spread_over_the_prefix_groups() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let mut cfg = config(&sim, &[], 0, ResetMode::Never);
+    cfg.concurrency = vec![2];
+    // Requests of about 0.3 s: each stream sends a few inside the window.
+    cfg.max_tokens = 30;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let cell = doc.results.first().expect("one cell");
+    let intended = cell
+        .ext
+        .prefix_cache
+        .prefix_cache_intended
+        .expect("intended");
+    let achieved = cell.ext.server_prefix_cache_hit_rate.expect("achieved");
+    assert!(
+        (intended - achieved).abs() < 0.01,
+        "intended {intended:.4} vs achieved {achieved:.4}"
+    );
+    assert!(intended > 0.9, "every stream's prompt warm: {intended}");
+    // Two prefixes of 1,024 tokens and their warm-ups, then the rest
+    // (about 1,024) behind each of them: with the streams all behind
+    // prefix 0 the server computes about 3,760 tokens, spread about 4,790.
+    let computed = sim.stats().engine.prompt_tokens_computed;
+    assert!(computed > 4300, "computed {computed}: group 1 was not used");
+    sim.shutdown().await;
+}

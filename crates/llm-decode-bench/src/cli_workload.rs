@@ -43,6 +43,9 @@ pub struct WorkloadArgs {
     /// Built prompts counted with the server's /tokenize before a replay (default 200; 0 = none).
     #[arg(long, value_name = "N")]
     pub trace_tokenize_checks: Option<usize>,
+    /// Replay the rows of a JSONL trace that share a session_id as the turns of one conversation (each turn resends it all).
+    #[arg(long)]
+    pub trace_sessions: bool,
     /// Multi-turn sessions instead of the matrix: this many conversations at once.
     #[arg(long, value_name = "N")]
     pub sessions: Option<u64>,
@@ -55,4 +58,7 @@ pub struct WorkloadArgs {
     /// Wait after each reply: SECONDS or exp:MEAN (default 0).
     #[arg(long, value_name = "S|exp:MEAN")]
     pub think_time: Option<String>,
+    /// Cut built prompt text (--trace token counts, --sessions messages) from this text file instead of filler words.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_corpus: Option<PathBuf>,
 }

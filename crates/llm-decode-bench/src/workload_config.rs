@@ -53,6 +53,7 @@ fn trace_flags_without_trace(w: &WorkloadArgs) -> Option<&'static str> {
         (w.trace_skip_bad, "--trace-skip-bad"),
         (w.trace_sort, "--trace-sort"),
         (w.trace_tokenize_checks.is_some(), "--trace-tokenize-checks"),
+        (w.trace_sessions, "--trace-sessions"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -80,11 +81,24 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
     };
     let options = trace_options(w)?;
     let scan = scan(path, format, &options).map_err(ConfigError)?;
+    if w.trace_sessions
+        && let Some(f) = scan.format.filter(|f| *f != TraceFormat::Jsonl)
+    {
+        return Err(bad(
+            "--trace-sessions",
+            format!(
+                "{} traces carry no session id (only this tool's JSONL has session_id)",
+                f.name()
+            ),
+        ));
+    }
     Ok(ReplayConfig::Trace(TraceConfig {
         path: path.to_path_buf(),
         scan,
         options,
         tokenize_checks: w.trace_tokenize_checks.unwrap_or(TOKENIZE_CHECKS),
+        corpus: corpus(w)?,
+        sessions: w.trace_sessions,
     }))
 }
 
@@ -109,7 +123,17 @@ fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
         turns,
         user_tokens,
         think_time,
+        corpus: corpus(w)?,
     }))
+}
+
+/// `--prompt-corpus`, read and cut (a bad corpus: one line, exit 2).
+fn corpus(w: &WorkloadArgs) -> Result<Option<ldb_runner::replay::PromptCorpus>, ConfigError> {
+    w.prompt_corpus
+        .as_deref()
+        .map(ldb_runner::replay::load_corpus)
+        .transpose()
+        .map_err(ConfigError)
 }
 
 /// The replay the flags ask for, if any, set into `cfg` (which then runs
@@ -135,6 +159,12 @@ pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, Conf
         }
         (Some(path), None) => trace(w, path)?,
         (None, Some(n)) => sessions(w, n)?,
+        (None, None) if w.prompt_corpus.is_some() => {
+            return Err(bad(
+                "--prompt-corpus",
+                "only applies to --trace or --sessions (the matrix's prompts are not built from it yet)",
+            ));
+        }
         (None, None) => return Ok(cfg),
     };
     for (given, flag) in [

@@ -56,8 +56,13 @@ fn scenario(dir: &Path, prefill_tok_s: f64) -> String {
     p.display().to_string()
 }
 
+/// One replay at a time: the TTFT-by-turn checks have a 10 % margin that
+/// another replay's load on a shared 2-core machine can break.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs a replay against the simulator; the result document.
 fn replay(dir: &Path, prefill_tok_s: f64, args: &[&str]) -> Value {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = dir.join("r.json");
     let sim = scenario(dir, prefill_tok_s);
     let mut all = vec![
@@ -163,6 +168,124 @@ fn a_mooncake_trace_replays_on_schedule_with_the_intended_sharing() {
     assert_eq!(pc["differs"], false);
 }
 
+/// Running text of `words` words of varied length (a corpus written by the
+/// test: sentences drawn from a small vocabulary, no filler).
+fn corpus_text(words: usize) -> String {
+    const VOCAB: [&str; 24] = [
+        "the",
+        "harbour",
+        "was",
+        "quiet",
+        "before",
+        "dawn,",
+        "and",
+        "fishermen",
+        "mended",
+        "their",
+        "nets",
+        "while",
+        "gulls",
+        "circled",
+        "overhead.",
+        "Nobody",
+        "expected",
+        "weather",
+        "to",
+        "turn;",
+        "yet",
+        "clouds",
+        "gathered",
+        "slowly.",
+    ];
+    let mut state = 17u64;
+    let mut out = String::new();
+    for i in 0..words {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        out.push_str(VOCAB[(state >> 33) as usize % VOCAB.len()]);
+        out.push(if i % 13 == 12 { '\n' } else { ' ' });
+    }
+    out
+}
+
+/// `--prompt-corpus`: a Mooncake trace whose prompts are cut from a corpus
+/// keeps every length within 1 token and the sharing exact (the simulator's
+/// hit counters equal the intended rate within 1 point); the corpus's name
+/// and SHA-256 are recorded. A bad corpus is one line and exit 2.
+#[test]
+fn a_prompt_corpus_keeps_lengths_and_sharing_exact() {
+    let (dir, trace) = tmp("corpus-trace.jsonl");
+    let corpus = dir.path().join("harbour.txt");
+    std::fs::write(&corpus, corpus_text(20_000)).expect("corpus");
+    let mut body = String::new();
+    for i in 0..300u64 {
+        let g = i % 10;
+        let len = 1100 + (i % 7) * 31;
+        let _ = writeln!(
+            body,
+            r#"{{"timestamp": {}, "input_length": {len}, "output_length": 2, "hash_ids": [{}, {}, {}]}}"#,
+            i * 10,
+            g * 2,
+            g * 2 + 1,
+            1000 + i
+        );
+    }
+    std::fs::write(&trace, body).expect("trace");
+    let (t, c) = (
+        trace.to_str().expect("path"),
+        corpus.to_str().expect("path"),
+    );
+    let doc = replay(
+        dir.path(),
+        5e6,
+        &["--trace", t, "--trace-speed", "4", "--prompt-corpus", c],
+    );
+    let r = &doc["trace_results"][0];
+    assert_eq!(r["summary"]["completed"], 300, "{r}");
+    let pc = &r["prompt_corpus"];
+    assert_eq!(pc["name"], "harbour.txt", "{pc}");
+    assert_eq!(pc["sha256"].as_str().map(str::len), Some(64), "{pc}");
+    assert_eq!(pc["counted_by"], "tokenize", "{pc}");
+    assert!(pc["chunks"].as_u64().is_some_and(|n| n >= 300), "{pc}");
+    let l = &r["lengths"];
+    assert_eq!(l["reported"], 300, "{l}");
+    for key in ["reported_max_error", "tokenized_max_error"] {
+        assert!(l[key].as_u64().is_some_and(|e| e <= 1), "{key}: {l}");
+    }
+    let p = &r["prefix_cache"];
+    let (want, got) = (
+        f(&p["prefix_cache_intended"]),
+        f(&p["server_prefix_cache_hit_rate"]),
+    );
+    assert!(want > 0.5 && (want - got).abs() < 0.01, "{p}");
+    // bad corpora, and a corpus without a replay
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, "far too short").expect("short");
+    for (args, want) in [
+        (
+            vec!["--trace", t, "--prompt-corpus", "/nonexistent/c.txt"],
+            "--prompt-corpus /nonexistent/c.txt: ",
+        ),
+        (
+            vec!["--trace", t, "--prompt-corpus", short.to_str().expect("p")],
+            "too short",
+        ),
+        (
+            vec!["--prompt-corpus", c],
+            "only applies to --trace or --sessions",
+        ),
+    ] {
+        let mut all = vec!["--host", "http://127.0.0.1:9"];
+        all.extend(args);
+        let o = run(&all);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
 /// BurstGPT with its filters, and our JSONL with literal prompts, sent as
 /// they are.
 #[test]
@@ -220,13 +343,16 @@ fn burstgpt_and_literal_jsonl_traces_round_trip() {
 
 /// Each turn's TTFT follows the part of its prompt not cached: with a slow
 /// prefill, turn 4 (4× turn 1's prompt) costs about what turn 1 did. One
-/// session, so no other prefill shares the engine's steps.
+/// session, so no other prefill shares the engine's steps; its user
+/// messages are cut from a corpus.
 #[test]
 fn session_ttft_grows_with_the_uncached_part_only() {
     let (dir, _) = tmp("x");
+    let corpus = dir.path().join("harbour.txt");
+    std::fs::write(&corpus, corpus_text(20_000)).expect("corpus");
     let doc = replay(
         dir.path(),
-        10_000.0,
+        5_000.0,
         &[
             "--sessions",
             "1",
@@ -236,17 +362,20 @@ fn session_ttft_grows_with_the_uncached_part_only() {
             "2000",
             "--max-tokens",
             "8",
+            "--prompt-corpus",
+            corpus.to_str().expect("path"),
         ],
     );
     let r = &doc["session_results"][0];
     assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["prompt_corpus"]["name"], "harbour.txt", "{r}");
     assert_eq!(r["sessions_completed"], 1, "{r}");
     let turns = r["by_turn"].as_array().expect("by_turn");
     assert_eq!(turns.len(), 4);
     let prompt = |t: usize| f(&turns[t]["prompt_tokens_mean"]);
     let ttft = |t: usize| f(&turns[t]["ttft"]["mean"]);
     // The simulator's truth: turn t prefills what turn t−1's prompt did not
-    // hold (its blocks are cached), at 10,000 tok/s plus one step.
+    // hold (its blocks are cached), at 5,000 tok/s plus one step.
     for t in 1..4 {
         let uncached = prompt(t) - prompt(t - 1);
         let truth = ttft(0) * uncached / prompt(0);
@@ -309,6 +438,67 @@ fn every_output_shows_the_sessions(dir: &Path) {
     assert_eq!(replay["kind"], "sessions", "{cmp}");
     assert_eq!(replay["verdict"], "unchanged", "{cmp}");
     assert_eq!(replay["turns"].as_array().map(Vec::len), Some(4), "{cmp}");
+}
+
+/// `--trace-sessions`: the rows of one `session_id` are the turns of one
+/// conversation, sent in order with everything before them; TTFT by turn
+/// follows the uncached part only (the simulator's truth, as for
+/// `--sessions`). A Mooncake trace, which has no session ids, is refused.
+#[test]
+fn trace_sessions_resend_the_conversation_turn_by_turn() {
+    let (dir, trace) = tmp("sessions.jsonl");
+    let rows: String = (0..4)
+        .map(|t| {
+            format!(
+                "{{\"timestamp\": {}, \"input_tokens\": 2000, \"output_tokens\": 8, \"session_id\": \"a\"}}\n",
+                f64::from(t) * 0.01
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows).expect("trace");
+    let p = trace.to_str().expect("path");
+    let doc = replay(dir.path(), 5_000.0, &["--trace", p, "--trace-sessions"]);
+    assert!(
+        doc["trace_results"].is_null(),
+        "a session run, not a replay"
+    );
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(
+        (r["sessions"].as_u64(), r["turns"].as_u64()),
+        (Some(1), Some(4)),
+        "{r}"
+    );
+    assert_eq!(r["sessions_completed"], 1, "{r}");
+    assert_eq!(r["trace"]["format"], "jsonl", "{r}");
+    let turns = r["by_turn"].as_array().expect("by_turn");
+    let prompt = |t: usize| f(&turns[t]["prompt_tokens_mean"]);
+    let ttft = |t: usize| f(&turns[t]["ttft"]["mean"]);
+    assert!(
+        prompt(3) > 3.5 * prompt(0),
+        "the conversation is resent: {r}"
+    );
+    for t in 1..4 {
+        let truth = ttft(0) * (prompt(t) - prompt(t - 1)) / prompt(0);
+        assert!((ttft(t) - truth).abs() < 0.1 * truth, "turn {}: {r}", t + 1);
+    }
+    let mooncake = dir.path().join("m.jsonl");
+    std::fs::write(
+        &mooncake,
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [1]}\n",
+    )
+    .expect("trace");
+    let o = run(&[
+        "--host",
+        "http://127.0.0.1:9",
+        "--trace",
+        mooncake.to_str().expect("path"),
+        "--trace-sessions",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("mooncake traces carry no session id"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 /// A row that does not parse, timestamps going backwards and an empty

@@ -151,6 +151,14 @@ pub struct SessionResult {
     pub sessions_completed: u64,
     /// Intended against achieved prefix-cache hit rate.
     pub prefix_cache: PrefixCacheCheck,
+    /// The corpus the user messages were cut from (absent: the word list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_corpus: Option<super::PromptCorpusInfo>,
+    /// `--trace-sessions`: the trace the conversations came from (then
+    /// `turns` is the longest session's, `user_tokens` and
+    /// `output_tokens` 0: each turn has the trace's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::TraceSource>,
 }
 
 /// TTFT and prompt size by turn index.
@@ -181,6 +189,16 @@ pub fn per_session(
     turns: u32,
     meets: impl Fn(&ReplayRequest) -> bool,
 ) -> (Distribution, u64, u64) {
+    per_session_of(rs, |_| turns, meets)
+}
+
+/// [`per_session`] where session `id` has `turns(id)` turns (sessions
+/// taken from a trace differ in length).
+pub fn per_session_of(
+    rs: &[SessionRequest],
+    turns: impl Fn(u64) -> u32,
+    meets: impl Fn(&ReplayRequest) -> bool,
+) -> (Distribution, u64, u64) {
     let mut ids: Vec<u64> = rs.iter().map(|r| r.session).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -189,7 +207,7 @@ pub fn per_session(
     for id in ids {
         let of: Vec<&SessionRequest> = rs.iter().filter(|r| r.session == id).collect();
         let complete =
-            of.len() as u32 == turns && of.iter().all(|r| r.request.completed_at.is_some());
+            of.len() as u32 == turns(id) && of.iter().all(|r| r.request.completed_at.is_some());
         if !complete {
             continue;
         }

@@ -22,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::MOONCAKE_BLOCK_TOKENS;
+use super::corpus::TextSource;
 use crate::prefix_cache::{Segment, chain, chained};
 
 /// Words of one token each (a space and three letters, 4 bytes).
@@ -93,6 +94,7 @@ pub struct BuiltPrompt {
 #[derive(Debug)]
 pub struct PromptBuilder {
     salt: u64,
+    source: TextSource,
     template_tokens: u64,
     cap: usize,
     hot: HashMap<u64, Arc<str>>,
@@ -113,6 +115,7 @@ impl PromptBuilder {
     pub fn with_cache(salt: u64, template_tokens: u64, cap: usize) -> Self {
         Self {
             salt,
+            source: TextSource::Words,
             template_tokens,
             cap: cap.max(1),
             hot: HashMap::new(),
@@ -121,6 +124,12 @@ impl PromptBuilder {
             seen_cold: HashSet::new(),
             built_blocks: 0,
         }
+    }
+
+    /// The same drawing its text from `source` (`--prompt-corpus`).
+    pub fn with_source(mut self, source: TextSource) -> Self {
+        self.source = source;
+        self
     }
 
     /// Block texts generated so far (cache misses).
@@ -133,35 +142,41 @@ impl PromptBuilder {
         self.hot.len() + self.cold.len()
     }
 
-    /// Appends the first `words` words of full block `key` to `out`. A block
-    /// is generated straight into the prompt the first time its id is seen,
-    /// and cached from the second (most blocks of a real trace are never
-    /// seen twice: caching them would only copy them around).
+    /// Appends `words` tokens of full block `key` to `out` (the first
+    /// block of a prompt has fewer: the template takes the rest; its text
+    /// is cached apart). A block is generated straight into the prompt the
+    /// first time it is seen, and cached from the second (most blocks of a
+    /// real trace are never seen twice: caching them would only copy them
+    /// around).
     fn push_block(&mut self, key: u64, words: usize, out: &mut String) {
-        let take = words * WORD_BYTES;
-        if let Some(t) = self.hot.get(&key) {
-            out.push_str(&t[..take]);
+        let cached = if words as u64 == MOONCAKE_BLOCK_TOKENS {
+            key
+        } else {
+            chain(key, words as u64)
+        };
+        if let Some(t) = self.hot.get(&cached) {
+            out.push_str(t);
             return;
         }
-        let text = match self.cold.remove(&key) {
+        let text = match self.cold.remove(&cached) {
             Some(t) => t,
-            None if !self.seen_before(key) => {
+            None if !self.seen_before(cached) => {
                 self.built_blocks += 1;
-                block_words(key, self.salt, words, out);
+                self.source.fill(key, self.salt, words, out);
                 return;
             }
             None => {
                 self.built_blocks += 1;
-                let mut s = String::with_capacity(MOONCAKE_BLOCK_TOKENS as usize * WORD_BYTES);
-                block_words(key, self.salt, MOONCAKE_BLOCK_TOKENS as usize, &mut s);
+                let mut s = String::with_capacity(words * WORD_BYTES);
+                self.source.fill(key, self.salt, words, &mut s);
                 Arc::from(s)
             }
         };
-        out.push_str(&text[..take]);
+        out.push_str(&text);
         if self.hot.len() >= self.cap {
             self.cold = std::mem::take(&mut self.hot);
         }
-        self.hot.insert(key, text);
+        self.hot.insert(cached, text);
     }
 
     /// Whether `key` was seen before (remembered in two generations of 8 ×
@@ -212,7 +227,7 @@ impl PromptBuilder {
             if len == MOONCAKE_BLOCK_TOKENS {
                 self.push_block(key, words, &mut text);
             } else {
-                block_words(key, self.salt, words, &mut text);
+                self.source.fill(key, self.salt, words, &mut text);
             }
             parts.push((key, len));
         }
@@ -227,7 +242,8 @@ impl PromptBuilder {
     pub fn unique(&self, tokens: u64, unique: u64) -> BuiltPrompt {
         let key = unique | UNIQUE_BIT;
         let mut text = String::new();
-        block_words(key, self.salt, self.words(tokens, true), &mut text);
+        self.source
+            .fill(key, self.salt, self.words(tokens, true), &mut text);
         BuiltPrompt {
             text,
             segments: chained([(key, tokens)]),
@@ -278,6 +294,33 @@ mod tests {
         // unique prompts differ from each other at once
         assert_ne!(b.unique(50, 1).text[..4], b.unique(50, 2).text[..4]);
         assert_eq!(b.unique(50, 1).text.len(), 50 * WORD_BYTES);
+    }
+
+    #[test]
+    fn corpus_blocks_share_exactly_what_the_ids_share() {
+        use crate::trace::corpus::{CorpusPool, MAX_CHUNKS, TextSource, cut};
+        let text = "Call me Ishmael. Some years ago, never mind how long precisely, having \
+                    little or no money in my purse, I thought I would sail about a little. "
+            .repeat(80);
+        // the simulator's count: 4 characters a token
+        let counted = cut(&text, MAX_CHUNKS)
+            .into_iter()
+            .map(|c| (c.clone(), c.chars().count() as u64 / 4))
+            .collect();
+        let pool = CorpusPool::new(counted).expect("pool");
+        let source = TextSource::Corpus(std::sync::Arc::new(pool));
+        let mut b = PromptBuilder::with_cache(7, 12, 2).with_source(source);
+        let a = b.blocks(1300, &[1, 2, 3]);
+        for _ in 0..3 {
+            // cached and regenerated texts are the same
+            let c = b.blocks(1100, &[1, 2, 9]);
+            assert_eq!(a.text.chars().count(), (1300 - 12) * 4);
+            assert_eq!(c.text.chars().count(), (1100 - 12) * 4);
+            let shared = (1024 - 12) * 4;
+            assert_eq!(a.text[..shared], c.text[..shared]);
+            assert_ne!(a.text[shared..shared + 4], c.text[shared..shared + 4]);
+        }
+        assert!(a.text.contains("Ishmael") || a.text.contains("precisely"));
     }
 
     #[test]

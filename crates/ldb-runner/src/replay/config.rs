@@ -30,6 +30,11 @@ pub struct TraceConfig {
     pub options: TraceOptions,
     /// Built prompts counted with the server's tokenizer before the replay.
     pub tokenize_checks: usize,
+    /// `--prompt-corpus`: the text prompts are cut from (else the word list).
+    pub corpus: Option<super::PromptCorpus>,
+    /// `--trace-sessions`: rows sharing a `session_id` are the turns of one
+    /// conversation (`trace_sessions.rs`).
+    pub sessions: bool,
 }
 
 /// `--sessions` and its options.
@@ -44,6 +49,8 @@ pub struct SessionConfig {
     pub user_tokens: u64,
     /// The wait between a reply and the next turn.
     pub think_time: ThinkTime,
+    /// `--prompt-corpus`: the text user messages are cut from.
+    pub corpus: Option<super::PromptCorpus>,
 }
 
 impl std::fmt::Display for ReplayConfig {
@@ -52,7 +59,8 @@ impl std::fmt::Display for ReplayConfig {
         match self {
             ReplayConfig::Trace(t) => {
                 let o = &t.options;
-                writeln!(f, "Replay plan: trace {}", t.path.display())?;
+                let how = if t.sessions { " as sessions" } else { "" };
+                writeln!(f, "Replay plan: trace {}{how}", t.path.display())?;
                 writeln!(
                     f,
                     "  format {}, sha256 {}",

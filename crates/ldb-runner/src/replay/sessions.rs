@@ -13,16 +13,16 @@ use ldb_client::stream::{ChannelTexts, StreamEnv, run_stream};
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
-    ConversationSegments, SessionRequest, SessionResult, by_turn, per_session,
+    ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn, per_session_of,
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, assemble};
 use ldb_core::result::CellStatus;
-use ldb_core::trace::prompt::block_words;
+use ldb_core::trace::corpus::TextSource;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
 
 use super::check::template_tokens;
-use super::config::SessionConfig;
+use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
@@ -30,10 +30,11 @@ use crate::prompts::{BodyOptions, chat_body};
 
 /// What every session task shares.
 #[derive(Clone)]
-struct Shared {
+pub(super) struct Shared {
     cfg: SessionConfig,
     salt: u64,
-    template: u64,
+    source: TextSource,
+    pub(super) template: u64,
     start: f64,
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
@@ -41,27 +42,80 @@ struct Shared {
     progress: Arc<Counters>,
 }
 
-/// The text of a new user message: `words` one-token words of its own.
-fn user_text(salt: u64, session: u64, turn: u32, words: u64) -> String {
+/// The text of a new user message: `words` tokens of its own (one-token
+/// words of the list, or cut from `--prompt-corpus`).
+pub(super) fn user_text(sh: &Shared, session: u64, turn: u32, words: u64) -> String {
     let mut s = String::new();
-    block_words(
+    sh.source.fill(
         chain(session, u64::from(turn)) >> 1,
-        salt,
+        sh.salt,
         words as usize,
         &mut s,
     );
     s
 }
 
-/// One conversation, turn by turn.
-async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
+/// When a turn is due.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Due {
+    /// This many seconds after the previous reply ended (the first turn:
+    /// after the replay's start).
+    AfterReply(f64),
+    /// At this replay time (seconds after the start), but never before the
+    /// previous reply ended.
+    At(f64),
+}
+
+/// One turn to send: when, the messages it adds to the conversation, their
+/// built tokens (the count used when the server reports none) and its
+/// `max_tokens`.
+#[derive(Debug, Clone)]
+pub(super) struct Turn {
+    pub due: Due,
+    pub adds: Vec<Message>,
+    pub built_tokens: u64,
+    pub max_tokens: u64,
+}
+
+/// The turns of `--sessions`' session `id`.
+fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(rc.cfg.seed.wrapping_add(id));
+    (1..=sh.cfg.turns)
+        .map(|turn| {
+            let words = if turn == 1 {
+                sh.cfg.user_tokens.saturating_sub(sh.template).max(1)
+            } else {
+                sh.cfg.user_tokens
+            };
+            Turn {
+                // First turns spread over one think time, so sessions do
+                // not start in step.
+                due: Due::AfterReply(sh.cfg.think_time.sample(rng.random::<f64>())),
+                adds: super::check::user(user_text(sh, id, turn, words)),
+                built_tokens: words + if turn == 1 { sh.template } else { 0 },
+                max_tokens: rc.cfg.max_tokens,
+            }
+        })
+        .collect()
+}
+
+/// One conversation, turn by turn; a failed turn ends it.
+pub(super) async fn session(
+    rc: &RunCtx,
+    sh: Shared,
+    id: u64,
+    turns: Vec<Turn>,
+) -> Vec<SessionRequest> {
     let mut conv = ConversationSegments::new(chain(sh.salt, id));
     let mut messages: Vec<Message> = Vec::new();
     let mut out = Vec::new();
-    // First turns spread over one think time, so sessions do not start in step.
-    let mut due = sh.start + sh.cfg.think_time.sample(rng.random::<f64>());
-    for turn in 1..=sh.cfg.turns {
+    let mut last_end = sh.start;
+    let planned = turns.len();
+    for (turn, plan) in (1u32..).zip(turns) {
+        let due = match plan.due {
+            Due::AfterReply(s) => last_end + s,
+            Due::At(t) => (sh.start + t).max(last_end),
+        };
         let wait = due - rc.clock.now();
         if wait > 0.0 {
             tokio::select! {
@@ -70,20 +124,12 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
             }
         }
         Counters::bump(&sh.progress.due);
-        let words = if turn == 1 {
-            sh.cfg.user_tokens.saturating_sub(sh.template).max(1)
-        } else {
-            sh.cfg.user_tokens
-        };
-        messages.push(Message {
-            role: "user",
-            content: user_text(sh.salt, id, turn, words),
-        });
+        messages.extend(plan.adds);
         let body = chat_body(
             &rc.model,
             &messages,
             BodyOptions {
-                max_tokens: rc.cfg.max_tokens,
+                max_tokens: plan.max_tokens,
                 continuous_usage: false,
                 ignore_eos: !rc.cfg.respect_eos,
                 temperature: rc.cfg.temperature,
@@ -111,7 +157,7 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
         let prompt_tokens = if sample.input_tokens > 0 {
             sample.input_tokens
         } else {
-            conv.tokens() + words + sh.template
+            conv.tokens() + plan.built_tokens
         };
         if let Some(c) = o.cached_tokens {
             let mut u = sh.usage.lock().unwrap_or_else(|p| p.into_inner());
@@ -140,39 +186,103 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
             role: "assistant",
             content: reply,
         });
-        due = done + sh.cfg.think_time.sample(rng.random::<f64>());
+        last_end = done;
     }
-    if out.len() == sh.cfg.turns as usize && out.iter().all(|r| r.request.completed_at.is_some()) {
+    if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
         Counters::bump(&sh.progress.sessions_done);
     }
     out
 }
 
-/// Says what runs and starts showing its progress.
-fn announce(rc: &RunCtx, cfg: &SessionConfig, counters: Arc<Counters>, start: f64) -> Ticker {
+/// Runs the sessions and returns their result.
+pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> SessionResult {
+    run_with(rc, disc, cfg, None).await
+}
+
+/// `--trace FILE --trace-sessions`: the trace's conversations
+/// (`trace_sessions.rs`) run as sessions.
+pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) -> SessionResult {
+    let cfg = SessionConfig {
+        sessions: 0,
+        turns: 0,
+        user_tokens: 0,
+        think_time: ThinkTime::Fixed(0.0),
+        corpus: t.corpus.clone(),
+    };
+    let mut r = run_with(rc, disc, &cfg, Some(t)).await;
+    r.output_tokens = 0;
+    r.trace = Some(super::trace::trace_source(t));
+    r
+}
+
+/// Says what runs and starts showing its progress (`sessions` of up to
+/// `turns` turns, `total` turns in all).
+fn announce(
+    rc: &RunCtx,
+    cfg: &SessionConfig,
+    (sessions, turns, total): (u64, u32, u64),
+    counters: Arc<Counters>,
+    start: f64,
+) -> Ticker {
     rc.live.event(format!(
-        "sessions: {} × {} turns, {} user tokens per turn, think time {:?}",
-        cfg.sessions, cfg.turns, cfg.user_tokens, cfg.think_time
+        "sessions: {sessions}, up to {turns} turns, {} user tokens per turn, think time {:?}",
+        cfg.user_tokens, cfg.think_time
     ));
-    let progress = session_progress(cfg.sessions, cfg.turns);
+    let mut progress = session_progress(sessions, turns);
+    progress.scheduled = total;
     Ticker::start(rc, progress, counters, start)
 }
 
-/// Runs the sessions and returns their result.
-pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> SessionResult {
+/// Each conversation's turns (`--sessions`' or the trace's), and whether
+/// any was a literal prompt.
+fn plans_of(
+    rc: &RunCtx,
+    sh: &Shared,
+    cfg: &SessionConfig,
+    trace: Option<&TraceConfig>,
+) -> (Vec<Vec<Turn>>, bool) {
+    match trace {
+        None => (
+            (0..cfg.sessions)
+                .map(|id| planned_turns(rc, sh, id))
+                .collect(),
+            false,
+        ),
+        Some(t) => super::trace_sessions::plans(rc, sh, t),
+    }
+}
+
+/// Every conversation side by side; their requests.
+async fn run_all(rc: &RunCtx, sh: &Shared, plans: Vec<Vec<Turn>>) -> Vec<SessionRequest> {
+    let tasks: Vec<_> = (0u64..)
+        .zip(plans)
+        .map(|(id, p)| session(rc, sh.clone(), id, p))
+        .collect();
+    futures_util::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The sessions of `--sessions` (`trace` `None`) or of a trace.
+async fn run_with(
+    rc: &RunCtx,
+    disc: &Discovery,
+    cfg: &SessionConfig,
+    trace: Option<&TraceConfig>,
+) -> SessionResult {
     let salt: u64 = rand::random();
     let (template, _) = template_tokens(&rc.http, disc, salt).await;
+    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
     let granularity = rc.cache_granularity();
-    let before = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
     let sh = Shared {
         cfg: cfg.clone(),
         salt,
+        source,
         template,
         start,
         skip: rc.controls.new_skip(),
@@ -180,27 +290,29 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         usage: Arc::new(Mutex::new((0, 0))),
         progress: Arc::new(Counters::default()),
     };
-    let ticker = announce(rc, cfg, sh.progress.clone(), start);
-    let tasks: Vec<_> = (0..cfg.sessions)
-        .map(|id| session(rc, sh.clone(), id))
-        .collect();
-    let all: Vec<SessionRequest> = futures_util::future::join_all(tasks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let (plans, literal) = plans_of(rc, &sh, cfg, trace);
+    let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
+    let (sessions, turns) = (
+        expected.len() as u64,
+        expected.iter().copied().max().unwrap_or(0),
+    );
+    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let ticker = announce(
+        rc,
+        cfg,
+        (sessions, turns, total),
+        sh.progress.clone(),
+        start,
+    );
+    let all = run_all(rc, &sh, plans).await;
     drop((measuring, ticker));
-    let after = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let after = super::trace::scrape_if(rc).await;
     let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start,
         requests: &requests,
-        scheduled: cfg.sessions * u64::from(cfg.turns),
-        max_in_flight: cfg.sessions,
+        scheduled: total,
+        max_in_flight: sessions,
         slo: rc.cfg.slo.as_ref(),
         max_error_rate: rc.cfg.max_error_rate,
         ..ReplayInputs::default()
@@ -210,20 +322,23 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         why = "cut short by the user".into();
     }
     let slo = rc.cfg.slo.as_ref();
-    let (tps, done, good) = per_session(&all, cfg.turns, |r| {
-        slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r))
-    });
+    let (tps, done, good) = per_session_of(
+        &all,
+        |id| expected.get(id as usize).copied().unwrap_or(0),
+        |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
+    );
     let usage = *sh.usage.lock().unwrap_or_else(|p| p.into_inner());
     let intended = sh
         .cache
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .hit_rate();
+        .hit_rate()
+        .filter(|_| !literal);
     let (achieved, source) = super::trace::achieved(before.as_ref(), after.as_ref(), usage);
     let wall = summary.wall_time;
     let result = SessionResult {
-        sessions: cfg.sessions,
-        turns: cfg.turns,
+        sessions,
+        turns,
         user_tokens: cfg.user_tokens,
         output_tokens: rc.cfg.max_tokens,
         think_time: cfg.think_time,
@@ -242,19 +357,26 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         }
         .judge(),
         summary,
+        prompt_corpus: corpus,
+        trace: None,
     };
+    note_done(rc, &result);
+    result
+}
+
+/// The event line that closes a session run.
+fn note_done(rc: &RunCtx, r: &SessionResult) {
     let ttft = |t: usize| {
-        result
-            .by_turn
+        r.by_turn
             .get(t)
             .and_then(|s| s.ttft.p50)
             .map_or("-".into(), |v| format!("{v:.3} s"))
     };
     rc.live.event(format!(
-        "sessions done: {done} of {} complete, TTFT p50 turn 1 {} last turn {}",
-        cfg.sessions,
+        "sessions done: {} of {} complete, TTFT p50 turn 1 {} last turn {}",
+        r.sessions_completed,
+        r.sessions,
         ttft(0),
-        ttft(result.by_turn.len().saturating_sub(1))
+        ttft(r.by_turn.len().saturating_sub(1))
     ));
-    result
 }

@@ -31,7 +31,7 @@ struct Ready {
     segments: Option<Vec<Segment>>,
 }
 
-fn role(r: &str) -> &'static str {
+pub(super) fn role(r: &str) -> &'static str {
     match r {
         "system" => "system",
         "assistant" => "assistant",
@@ -169,6 +169,32 @@ async fn send_all(
     Ok(s)
 }
 
+/// What the result says of the trace file.
+pub(super) fn trace_source(cfg: &TraceConfig) -> TraceSource {
+    TraceSource {
+        path: cfg.path.display().to_string(),
+        sha256: cfg.scan.sha256.clone(),
+        format: cfg
+            .scan
+            .format
+            .map(|f| f.name().to_string())
+            .unwrap_or_default(),
+        options: cfg.options.clone(),
+        rows: cfg.scan.counts,
+        benchmark_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// A `/metrics` scrape now, when the run reads metrics (a replay's span
+/// opens and closes with one).
+pub(super) async fn scrape_if(rc: &RunCtx) -> Option<ldb_client::scrape::Scrape> {
+    if rc.metrics {
+        rc.scraper.scrape_once().await
+    } else {
+        None
+    }
+}
+
 /// The achieved hit rate: counter deltas between two scrapes, else the
 /// cached tokens the answers reported over their prompt tokens.
 pub(super) fn achieved(
@@ -196,15 +222,12 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
         "trace replay: {} requests over {:.1} s, chat template {template} tokens ({how})",
         cfg.scan.requests, cfg.scan.span_s
     ));
-    let mut builder = PromptBuilder::new(salt, template);
+    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
+    let mut builder = PromptBuilder::new(salt, template).with_source(source);
     let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
     let granularity = rc.cache_granularity();
     let mut cache = IntendedPrefixCache::new(granularity);
-    let before = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
@@ -215,24 +238,10 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let most_seen = d.most();
     let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
     drop(measuring);
-    let after = if rc.metrics {
-        rc.scraper.scrape_once().await
-    } else {
-        None
-    };
+    let after = super::trace::scrape_if(rc).await;
     let mut result = TraceResult {
-        source: TraceSource {
-            path: cfg.path.display().to_string(),
-            sha256: cfg.scan.sha256.clone(),
-            format: cfg
-                .scan
-                .format
-                .map(|f| f.name().to_string())
-                .unwrap_or_default(),
-            options: cfg.options.clone(),
-            rows: cfg.scan.counts,
-            benchmark_version: env!("CARGO_PKG_VERSION").into(),
-        },
+        source: trace_source(cfg),
+        prompt_corpus: corpus,
         ..TraceResult::default()
     };
     let sent = match sent {

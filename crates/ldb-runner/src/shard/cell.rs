@@ -92,7 +92,7 @@ pub(crate) async fn run_sharded_cell(
         );
     }
     let mine = share(c, n, 0);
-    let mut pool = StreamPool::launch(rc, body, mine, OUTPUT_SLOTS, &skip);
+    let mut pool = StreamPool::launch(rc, vec![body], mine, OUTPUT_SLOTS, &skip);
     let peers = || peer_progress(leader, &members, id);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, Some(&peers)).await;
     let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);

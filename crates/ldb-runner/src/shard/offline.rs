@@ -107,7 +107,7 @@ pub async fn run_offline(
         let mine = share(cell.concurrency, o.shards, o.index);
         let body = decode_body(&rc, &spec);
         let skip = rc.controls.new_skip();
-        let mut pool = StreamPool::launch(&rc, body, mine, 0, &skip);
+        let mut pool = StreamPool::launch(&rc, vec![body], mine, 0, &skip);
         let origin = rc.clock.unix(0.0);
         let (ws, we) = (
             begin + o.ramp_seconds,
