@@ -139,7 +139,7 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
 /// Runs the sessions and returns their result.
 pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> SessionResult {
     let salt: u64 = rand::random();
-    let (template, _) = template_tokens(&rc.http, disc, salt).await;
+    let template = template_tokens(&rc.http, disc, salt).await.0.tokens;
     let granularity = rc.cache_granularity();
     let before = if rc.metrics {
         rc.scraper.scrape_once().await
@@ -218,7 +218,7 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
             granularity: Some(granularity),
             server_prefix_cache_hit_rate: achieved,
             achieved_source: source,
-            differs: false,
+            ..PrefixCacheCheck::default()
         }
         .judge(),
         summary,
