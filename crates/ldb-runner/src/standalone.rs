@@ -7,6 +7,9 @@
 //! every sample prefills the whole prompt. (The decode prompts start with the
 //! run's common `[ldb <run>-` prefix instead; here that would let a 16-token
 //! first block be shared.)
+//! With `--shared-prefix-tokens` every sample opens with the run's warmed
+//! prefix 0 instead, and the row measures the prefill of the rest
+//! (`prefill_mode = warm_prefix`, see [`cold_messages`]).
 //!
 //! Sampling rule: keep sampling until `--prefill-duration` seconds have passed
 //! since the context started **and** at least two samples succeeded (so the
