@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_core::chunk::{is_done, parse_chunk};
@@ -20,48 +20,7 @@ use crate::error::ClientError;
 use crate::http::Http;
 use ldb_core::failure::{FailureKind, RequestError};
 
-/// The run's clock: seconds since a fixed origin.
-#[derive(Debug, Clone, Copy)]
-pub struct RunClock {
-    origin: Instant,
-    origin_unix: f64,
-}
-
-impl RunClock {
-    /// A clock starting now.
-    pub fn new() -> Self {
-        let origin_unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        RunClock {
-            origin: Instant::now(),
-            origin_unix,
-        }
-    }
-
-    /// Seconds since the origin.
-    pub fn now(&self) -> f64 {
-        self.origin.elapsed().as_secs_f64()
-    }
-
-    /// The run-clock time of `instant` (0 for one before the origin), for a
-    /// caller that already read the clock.
-    pub fn at(&self, instant: Instant) -> f64 {
-        instant.saturating_duration_since(self.origin).as_secs_f64()
-    }
-
-    /// A run-clock time as Unix seconds (wall clock at the origin + elapsed,
-    /// so later wall-clock steps do not bend it).
-    pub fn unix(&self, t: f64) -> f64 {
-        self.origin_unix + t
-    }
-}
-
-impl Default for RunClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use crate::clock::RunClock;
 
 /// Window bounds shared between the runner and its streams (f64 bits; NaN = unset).
 #[derive(Debug)]

@@ -1,9 +1,16 @@
 //! The live view of a running benchmark, published by the runner and drawn by
 //! the dashboard or the plain-mode printer. Plain data: cloning a snapshot is
-//! cheap enough at ≤ 10 frames per second.
+//! cheap enough at ≤ 10 frames per second. The runner changes it only by
+//! sending [`LiveEvent`]s, which [`LiveSnapshot::apply`] takes in.
+
+pub mod replay;
 
 use crate::hardware::GpuSample;
 use crate::result::CellStatus;
+
+pub mod event;
+
+pub use event::{CellSample, LIVE_EVENTS, LiveEvent, RunLayout};
 
 /// What the run is doing now.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -227,6 +234,8 @@ pub struct LiveSnapshot {
     pub events: Vec<String>,
     /// Recent output of the current cell's streams (bounded).
     pub outputs: Vec<StreamText>,
+    /// A trace replay or session run in progress (or just finished).
+    pub replay: Option<replay::ReplayProgress>,
 }
 
 /// Requests from the user interface to the runner.

@@ -12,7 +12,9 @@
 //!    against the threshold in the metric's direction ([`metric`]); cells
 //!    present or valid in one run only are kept and listed;
 //! 3. prefill rows: matched by context, the headline rate;
-//! 4. open-loop rate cells ([`rates`]): matched by context and offered rate.
+//! 4. open-loop rate cells ([`rates`]): matched by context and offered rate;
+//! 5. trace replays and session runs ([`replays`]): matched by kind and
+//!    position, their summaries and (sessions) TTFT by turn.
 //!
 //! Runs are single measurements per cell, so no change is tested for
 //! significance; [`metric::Estimate`] has room for repeats when runs carry them.
@@ -25,6 +27,7 @@ mod json;
 pub mod metric;
 pub mod output;
 pub mod rates;
+pub mod replays;
 pub mod settings;
 mod table;
 
@@ -35,6 +38,7 @@ pub use json::{output as typed_output, to_json};
 pub use metric::{CellMetric, Change, Direction, Estimate, Significance, Verdict};
 pub use output::{CompareOutput, read as read_output};
 pub use rates::{RateComparison, RateMetric};
+pub use replays::{ReplayComparison, ReplayKind, ReplayMetric};
 pub use settings::SettingDiff;
 pub use table::{render_markdown, render_text};
 
@@ -94,7 +98,9 @@ pub struct Comparison {
     pub prefill: Vec<PrefillComparison>,
     /// Every open-loop rate cell of either run.
     pub rates: Vec<RateComparison>,
-    /// Cells of either run whose prefix-cache hit rate missed the intended
+    /// Every trace replay and session run of either run.
+    pub replays: Vec<ReplayComparison>,
+    /// Cells and replays of either run whose prefix-cache hit rate missed the intended
     /// one by more than 10 points (`base: …`, `new: …`), see
     /// [`crate::prefix_flags`].
     pub prefix_gaps: Vec<String>,
@@ -114,11 +120,13 @@ impl Comparison {
             cells: cells::compare_cells(base.1, new.1, threshold_pct),
             prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
             rates: rates::compare_rates(base.1, new.1, threshold_pct),
+            replays: replays::compare_replays(base.1, new.1, threshold_pct),
             prefix_gaps: [("base", base.1), ("new", new.1)]
                 .into_iter()
                 .flat_map(|(side, doc)| {
                     crate::prefix_flags::flags(doc)
                         .into_iter()
+                        .chain(replays::gap_flags(doc))
                         .map(move |f| format!("{side}: {f}"))
                 })
                 .collect(),
@@ -130,11 +138,12 @@ impl Comparison {
         self.settings.iter().filter(|d| d.blocking).collect()
     }
 
-    /// Cells, prefill rows and rate cells whose overall verdict is `v`.
+    /// Cells, prefill rows, rate cells and replays whose overall verdict is `v`.
     pub fn count(&self, v: Verdict) -> usize {
         self.cells.iter().filter(|c| c.verdict == v).count()
             + self.prefill.iter().filter(|p| p.verdict == v).count()
             + self.rates.iter().filter(|r| r.verdict == v).count()
+            + self.replays.iter().filter(|r| r.verdict == v).count()
     }
 
     /// Some cell or prefill row regressed beyond the threshold.

@@ -1,10 +1,12 @@
-//! `report --csv`: one row per cell (decode and burst), for spreadsheets
-//! and scripts.
+//! `report --csv`: one row per cell (decode and burst), then the rows of
+//! trace replays and sessions (`csv/replay.rs`), for spreadsheets and scripts.
 //!
 //! Column names are stable: snake_case, the result file's key where the
 //! value is a key of the cell (`kind` is the only added one). Empty fields
 //! are JSON `null` (not measured or not reported). `docs/report.md` lists
 //! every column with its unit.
+
+mod replay;
 
 use std::io::Write;
 
@@ -166,27 +168,50 @@ const REPEAT_COLUMNS: &[&str] = &[
     "window_start_unix",
 ];
 
-/// The header row, in file order.
+/// The header row, in file order: `kind`, the cell columns, then the
+/// columns only replay rows fill.
 pub fn header() -> Vec<&'static str> {
     std::iter::once("kind")
         .chain(COLUMNS.iter().map(|c| c.name))
+        .chain(replay::REPLAY_COLUMNS.iter().copied())
         .collect()
 }
 
+/// Empty fields for the replay columns of a cell row.
+fn no_replay() -> impl Iterator<Item = String> {
+    replay::REPLAY_COLUMNS.iter().map(|_| String::new())
+}
+
+/// A replay row: each value under its column, the others empty.
+fn replay_row(kind: &str, pairs: &replay::Pairs) -> Vec<String> {
+    let mut row: Vec<String> = header().iter().map(|_| String::new()).collect();
+    row[0] = kind.to_string();
+    for (name, value) in pairs {
+        if let Some(at) = header().iter().position(|h| h == name) {
+            row[at] = value.clone();
+        }
+    }
+    row
+}
+
 /// Writes the CSV of `doc` (header, then the decode cells in run order,
-/// then the burst cells) to `w`.
+/// then the burst cells, then the replays) to `w`.
 pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
     let mut out = ::csv::Writer::from_writer(w);
     out.write_record(header())?;
     for (kind, cells) in [("decode", &doc.results), ("burst", &doc.burst_results)] {
         for c in cells {
-            let row =
-                std::iter::once(kind.to_string()).chain(COLUMNS.iter().map(|col| (col.value)(c)));
+            let row = std::iter::once(kind.to_string())
+                .chain(COLUMNS.iter().map(|col| (col.value)(c)))
+                .chain(no_replay());
             out.write_record(row)?;
             for r in &c.ext.repeats {
                 out.write_record(repeat_row(kind, c, r))?;
             }
         }
+    }
+    for (kind, pairs) in replay::rows(doc) {
+        out.write_record(replay_row(kind, &pairs))?;
     }
     out.flush()?;
     Ok(())
@@ -209,6 +234,7 @@ fn repeat_row(kind: &str, cell: &CellResult, r: &RepeatEntry) -> Vec<String> {
             n if REPEAT_COLUMNS.contains(&n) => (col.value)(&one),
             _ => String::new(),
         }))
+        .chain(no_replay())
         .collect()
 }
 

@@ -5,7 +5,9 @@
 //! scripts, fonts or images. Sections, in page order (each with a stable id):
 //! `run-metadata` (one column per result file), `heatmap` (the aggregate
 //! tok/s matrix of each file, coloured by value, status words as in the text
-//! report), `charts` (the figures listed in [`CHART_IDS`]), `warnings` (the
+//! report), `charts` (the figures listed in [`CHART_IDS`]), `replay` (trace
+//! replays and sessions, only when a file has one: [`REPLAY_CHART_IDS`]),
+//! `warnings` (the
 //! text report's cell footnotes and warnings) and `methodology` (the result's
 //! notes on how each number is made).
 //!
@@ -21,6 +23,7 @@ mod escape;
 mod fabric;
 mod heatmap;
 mod meta;
+mod replay;
 mod synthetic;
 #[cfg(test)]
 mod tests;
@@ -32,6 +35,7 @@ use ldb_core::document::ResultDocument;
 
 use crate::error::Result;
 use escape::escape;
+pub use replay::REPLAY_CHART_IDS;
 #[doc(hidden)]
 pub use synthetic::synthetic_result;
 
@@ -127,6 +131,7 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&heatmap::section(&page));
     out.push_str(&charts::section(&page));
     out.push_str(&coding_peak::section(&page));
+    out.push_str(&replay::section(&page));
     out.push_str(&fabric::section(&page));
     out.push_str(&meta::warnings_section(&page));
     out.push_str(&meta::methodology_section(&page));

@@ -5,7 +5,10 @@
 //! (`layer`, `cell_index`, `concurrency`, `context_tokens`, `repeat`,
 //! `sample_index`), followed by the sample's own keys exactly as in the
 //! cell's `request_samples` (docs/result-json.md defines them). Decode cells
-//! (`results`) come first in run order, then burst cells (`burst_results`).
+//! (`results`) come first in run order, then burst cells (`burst_results`),
+//! then the lines of trace replays and sessions (`jsonl/replay.rs`).
+
+mod replay;
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -34,7 +37,8 @@ fn layers(doc: &ResultDocument) -> [(&'static str, &[CellResult]); 2] {
     [("decode", &doc.results), ("burst", &doc.burst_results)]
 }
 
-/// Writes one line per request sample of `doc` to `w`; returns the count.
+/// Writes one line per request sample of `doc` to `w`, then the replay
+/// lines; returns the count.
 pub fn write(doc: &ResultDocument, w: &mut impl Write) -> io::Result<u64> {
     let mut n = 0;
     for (layer, cells) in layers(doc) {
@@ -63,7 +67,7 @@ pub fn write(doc: &ResultDocument, w: &mut impl Write) -> io::Result<u64> {
             }
         }
     }
-    Ok(n)
+    Ok(n + replay::write(doc, w)?)
 }
 
 /// Writes the lines to `path`, replacing the file atomically; returns the

@@ -32,6 +32,8 @@ mod load;
 pub mod markdown;
 pub mod paired;
 pub mod prefix_flags;
+#[cfg(test)]
+mod replay_fixture;
 pub mod text;
 
 pub use error::{ReportError, Result};

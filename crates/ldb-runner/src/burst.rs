@@ -25,7 +25,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
-use ldb_core::live::{CellStage, CurrentCell};
+use ldb_core::live::{CellSample, CellStage, LiveEvent};
 use ldb_core::prompt::Message;
 use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::tokens::format_context;
@@ -191,7 +191,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
             cell.ext.status_reason
         ));
     }
-    rc.live.update(|s| s.current = None);
+    rc.live.send(LiveEvent::CellEnded);
     CellOutput { cell, prefill }
 }
 
@@ -334,25 +334,25 @@ fn show_batch(rc: &RunCtx, spec: &BurstSpec, v: &BatchView<'_>) {
         CellStage::RampUp
     };
     let outputs = stream_texts(v.sinks);
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
-        cur.stage = stage_kind;
-        cur.stage_elapsed = v.elapsed;
-        cur.running = v.latest.and_then(|l| l.snap.running);
-        cur.queued = v.latest.and_then(|l| l.snap.waiting);
-        cur.producing = v.counters.producing.load(Ordering::Relaxed).max(0) as u32;
-        cur.window_tokens = v.tokens;
-        cur.window_elapsed = v.elapsed;
-        cur.window_total = if v.expected > 0.0 {
+    rc.live.send(LiveEvent::CellSampled(Box::new(CellSample {
+        concurrency: spec.concurrency,
+        context: spec.context,
+        stage: stage_kind,
+        stage_elapsed: v.elapsed,
+        running: v.latest.and_then(|l| l.snap.running),
+        queued: v.latest.and_then(|l| l.snap.waiting),
+        producing: v.counters.producing.load(Ordering::Relaxed).max(0) as u32,
+        window_tokens: v.tokens,
+        window_elapsed: v.elapsed,
+        window_total: if v.expected > 0.0 {
             v.expected.max(v.elapsed)
         } else {
             0.0
-        };
-        cur.tps_trace = v.trace.to_vec();
-        s.outputs = outputs;
-    });
+        },
+        accept_length: None,
+        tps_trace: Some(v.trace.to_vec()),
+        outputs,
+    })));
 }
 
 async fn worker(
@@ -397,7 +397,7 @@ fn failed(
         spec.concurrency,
         format_context(spec.context)
     ));
-    rc.live.update(|s| s.current = None);
+    rc.live.send(LiveEvent::CellEnded);
     let mut cell = CellResult::skipped(
         spec.concurrency,
         spec.context,

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use ldb_client::scrape::Scrape;
 use ldb_core::client_load::ClientLoad;
 use ldb_core::headroom::Headroom;
-use ldb_core::live::CellStage;
+use ldb_core::live::{CellStage, LiveEvent};
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
 use ldb_core::result::{CellResult, CellStatus, PrefillEntry, round};
@@ -170,7 +170,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let mut cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
     cell.ext.scout_timeout = scouted.timeout;
     announce_done(rc, &at, &cell);
-    rc.live.update(|s| s.current = None);
+    rc.live.send(LiveEvent::CellEnded);
     CellOutput { cell, prefill }
 }
 
@@ -543,7 +543,7 @@ pub(crate) fn user_skip(
         "cell skipped C={concurrency} ctx={}",
         format_context(context)
     ));
-    rc.live.update(|s| s.current = None);
+    rc.live.send(LiveEvent::CellEnded);
     CellResult::skipped(
         concurrency,
         context,

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use ldb_core::live::{CellStage, CurrentCell, StreamText};
+use ldb_core::live::{CellSample, CellStage, LiveEvent, StreamText};
 use ldb_core::readiness::Observation;
 
 use crate::cell::CellSpec;
@@ -32,16 +32,12 @@ pub(crate) fn enter_stage(
     elapsed: f64,
     window_total: f64,
 ) {
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        if cur.concurrency != concurrency || cur.context != context {
-            *cur = CurrentCell::default();
-        }
-        cur.concurrency = concurrency;
-        cur.context = context;
-        cur.stage = stage;
-        cur.stage_elapsed = elapsed;
-        cur.window_total = window_total;
+    rc.live.send(LiveEvent::StageEntered {
+        concurrency,
+        context,
+        stage,
+        elapsed,
+        window_total,
     });
 }
 
@@ -79,26 +75,21 @@ pub(crate) fn update_live(rc: &RunCtx, spec: &CellSpec, pool: &StreamPool, p: &C
         .latest()
         .and_then(|s| s.snap.spec_accept_length_gauge);
     let window_tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
-    rc.live.update(|s| {
-        let cur = s.current.get_or_insert_with(CurrentCell::default);
-        cur.concurrency = spec.concurrency;
-        cur.context = spec.context;
-        cur.stage = p.stage;
-        cur.stage_elapsed = p.stage_elapsed;
-        cur.running = p.obs.running;
-        cur.queued = p.obs.waiting;
-        cur.producing = p.obs.producing;
-        cur.window_tokens = window_tokens;
-        cur.window_elapsed = p.window_elapsed;
-        cur.window_total = spec.duration;
-        if accept.is_some() {
-            cur.accept_length = accept;
-        }
-        if let Some(t) = p.trace {
-            cur.tps_trace = t.to_vec();
-        }
-        s.outputs = outputs;
-    });
+    rc.live.send(LiveEvent::CellSampled(Box::new(CellSample {
+        concurrency: spec.concurrency,
+        context: spec.context,
+        stage: p.stage,
+        stage_elapsed: p.stage_elapsed,
+        running: p.obs.running,
+        queued: p.obs.waiting,
+        producing: p.obs.producing,
+        window_tokens,
+        window_elapsed: p.window_elapsed,
+        window_total: spec.duration,
+        accept_length: accept,
+        tps_trace: p.trace.map(<[f64]>::to_vec),
+        outputs,
+    })));
 }
 
 /// Window tokens per second, one value per second, the last 120 kept.

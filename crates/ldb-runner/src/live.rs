@@ -1,14 +1,17 @@
-//! Publishing the live view and the event log.
+//! Publishing the live view and the event log. The runner sends
+//! [`LiveEvent`]s; the snapshot takes them in through
+//! `LiveSnapshot::apply` (ldb-core), the only code that changes it.
 
 use std::sync::{Arc, Mutex};
 
-use ldb_core::live::LiveSnapshot;
+use ldb_client::discovery::Discovery;
+use ldb_core::live::{LiveEvent, LiveSnapshot, MatrixCell, MatrixCellState, RunLayout};
 use tokio::sync::watch;
 
-/// Events kept in the live snapshot (the JSON keeps all of them).
-const LIVE_EVENTS: usize = 200;
+use crate::config::RunConfig;
+use crate::plan::test_order;
 
-/// Shared publisher: the runner mutates, the UI reads the watch channel.
+/// Shared publisher: the runner sends events, the UI reads the watch channel.
 #[derive(Clone)]
 pub struct Live {
     tx: watch::Sender<LiveSnapshot>,
@@ -28,9 +31,9 @@ impl Live {
         )
     }
 
-    /// Change the snapshot.
-    pub fn update(&self, f: impl FnOnce(&mut LiveSnapshot)) {
-        self.tx.send_modify(f);
+    /// Tell the live view what happened.
+    pub fn send(&self, event: LiveEvent) {
+        self.tx.send_modify(|s| s.apply(event));
     }
 
     /// Append `HH:MM:SS message` to the event log.
@@ -43,13 +46,7 @@ impl Live {
         if let Ok(mut log) = self.log.lock() {
             log.push(line.clone());
         }
-        self.tx.send_modify(|s| {
-            s.events.push(line);
-            if s.events.len() > LIVE_EVENTS {
-                let extra = s.events.len() - LIVE_EVENTS;
-                s.events.drain(..extra);
-            }
-        });
+        self.send(LiveEvent::Logged(line));
     }
 
     /// The whole event log so far.
@@ -60,5 +57,94 @@ impl Live {
     /// A copy of the current snapshot.
     pub fn snapshot(&self) -> LiveSnapshot {
         self.tx.borrow().clone()
+    }
+}
+
+/// The live matrix of a run: who serves, its columns (concurrencies, or
+/// open-loop rates keyed 1, 2, … in the order they run) and every cell,
+/// pending; `--prefill-only` runs no decode cell.
+pub(crate) fn layout(cfg: &RunConfig, disc: &Discovery, kv_budget: u64) -> RunLayout {
+    let mut l = RunLayout {
+        model: disc.model.clone(),
+        engine: disc.engine.display_name().into(),
+        server: cfg.server_label.clone(),
+        kv_budget,
+        concurrencies: cfg.concurrency.clone(),
+        contexts: cfg.contexts.clone(),
+        ..RunLayout::default()
+    };
+    let cells = if cfg.prefill_only {
+        vec![]
+    } else if cfg.open_loop() {
+        let mut rates = cfg.request_rates.clone();
+        rates.sort_by(f64::total_cmp);
+        l.column_labels = rates
+            .iter()
+            .map(|&r| crate::recorder::rate_label(r))
+            .collect();
+        l.concurrencies = (1..=rates.len())
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        test_order(&l.concurrencies, &cfg.contexts)
+    } else {
+        test_order(&cfg.concurrency, &cfg.contexts)
+    };
+    l.matrix = cells
+        .into_iter()
+        .map(|(c, x)| MatrixCell {
+            context: x,
+            concurrency: c,
+            state: MatrixCellState::Pending,
+        })
+        .collect();
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(conc: &[u32], ctxs: &[u64]) -> RunConfig {
+        RunConfig {
+            concurrency: conc.to_vec(),
+            contexts: ctxs.to_vec(),
+            server_label: "http://127.0.0.1:8000".into(),
+            ..RunConfig::default()
+        }
+    }
+
+    fn disc() -> Discovery {
+        Discovery {
+            model: "m".into(),
+            ..Discovery::default()
+        }
+    }
+
+    #[test]
+    fn the_matrix_is_laid_out_pending_in_test_order() {
+        let l = layout(&config(&[1, 4], &[0, 8192]), &disc(), 1000);
+        assert_eq!((l.model.as_str(), l.kv_budget), ("m", 1000));
+        assert_eq!(l.server, "http://127.0.0.1:8000");
+        assert_eq!(l.concurrencies, [1, 4]);
+        assert!(l.column_labels.is_empty());
+        let cells: Vec<(u32, u64)> = l
+            .matrix
+            .iter()
+            .map(|m| (m.concurrency, m.context))
+            .collect();
+        assert_eq!(cells, test_order(&[1, 4], &[0, 8192]));
+        assert!(l.matrix.iter().all(|m| m.state == MatrixCellState::Pending));
+    }
+
+    #[test]
+    fn open_loop_columns_are_the_rates_in_order_and_prefill_only_has_no_cell() {
+        let mut cfg = config(&[1], &[0]);
+        cfg.request_rates = vec![4.0, 0.5];
+        let l = layout(&cfg, &disc(), 0);
+        assert_eq!(l.column_labels, ["R=0.5/s", "R=4/s"]);
+        assert_eq!(l.concurrencies, [1, 2]);
+        assert_eq!(l.matrix.len(), 2);
+        cfg.prefill_only = true;
+        assert!(layout(&cfg, &disc(), 0).matrix.is_empty());
     }
 }

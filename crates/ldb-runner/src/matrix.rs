@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ldb_core::kv::Infeasible;
-use ldb_core::live::Phase;
+use ldb_core::live::{LiveEvent, Phase};
 use ldb_core::result::{CellResult, CellStatus};
 use ldb_core::tokens::format_context;
 
@@ -35,7 +35,7 @@ pub(crate) async fn decode_warmup(
         return;
     }
     let secs = rc.cfg.decode_warmup_seconds;
-    rc.live.update(|s| s.phase = Phase::DecodeWarmup);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::DecodeWarmup));
     rc.live.event(format!(
         "decode warmup start C=1 ctx={} {secs}s",
         format_context(x)
@@ -111,13 +111,11 @@ pub(crate) async fn decode_matrix(
     rec: &mut Recorder,
 ) {
     let request_mode = rc.cfg.request_count > 0;
-    rc.live.update(|s| {
-        s.phase = if request_mode {
-            Phase::Burst
-        } else {
-            Phase::Decode
-        }
-    });
+    rc.live.send(LiveEvent::PhaseChanged(if request_mode {
+        Phase::Burst
+    } else {
+        Phase::Decode
+    }));
     let mut recorded: Vec<u64> = plan.prefill_carried.clone();
     let t0 = rc.clock.now();
     let passes = rc.cfg.repeat.max(1);
@@ -319,7 +317,7 @@ pub(crate) async fn burst_matrix(
     rec: &mut Recorder,
 ) {
     let cfg = &rc.cfg;
-    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     rc.live.event("Phase 3: Burst / E2E decode request burst");
     for planned in plan.cells.iter().filter(|p| p.burst_carried.is_none()) {
         if rc.controls.stop.is_cancelled() {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
 use ldb_core::arrivals::schedule;
 use ldb_core::cellstats::{SchedSample, scheduler_fields};
-use ldb_core::live::Phase;
+use ldb_core::live::{LiveEvent, Phase};
 use ldb_core::open_loop::{RateInputs, RateRequest, RateResult, assemble, stop_raising};
 use ldb_core::result::{CellStatus, PrefillEntry};
 use ldb_core::tokens::format_context;
@@ -43,7 +43,7 @@ pub(crate) async fn rate_matrix(
     prompts: &PromptPlan,
     rec: &mut Recorder,
 ) {
-    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     let mut rates = rc.cfg.request_rates.clone();
     rates.sort_by(f64::total_cmp);
     let mut index = 0u64;

@@ -4,7 +4,7 @@
 
 use ldb_client::stream::StreamEnv;
 use ldb_core::failure::FailureKind;
-use ldb_core::live::{Phase, PrefillRow};
+use ldb_core::live::{LiveEvent, Phase};
 use ldb_core::result::PrefillEntry;
 use ldb_core::tokens::{format_context, thousands};
 
@@ -25,7 +25,7 @@ pub(crate) async fn prefill_phase(
     rec: &mut Recorder,
 ) -> Result<(), RunError> {
     let live = &rc.live;
-    live.update(|s| s.phase = Phase::Prefill);
+    live.send(LiveEvent::PhaseChanged(Phase::Prefill));
     let env = probe_env(rc);
     live.event("decode warmup start");
     let jit_prompt = prompts.messages(0, "jit");
@@ -122,14 +122,10 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
         format_context(x)
     ));
     let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
-    live.update(|s| {
-        s.prefill.retain(|r| r.context != x);
-        s.prefill.push(PrefillRow {
-            context: x,
-            method: "scout_only".into(),
-            eta: rate.map(|r| x as f64 / r),
-            ..Default::default()
-        });
+    live.send(LiveEvent::PrefillStarted {
+        context: x,
+        method: "scout_only".into(),
+        eta: rate.map(|r| x as f64 / r),
     });
     let msgs = plan.messages(x, &format!("ctx{x}"));
     let (p, validation) = validated_probe(rc, env, &msgs, &skip, true).await;
@@ -157,13 +153,12 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
             *g = Some(row.tok_per_sec);
         }
     }
-    live.update(|s| {
-        if let Some(r) = s.prefill.iter_mut().find(|r| r.context == x) {
-            r.tok_per_sec = Some(row.tok_per_sec);
-            r.ttft = Some(row.ttft_seconds);
-            r.eta = None;
-            r.skipped = row.skipped.then(|| row.skip_reason.clone());
-        }
+    live.send(LiveEvent::PrefillFinished {
+        context: x,
+        method: None,
+        tok_per_sec: Some(row.tok_per_sec),
+        ttft: Some(row.ttft_seconds),
+        skipped: row.skipped.then(|| row.skip_reason.clone()),
     });
     drain(rc).await;
     row

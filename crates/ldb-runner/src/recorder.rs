@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use ldb_core::document::ResultDocument;
-use ldb_core::live::{LiveSnapshot, MatrixCellState};
+use ldb_core::live::{LiveEvent, MatrixCellState};
 use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
 use ldb_core::tokens::format_context;
 
@@ -72,7 +72,7 @@ impl Recorder {
                 .find(|r| r.concurrency == c && r.context_tokens == x)
             {
                 let state = done_state(cell);
-                self.live.update(|s| set_cell(s, c, x, state));
+                self.live.send(finished(c, x, state));
             }
         }
     }
@@ -96,10 +96,11 @@ impl Recorder {
 
     /// A decode cell is about to run; `eta` is the matrix's remaining time.
     pub(crate) fn cell_started(&self, c: u32, x: u64, elapsed: f64, eta: Option<f64>) {
-        self.live.update(|s| {
-            s.elapsed = elapsed;
-            s.eta = eta;
-            set_cell(s, c, x, MatrixCellState::Running);
+        self.live.send(LiveEvent::CellStarted {
+            concurrency: c,
+            context: x,
+            elapsed,
+            eta,
         });
     }
 
@@ -136,7 +137,7 @@ impl Recorder {
         }
         let state = done_state(&cell);
         let (c, x) = (cell.concurrency, cell.context_tokens);
-        self.live.update(|s| set_cell(s, c, x, state));
+        self.live.send(finished(c, x, state));
         // A cell cut short by stopping the run is not a result.
         if !stopped {
             self.doc.results.push(cell);
@@ -157,11 +158,11 @@ impl Recorder {
             Some(r) if !stopped && !cell.ext.status.is_skip() => {
                 ldb_core::repeat::add(r, cell, repeat);
                 let state = done_state(r);
-                self.live.update(|s| set_cell(s, c, x, state));
+                self.live.send(finished(c, x, state));
             }
             Some(r) => {
                 let state = done_state(r);
-                self.live.update(|s| set_cell(s, c, x, state));
+                self.live.send(finished(c, x, state));
             }
             None if !stopped => self.doc.results.push(cell),
             None => {}
@@ -181,7 +182,7 @@ impl Recorder {
     pub(crate) fn rate_cell(&mut self, row: ldb_core::open_loop::RateResult) {
         let (key, x) = (rate_key(&self.live, row.request_rate), row.context_tokens);
         let state = rate_done_state(&row);
-        self.live.update(|s| set_cell(s, key, x, state));
+        self.live.send(finished(key, x, state));
         self.doc.rate_results.push(row);
         self.save(ldb_core::result::RunStatus::InProgress);
     }
@@ -266,13 +267,11 @@ impl Recorder {
     }
 }
 
-fn set_cell(s: &mut LiveSnapshot, c: u32, x: u64, state: MatrixCellState) {
-    if let Some(m) = s
-        .matrix
-        .iter_mut()
-        .find(|m| m.concurrency == c && m.context == x)
-    {
-        m.state = state;
+fn finished(concurrency: u32, context: u64, state: MatrixCellState) -> LiveEvent {
+    LiveEvent::CellFinished {
+        concurrency,
+        context,
+        state,
     }
 }
 
@@ -366,17 +365,19 @@ mod tests {
         use ldb_core::live::MatrixCell;
         use ldb_core::open_loop::RateResult;
         let (mut r, _saved) = recorder();
-        r.live.update(|s| {
-            s.column_labels = vec![rate_label(0.5), rate_label(4.0)];
-            s.concurrencies = vec![1, 2];
-            s.matrix = [1, 2]
-                .map(|c| MatrixCell {
-                    context: 0,
-                    concurrency: c,
-                    state: MatrixCellState::Pending,
-                })
-                .to_vec();
-        });
+        r.live
+            .send(LiveEvent::RunPlanned(Box::new(ldb_core::live::RunLayout {
+                column_labels: vec![rate_label(0.5), rate_label(4.0)],
+                concurrencies: vec![1, 2],
+                matrix: [1, 2]
+                    .map(|c| MatrixCell {
+                        context: 0,
+                        concurrency: c,
+                        state: MatrixCellState::Pending,
+                    })
+                    .to_vec(),
+                ..Default::default()
+            })));
         assert_eq!(r.live.snapshot().column_label(2), "R=4/s");
         assert_eq!(rate_key(&r.live, 4.0), 2);
         r.cell_started(2, 0, 1.0, None);

@@ -8,13 +8,14 @@ mod check;
 pub mod config;
 mod dispatch;
 mod first_request;
+mod progress;
 mod sessions;
 mod trace;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
 
 use ldb_client::discovery::Discovery;
-use ldb_core::live::Phase;
+use ldb_core::live::{LiveEvent, Phase};
 use ldb_core::prompt::SizeModel;
 use ldb_core::trace::prompt::WORD_BYTES;
 
@@ -47,7 +48,7 @@ pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {
     let Some(cfg) = rc.cfg.replay.clone() else {
         return;
     };
-    rc.live.update(|s| s.phase = Phase::Burst);
+    rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     match cfg {
         ReplayConfig::Trace(t) => {
             let r = trace::replay(rc, disc, &t).await;

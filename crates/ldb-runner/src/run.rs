@@ -9,7 +9,7 @@ use ldb_client::scrape::{ScrapePace, Scraper};
 use ldb_client::stream::RunClock;
 use ldb_client::{ClientError, Http};
 use ldb_core::document::{Metadata, ResultDocument};
-use ldb_core::live::{MatrixCell, MatrixCellState, Phase};
+use ldb_core::live::LiveEvent;
 use ldb_core::tokens::format_context;
 use serde_json::Value;
 
@@ -305,40 +305,9 @@ pub(crate) async fn start(
         disc.attn_tp_size,
         replicas,
     );
-    live.update(|s| {
-        s.model = disc.model.clone();
-        s.engine = disc.engine.display_name().into();
-        s.server = cfg.server_label.clone();
-        s.kv_budget = kv.budget;
-        s.concurrencies = cfg.concurrency.clone();
-        s.contexts = cfg.contexts.clone();
-        // --prefill-only runs no decode cell.
-        let cells = if cfg.prefill_only {
-            vec![]
-        } else if cfg.open_loop() {
-            // rate columns, keyed 1, 2, … in the order they run
-            let mut rates = cfg.request_rates.clone();
-            rates.sort_by(f64::total_cmp);
-            s.column_labels = rates
-                .iter()
-                .map(|&r| crate::recorder::rate_label(r))
-                .collect();
-            s.concurrencies = (1..=rates.len())
-                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-                .collect();
-            test_order(&s.concurrencies, &cfg.contexts)
-        } else {
-            test_order(&cfg.concurrency, &cfg.contexts)
-        };
-        s.matrix = cells
-            .into_iter()
-            .map(|(c, x)| MatrixCell {
-                context: x,
-                concurrency: c,
-                state: MatrixCellState::Pending,
-            })
-            .collect();
-    });
+    live.send(LiveEvent::RunPlanned(Box::new(crate::live::layout(
+        &cfg, &disc, kv.budget,
+    ))));
     let rc = RunCtx {
         http,
         scraper,
@@ -388,10 +357,7 @@ pub(crate) async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan)
 fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
     let interrupted = rc.controls.stop.is_cancelled();
     rc.scraper.stop();
-    rc.live.update(|s| {
-        s.phase = Phase::Done;
-        s.current = None;
-    });
+    rc.live.send(LiveEvent::RunEnded);
     crate::server_watch::note_metrics(rc);
     let server_down = crate::server_watch::gone(rc);
     rc.live.event(if interrupted {

@@ -33,7 +33,7 @@
 
 use ldb_client::stream::StreamEnv;
 use ldb_core::hardware::HardwareSummary;
-use ldb_core::live::PrefillRow;
+use ldb_core::live::LiveEvent;
 use ldb_core::prompt::{Message, messages, nonce};
 use ldb_core::result::{PrefillEntry, PrefillMethod, ServerValidation, round};
 use ldb_core::stats::median;
@@ -144,14 +144,10 @@ fn announce_start(rc: &RunCtx, ctx: u64, word: &str) {
     ));
     let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
     let eta = rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill_duration));
-    rc.live.update(|s| {
-        s.prefill.retain(|r| r.context != ctx);
-        s.prefill.push(PrefillRow {
-            context: ctx,
-            method: word.into(),
-            eta,
-            ..Default::default()
-        });
+    rc.live.send(LiveEvent::PrefillStarted {
+        context: ctx,
+        method: word.into(),
+        eta,
     });
 }
 
@@ -204,16 +200,12 @@ fn show_sample(rc: &RunCtx, ctx: u64, word: &str, p: &ProbeResult, ok: usize, el
     let tokens = p.prompt_tokens.unwrap_or(ctx) as f64;
     let tps = if p.ttft > 0.0 { tokens / p.ttft } else { 0.0 };
     let left = (rc.cfg.prefill_duration - elapsed).max(0.0);
-    rc.live.update(|s| {
-        if let Some(row) = s.prefill.iter_mut().find(|x| x.context == ctx) {
-            row.tok_per_sec = None;
-            row.ttft = Some(p.ttft);
-            row.elapsed = elapsed;
-            row.eta = Some(left);
-            if tps > 0.0 {
-                row.method = format!("{word} ({ok} samples, last {tps:.0} tok/s)");
-            }
-        }
+    rc.live.send(LiveEvent::PrefillSampled {
+        context: ctx,
+        ttft: p.ttft,
+        elapsed,
+        eta: left,
+        method: (tps > 0.0).then(|| format!("{word} ({ok} samples, last {tps:.0} tok/s)")),
     });
 }
 
@@ -234,14 +226,12 @@ fn announce_end(rc: &RunCtx, ctx: u64, row: &PrefillEntry) {
             row.method.map_or("", PrefillMethod::as_str)
         ));
     }
-    rc.live.update(|s| {
-        if let Some(r) = s.prefill.iter_mut().find(|r| r.context == ctx) {
-            r.method = row.method.map_or("", PrefillMethod::as_str).into();
-            r.tok_per_sec = (!row.skipped).then_some(row.tok_per_sec);
-            r.ttft = (!row.skipped).then_some(row.ttft_seconds);
-            r.eta = None;
-            r.skipped = row.skipped.then(|| row.skip_reason.clone());
-        }
+    rc.live.send(LiveEvent::PrefillFinished {
+        context: ctx,
+        method: Some(row.method.map_or("", PrefillMethod::as_str).into()),
+        tok_per_sec: (!row.skipped).then_some(row.tok_per_sec),
+        ttft: (!row.skipped).then_some(row.ttft_seconds),
+        skipped: row.skipped.then(|| row.skip_reason.clone()),
     });
 }
 

@@ -4,7 +4,7 @@
 //! interval to the live view, and writes the outcome into the cell.
 
 use ldb_core::autostop::{self, AutoStop, RateEstimate, StoppedBy};
-use ldb_core::live::LiveRateCi;
+use ldb_core::live::{LiveEvent, LiveRateCi};
 use ldb_core::result::{CellExtras, round};
 
 use crate::ctx::RunCtx;
@@ -45,11 +45,7 @@ impl WindowStop {
                 target_rel: rule.target_rel,
                 min_s: rule.min_s,
             });
-            rc.live.update(|s| {
-                if let Some(cur) = s.current.as_mut() {
-                    cur.rate_ci = live;
-                }
-            });
+            rc.live.send(LiveEvent::WindowEstimated(live));
         }
         self.stopped_by =
             autostop::decide(self.rule.as_ref(), elapsed, self.max_s, self.last.as_ref());

@@ -293,3 +293,58 @@ async fn short_requests_restart_from_the_prefix_cache() {
     assert!(r.num_completed >= 8, "completed {}", r.num_completed);
     sim.shutdown().await;
 }
+
+/// The runner's live events, applied, give the dashboard what happened: the
+/// server and the matrix, a measuring stage with tokens counted, and at the
+/// end every cell done with its rate and the phase done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_view_follows_the_run_to_its_end() {
+    use ldb_core::live::{CellStage, MatrixCellState, Phase};
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let (live, rx) = Live::new();
+    let mut watch = rx.clone();
+    let seen = tokio::spawn(async move {
+        let mut measuring = false;
+        while watch.changed().await.is_ok() {
+            let s = watch.borrow();
+            measuring |= s
+                .current
+                .as_ref()
+                .is_some_and(|c| c.stage == CellStage::Window && c.window_tokens > 0);
+            if s.phase == Phase::Done {
+                break;
+            }
+        }
+        measuring
+    });
+    let hooks = RunHooks {
+        live,
+        controls: Arc::default(),
+        hardware: None,
+        diagnostics: serde_json::json!({}),
+        p2p: serde_json::json!({}),
+        save: Box::new(|_| {}),
+        resume: None,
+    };
+    let out = run(config(&sim, &[1, 2], &[0], 1.0), hooks)
+        .await
+        .expect("run");
+    assert!(
+        seen.await.expect("watcher"),
+        "a window with tokens was shown"
+    );
+    let s = rx.borrow().clone();
+    assert_eq!((s.phase, s.model.as_str()), (Phase::Done, "sim-flat"));
+    assert!(s.current.is_none());
+    assert_eq!(s.matrix.len(), 2);
+    for m in &s.matrix {
+        let cell = cell(&out.doc, m.concurrency, m.context);
+        match &m.state {
+            MatrixCellState::Done { tps, .. } => assert_eq!(*tps, cell.aggregate_tps),
+            other => panic!("C={} not done: {other:?}", m.concurrency),
+        }
+    }
+    assert!(s.events.iter().any(|e| e.contains("cell done")));
+    sim.shutdown().await;
+}

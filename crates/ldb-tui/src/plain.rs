@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use ldb_core::live::{CellStage, LiveSnapshot};
+use ldb_core::live::{CellStage, LiveSnapshot, Phase};
 use ldb_core::tokens::format_context;
 
 use crate::format;
@@ -129,6 +129,9 @@ fn progress(snap: &LiveSnapshot, since: f64) -> Option<(String, String)> {
             _ => {}
         }
         return Some((format!("prefill {i}"), line));
+    }
+    if let (None, Some(p), false) = (&snap.current, &snap.replay, snap.phase == Phase::Done) {
+        return Some(("replay".into(), crate::render::replay::plain_line(p)));
     }
     let c = snap.current.as_ref()?;
     let cell = format!("C={} ctx={}", c.concurrency, format_context(c.context));

@@ -23,6 +23,7 @@ pub mod help;
 pub mod matrix;
 pub mod output;
 pub mod prefill;
+pub mod replay;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

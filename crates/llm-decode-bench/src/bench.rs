@@ -299,7 +299,7 @@ fn publish_hardware(live: &Live, monitor: &ldb_telemetry::MonitorHandle) {
     tokio::spawn(async move {
         loop {
             let hw = mon.live();
-            live.update(|s| s.hardware = hw);
+            live.send(ldb_core::live::LiveEvent::HardwareRead(hw));
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     });

@@ -33,7 +33,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 162),
     ("crates/ldb-runner/src/plan.rs", "plan", 114),
     // trace replay and sessions (issue 25), merged long: to split next
-    ("crates/ldb-runner/src/replay/sessions.rs", "run", 101),
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
@@ -44,7 +43,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ),
     ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 163),
     ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
-    ("crates/ldb-tui/src/cstats.rs", "render", 183),
     (
         "crates/llm-decode-bench/src/config.rs",
         "open_loop_settings",

@@ -312,6 +312,52 @@ fn session_ttft_grows_with_the_uncached_part_only() {
         (f(&pc["prefix_cache_intended"]) - f(&pc["server_prefix_cache_hit_rate"])).abs() < 0.02,
         "{pc}"
     );
+    every_output_shows_the_sessions(dir.path());
+}
+
+/// The CSV, JSON lines, HTML page and `compare` of a session run carry its
+/// sessions and turns (docs/workloads.md, "Where replays show").
+fn every_output_shows_the_sessions(dir: &Path) {
+    let path = |n: &str| dir.join(n).display().to_string();
+    let (result, csv, html, jsonl) = (
+        path("r.json"),
+        path("r.csv"),
+        path("r.html"),
+        path("r.jsonl"),
+    );
+    let o = run(&[
+        "report",
+        &result,
+        "--csv",
+        &csv,
+        "--html",
+        &html,
+        "--requests-jsonl",
+        &jsonl,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let read = |p: &str| std::fs::read_to_string(p).expect("written");
+    let csv = read(&csv);
+    assert!(
+        csv.contains("\nsessions,") && csv.matches("\nsession_turn,").count() == 4,
+        "{csv}"
+    );
+    let html = read(&html);
+    assert!(html.contains("id=\"chart-session-ttft-by-turn\""));
+    assert!(html.contains("id=\"chart-replay-throughput\""));
+    let jsonl = read(&jsonl);
+    assert_eq!(
+        jsonl.matches("\"layer\":\"session_turn\"").count(),
+        4,
+        "{jsonl}"
+    );
+    let o = run(&["compare", "--format", "json", &result, &result]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let cmp: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let replay = &cmp["comparisons"][0]["replays"][0];
+    assert_eq!(replay["kind"], "sessions", "{cmp}");
+    assert_eq!(replay["verdict"], "unchanged", "{cmp}");
+    assert_eq!(replay["turns"].as_array().map(Vec::len), Some(4), "{cmp}");
 }
 
 /// A row that does not parse, timestamps going backwards and an empty

@@ -8,10 +8,11 @@ use serde_json::Value;
 use super::cells::{CellComparison, PrefillComparison};
 use super::metric::{Change, Estimate};
 use super::output::{
-    CellOut, ChangeOut, CompareOutput, Counts, Metrics, PrefillOut, RateOut, RunComparison, RunOut,
-    SettingOut, Spread, Tested, indexed::Ordered,
+    CellOut, ChangeOut, CompareOutput, Counts, HitRatesOut, Metrics, PrefillOut, RateOut,
+    ReplayOut, RunComparison, RunOut, SettingOut, Spread, Tested, TurnOut, indexed::Ordered,
 };
 use super::rates::RateComparison;
+use super::replays::ReplayComparison;
 use super::{CompareReport, Comparison, RunLabel};
 
 /// Layout version of the JSON; raised when a key changes meaning or goes away.
@@ -66,6 +67,43 @@ fn comparison(c: &Comparison) -> RunComparison {
         cells: c.cells.iter().map(cell).collect(),
         prefill: c.prefill.iter().map(prefill).collect(),
         rate_cells: c.rates.iter().map(rate).collect(),
+        replays: c.replays.iter().map(replay).collect(),
+    }
+}
+
+fn replay(r: &ReplayComparison) -> ReplayOut {
+    let h = r.hit_rates;
+    ReplayOut {
+        kind: r.kind.as_str().into(),
+        index: r.index,
+        base_status: r.base_status.map(|s| s.as_str().into()),
+        new_status: r.new_status.map(|s| s.as_str().into()),
+        same_workload: r.same_workload,
+        outcome: r.outcome.as_str().into(),
+        verdict: r.verdict.as_str().into(),
+        metrics: Ordered(
+            r.changes
+                .iter()
+                .map(|(m, ch)| (m.key().into(), change(ch)))
+                .collect(),
+        ),
+        prefix_cache: HitRatesOut {
+            base_intended: h.base_intended,
+            base_achieved: h.base_achieved,
+            new_intended: h.new_intended,
+            new_achieved: h.new_achieved,
+        },
+        turns: r
+            .turns
+            .iter()
+            .map(|t| TurnOut {
+                turn: t.turn,
+                metrics: Ordered(vec![
+                    ("ttft_p50".into(), change(&t.ttft_p50)),
+                    ("ttft_p99".into(), change(&t.ttft_p99)),
+                ]),
+            })
+            .collect(),
     }
 }
 

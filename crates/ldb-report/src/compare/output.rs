@@ -44,6 +44,10 @@ pub struct RunComparison {
     pub prefill: Vec<PrefillOut>,
     /// Open-loop rate cells.
     pub rate_cells: Vec<RateOut>,
+    /// Trace replays and session runs (absent when neither run has one,
+    /// so comparisons of matrix runs read as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<ReplayOut>,
 }
 
 /// A run's label.
@@ -145,6 +149,54 @@ pub struct RateOut {
     /// The cell's verdict.
     pub verdict: String,
     /// Metric key → change.
+    pub metrics: Metrics,
+}
+
+/// A trace replay or session run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayOut {
+    /// `trace` or `sessions`.
+    pub kind: String,
+    /// Position in the run's `trace_results` / `session_results`, from 0.
+    pub index: usize,
+    /// The base replay's status.
+    pub base_status: Option<String>,
+    /// The new replay's status.
+    pub new_status: Option<String>,
+    /// Both ran the same workload (trace file and trace options; sessions,
+    /// turns and user tokens).
+    pub same_workload: bool,
+    /// `compared`, `only_in_base`, …
+    pub outcome: String,
+    /// The replay's verdict.
+    pub verdict: String,
+    /// Metric key → change.
+    pub metrics: Metrics,
+    /// Intended and achieved prefix-cache hit rates of both sides, 0–1.
+    pub prefix_cache: HitRatesOut,
+    /// Session runs: TTFT by turn index (empty for traces).
+    pub turns: Vec<TurnOut>,
+}
+
+/// Hit rates of both sides of a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HitRatesOut {
+    /// The base replay's intended rate.
+    pub base_intended: Option<f64>,
+    /// The base replay's achieved rate.
+    pub base_achieved: Option<f64>,
+    /// The new replay's intended rate.
+    pub new_intended: Option<f64>,
+    /// The new replay's achieved rate.
+    pub new_achieved: Option<f64>,
+}
+
+/// TTFT of one turn index of a session run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnOut {
+    /// 1-based turn.
+    pub turn: u32,
+    /// `ttft_p50`, `ttft_p99` → change.
     pub metrics: Metrics,
 }
 

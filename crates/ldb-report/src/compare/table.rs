@@ -1,6 +1,8 @@
 //! The text (terminal) and Markdown (pull-request comment) forms of a
 //! comparison: the same tables, aligned with spaces or written with pipes.
 
+mod replays;
+
 use ldb_core::numfmt::context;
 
 use super::cells::{CellComparison, Layer, Outcome, PrefillComparison};
@@ -82,6 +84,16 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
         out.push_str(&rate_grid(&c.rates).render(style));
         out.push('\n');
     }
+    if !c.replays.is_empty() {
+        heading(out, "Trace replays and sessions", md);
+        out.push_str(&replays::grid(&c.replays).render(style));
+        out.push('\n');
+        if let Some(g) = replays::turn_grid(&c.replays) {
+            heading(out, "Sessions: TTFT by turn", md);
+            out.push_str(&g.render(style));
+            out.push('\n');
+        }
+    }
     if !c.prefix_gaps.is_empty() {
         heading(out, "Prefix cache: achieved vs intended", md);
         for g in &c.prefix_gaps {
@@ -151,11 +163,12 @@ fn settings(out: &mut String, c: &Comparison, forced: bool, md: bool) {
 
 fn summary_line(c: &Comparison) -> String {
     let n = |v| c.count(v);
-    let total = c.cells.len() + c.prefill.len() + c.rates.len();
-    let of = if c.rates.is_empty() {
-        "cells and prefill rows"
-    } else {
-        "cells, prefill rows and rate cells"
+    let total = c.cells.len() + c.prefill.len() + c.rates.len() + c.replays.len();
+    let of = match (c.rates.is_empty(), c.replays.is_empty()) {
+        (true, true) => "cells and prefill rows",
+        (false, true) => "cells, prefill rows and rate cells",
+        (true, false) => "cells, prefill rows and replays",
+        (false, false) => "cells, prefill rows, rate cells and replays",
     };
     format!(
         "{} regression(s), {} improvement(s), {} unchanged, {} not compared, of {total} {of}.",

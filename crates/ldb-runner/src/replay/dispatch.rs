@@ -12,6 +12,9 @@ use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, r
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use ldb_core::live::replay::ReplayProgress;
+
+use super::progress::{Counters, Ticker};
 use crate::ctx::RunCtx;
 
 /// A finished request: its index, scheduled run-clock time and outcome.
@@ -34,6 +37,10 @@ pub(crate) struct Dispatcher {
     most: Arc<AtomicU64>,
     /// A request waited for a `--max-in-flight` slot.
     pub capped: bool,
+    /// The counts the live view shows.
+    pub progress: Arc<Counters>,
+    /// Publishes them until the dispatcher is gone (after `collect`).
+    _ticker: Ticker,
 }
 
 /// Why a request was not sent.
@@ -47,9 +54,15 @@ pub(crate) enum NotSent {
 
 impl Dispatcher {
     /// A dispatcher whose schedule starts at `start` and sends nothing after
-    /// run-clock time `limit`.
-    pub fn new(rc: &RunCtx, start: f64, limit: f64) -> (Self, mpsc::UnboundedReceiver<Finished>) {
+    /// run-clock time `limit`; the live view shows `progress` with its counts.
+    pub fn new(
+        rc: &RunCtx,
+        start: f64,
+        limit: f64,
+        progress: ReplayProgress,
+    ) -> (Self, mpsc::UnboundedReceiver<Finished>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let counters = Arc::new(Counters::default());
         let window = Arc::new(SharedWindow::default());
         window.open(start);
         let deadline = tokio::time::Instant::now()
@@ -68,6 +81,8 @@ impl Dispatcher {
             finished: Arc::new(AtomicU64::new(0)),
             most: Arc::new(AtomicU64::new(0)),
             capped: false,
+            progress: counters.clone(),
+            _ticker: Ticker::start(rc, progress, counters, start),
         };
         (d, rx)
     }
@@ -126,11 +141,16 @@ impl Dispatcher {
         let (in_flight, most) = (self.in_flight.clone(), self.most.clone());
         let finished = self.finished.clone();
         let scheduled = self.start + due;
+        let progress = self.progress.clone();
+        Counters::bump(&progress.sent);
         tokio::spawn(async move {
             let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+            progress.in_flight.store(now, Ordering::Relaxed);
             most.fetch_max(now, Ordering::Relaxed);
             let out = run_stream(&env, body).await;
-            in_flight.fetch_sub(1, Ordering::Relaxed);
+            let left = in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
+            progress.in_flight.store(left, Ordering::Relaxed);
+            progress.ended(out.cancelled || out.track.error().is_some());
             finished.fetch_add(1, Ordering::SeqCst);
             drop(permit);
             let _ = tx.send((index, scheduled, out));

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::check::template_tokens;
 use super::config::SessionConfig;
+use super::progress::{Counters, Ticker, session_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prompts::{BodyOptions, chat_body};
@@ -37,6 +38,7 @@ struct Shared {
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
     usage: Arc<Mutex<(u64, u64)>>,
+    progress: Arc<Counters>,
 }
 
 /// The text of a new user message: `words` one-token words of its own.
@@ -67,6 +69,7 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
                 _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
             }
         }
+        Counters::bump(&sh.progress.due);
         let words = if turn == 1 {
             sh.cfg.user_tokens.saturating_sub(sh.template).max(1)
         } else {
@@ -94,7 +97,13 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
             texts: Some(texts.clone()),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
+        let p = &sh.progress;
+        Counters::bump(&p.sent);
+        Counters::bump(&p.in_flight);
         let o = run_stream(&env, body).await;
+        p.in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        p.ended(o.cancelled || o.track.error().is_some());
         let w = env.window.get();
         let request = rate_request(&o, due, w, None);
         let sample = o.track.to_sample(0.0, w);
@@ -133,7 +142,20 @@ async fn session(rc: &RunCtx, sh: Shared, id: u64) -> Vec<SessionRequest> {
         });
         due = done + sh.cfg.think_time.sample(rng.random::<f64>());
     }
+    if out.len() == sh.cfg.turns as usize && out.iter().all(|r| r.request.completed_at.is_some()) {
+        Counters::bump(&sh.progress.sessions_done);
+    }
     out
+}
+
+/// Says what runs and starts showing its progress.
+fn announce(rc: &RunCtx, cfg: &SessionConfig, counters: Arc<Counters>, start: f64) -> Ticker {
+    rc.live.event(format!(
+        "sessions: {} × {} turns, {} user tokens per turn, think time {:?}",
+        cfg.sessions, cfg.turns, cfg.user_tokens, cfg.think_time
+    ));
+    let progress = session_progress(cfg.sessions, cfg.turns);
+    Ticker::start(rc, progress, counters, start)
 }
 
 /// Runs the sessions and returns their result.
@@ -148,10 +170,6 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
     };
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
-    rc.live.event(format!(
-        "sessions: {} × {} turns, {} user tokens per turn, think time {:?}",
-        cfg.sessions, cfg.turns, cfg.user_tokens, cfg.think_time
-    ));
     let sh = Shared {
         cfg: cfg.clone(),
         salt,
@@ -160,7 +178,9 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(IntendedPrefixCache::new(granularity))),
         usage: Arc::new(Mutex::new((0, 0))),
+        progress: Arc::new(Counters::default()),
     };
+    let ticker = announce(rc, cfg, sh.progress.clone(), start);
     let tasks: Vec<_> = (0..cfg.sessions)
         .map(|id| session(rc, sh.clone(), id))
         .collect();
@@ -169,7 +189,7 @@ pub(super) async fn run(rc: &RunCtx, disc: &Discovery, cfg: &SessionConfig) -> S
         .into_iter()
         .flatten()
         .collect();
-    drop(measuring);
+    drop((measuring, ticker));
     let after = if rc.metrics {
         rc.scraper.scrape_once().await
     } else {

@@ -20,6 +20,7 @@ use super::check::{count_chat, errors, template_tokens, user};
 use super::config::{TraceConfig, requests};
 use super::dispatch::{Dispatcher, Finished, NotSent};
 use super::first_request::{FirstRequestWatch, first_cached};
+use super::progress::{Counters, trace_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::counted_hits;
@@ -133,6 +134,7 @@ async fn send_all(
             s.not_sent += left;
             break;
         }
+        Counters::bump(&d.progress.due);
         let body = chat_body(
             &rc.model,
             &rd.messages,
@@ -214,7 +216,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
     let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
-    let (mut d, rx) = Dispatcher::new(rc, start, limit);
+    let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
     let reset = rc.prefix.run_reset();
     let watch = FirstRequestWatch::new(&d);
     let sending = async {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ldb_core::live::CellStage;
+use ldb_core::live::{CellStage, LiveEvent};
 use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::shard::{ShardCellRecord, share, uncertainty_bound};
 
@@ -125,7 +125,7 @@ pub(crate) async fn run_sharded_cell(
     cell.ext.scout_timeout = scouted.timeout;
     label_shards(rc, leader, &mut cell, records, &members, &lost);
     announce_done(rc, &at, &cell);
-    rc.live.update(|s| s.current = None);
+    rc.live.send(LiveEvent::CellEnded);
     CellOutput { cell, prefill }
 }
 

@@ -20,6 +20,13 @@ pub fn render(f: &mut Frame, area: Rect, snap: &LiveSnapshot, prefill_since: f64
     let lines = match (&snap.phase, running_prefill(snap), &snap.current) {
         (Phase::Prefill, Some((_, row)), _) => prefill_lines(row, width, prefill_since),
         (_, _, Some(cell)) => cell_lines(&snap.phase, cell, width),
+        // A trace replay or session run has no matrix cell: its own view.
+        (phase, _, None) if snap.replay.is_some() => {
+            let done = *phase == Phase::Done;
+            snap.replay
+                .as_ref()
+                .map_or_else(Vec::new, |p| crate::render::replay::lines(p, width, done))
+        }
         (_, Some((_, row)), None) => prefill_lines(row, width, prefill_since),
         _ if snap.phase == Phase::Done => vec![Line::styled("Run finished", theme::value())],
         _ => vec![Line::styled(

@@ -101,7 +101,13 @@ pub(crate) fn report_extras(
     if let Some(path) = requests_jsonl {
         match export::write_atomic(&export::Jsonl, &[Run { name: "", doc }], path) {
             Ok(n) => {
-                let _ = writeln!(out, "{n} request samples written to {}", path.display());
+                // Replays add lines of their own (summary, turns, seconds).
+                let what = if doc.trace_results.is_empty() && doc.session_results.is_empty() {
+                    "request samples"
+                } else {
+                    "lines (request samples and replays)"
+                };
+                let _ = writeln!(out, "{n} {what} written to {}", path.display());
             }
             Err(e) => eprintln!("warning: the request samples were not written: {e}"),
         }
