@@ -11,7 +11,7 @@ pub mod session;
 use serde::{Deserialize, Serialize};
 
 use crate::prefix_cache::CacheGranularity;
-use crate::result::CellStatus;
+use crate::result::{CellStatus, ResetStatus};
 use crate::trace::{TraceCounts, TraceOptions};
 
 pub use assemble::{ReplayInputs, ReplayRequest, assemble};
@@ -88,6 +88,19 @@ pub struct PrefixCacheCheck {
     pub achieved_source: Option<String>,
     /// The two differ by more than 10 points.
     pub differs: bool,
+    /// The reset before the replay (`--reset-prefix-cache before-run` or
+    /// `before-cell`); absent with `never`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_reset: Option<ResetStatus>,
+    /// After a reset that was done: the prompt tokens the first request
+    /// found cached (0 = the reset emptied the cache); absent when it could
+    /// not be told apart from the requests after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_request_cached_tokens: Option<u64>,
+    /// Where that came from: `usage` (the answer's `cached_tokens`) or
+    /// `metrics` (the prefix-hit counter around the first request alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_request_cached_source: Option<String>,
 }
 
 impl PrefixCacheCheck {

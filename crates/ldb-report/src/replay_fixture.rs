@@ -48,7 +48,7 @@ pub(crate) fn cache(achieved: f64) -> PrefixCacheCheck {
         granularity: Some(CacheGranularity::Block(16)),
         server_prefix_cache_hit_rate: Some(achieved),
         achieved_source: Some("metrics".into()),
-        differs: false,
+        ..PrefixCacheCheck::default()
     }
     .judge()
 }

@@ -2,7 +2,6 @@
 
 mod client;
 mod server;
-pub(crate) use server::prefix_hit_rate_between;
 
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::StreamOutcome;

@@ -26,12 +26,8 @@ pub fn counter_hit_rate(
     start: &ServerSnapshot,
     end: &ServerSnapshot,
 ) -> Option<(f64, &'static str)> {
-    let q = end.prefix_queries? - start.prefix_queries?;
-    // A labelled counter is exported only once it moved: SGLang shows no
-    // `sglang:cached_tokens_total` until its first cache hit. With the
-    // lookups counted, a missing hits series is 0.
-    let h = end.prefix_hits.unwrap_or(0.0) - start.prefix_hits.unwrap_or(0.0);
-    if !(q > 0.0 && h >= 0.0) {
+    let (h, q) = counted_hits(start, end)?;
+    if q <= 0.0 {
         return None;
     }
     let source = match engine {
@@ -40,6 +36,18 @@ pub fn counter_hit_rate(
         _ => "server_counters",
     };
     Some(((h / q).clamp(0.0, 1.0), source))
+}
+
+/// Δhits and Δqueries (tokens) of the server's prefix-cache counters between
+/// two scrapes; `None` without the lookup counter or when a counter went
+/// backwards (a restart).
+pub fn counted_hits(start: &ServerSnapshot, end: &ServerSnapshot) -> Option<(f64, f64)> {
+    let q = end.prefix_queries? - start.prefix_queries?;
+    // A labelled counter is exported only once it moved: SGLang shows no
+    // `sglang:cached_tokens_total` until its first cache hit. With the
+    // lookups counted, a missing hits series is 0.
+    let h = end.prefix_hits.unwrap_or(0.0) - start.prefix_hits.unwrap_or(0.0);
+    (q >= 0.0 && h >= 0.0).then_some((h, q))
 }
 
 /// What one finished request said about its prompt and the cache.

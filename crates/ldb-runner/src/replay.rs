@@ -8,6 +8,7 @@ mod check;
 pub mod config;
 pub mod corpus;
 mod dispatch;
+mod first_request;
 mod progress;
 mod sessions;
 mod trace;
@@ -18,9 +19,32 @@ pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;
 use ldb_core::live::{LiveEvent, Phase};
+use ldb_core::prompt::SizeModel;
+use ldb_core::trace::prompt::WORD_BYTES;
 
 use crate::ctx::RunCtx;
+use crate::prompts::PromptPlan;
 use crate::recorder::Recorder;
+
+/// The prompt plan of a replay: nothing sized, so no calibration probe is
+/// sent (a replay builds its own prompts from words of one token each,
+/// sized by the chat template's measured tokens; `TraceResult::lengths`
+/// says how exact they came out). The metadata then records the words'
+/// model: 4 characters per token, `estimate`, no context sized. Shared
+/// prefixes of the matrix (`--shared-prefix-tokens`) do not apply.
+pub(crate) fn unsized_prompts() -> PromptPlan {
+    PromptPlan {
+        run_id: crate::prompts::run_id(),
+        by_ctx: Default::default(),
+        model: SizeModel {
+            chars_per_token: WORD_BYTES as f64,
+            overhead_tokens: 0.0,
+        },
+        targeting: "estimate",
+        notes: Vec::new(),
+        shared: None,
+    }
+}
 
 /// Runs the configured replay and records its result.
 pub(crate) async fn run(rc: &RunCtx, disc: &Discovery, rec: &mut Recorder) {

@@ -193,7 +193,10 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         }
         mark_carried(&mut plan, &rc.cfg, prior);
     }
-    let prompts = sized_prompts(&rc, &disc, &plan).await;
+    let prompts = match rc.cfg.replay {
+        Some(_) => crate::replay::unsized_prompts(),
+        None => sized_prompts(&rc, &disc, &plan).await,
+    };
     record_prompts(&mut md, &prompts);
     md.prefix_cache = Some(crate::prefix_run::start_prefix_cache(&rc, &disc, &prompts).await);
     let mut doc = match prior {

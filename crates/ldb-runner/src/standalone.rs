@@ -7,6 +7,9 @@
 //! every sample prefills the whole prompt. (The decode prompts start with the
 //! run's common `[ldb <run>-` prefix instead; here that would let a 16-token
 //! first block be shared.)
+//! With `--shared-prefix-tokens` every sample opens with the run's warmed
+//! prefix 0 instead, and the row measures the prefill of the rest
+//! (`prefill_mode = warm_prefix`, see [`cold_messages`]).
 //!
 //! Sampling rule: keep sampling until `--prefill-duration` seconds have passed
 //! since the context started **and** at least two samples succeeded (so the
@@ -66,7 +69,12 @@ pub fn beyond_limit(ctx: u64, limit: u64, model_context: u64) -> PrefillEntry {
 }
 
 /// The prompt of sample `r` at `ctx`: as long as the plan's, unique from its
-/// second character on (`[` + 16 hex digits).
+/// second character on (`[` + 16 hex digits). With shared prefixes
+/// (`--shared-prefix-tokens`) it opens with group 0's prefix, which the run
+/// warmed, and the tag opens as the nonces do (`[ldb ` + 16 hex digits), so
+/// exactly the counted shared tokens are cached and the rest is cold: the
+/// row then measures the prefill of the rest (`prefill_mode = warm_prefix`,
+/// as the scouts' rows).
 pub fn cold_messages(plan: &PromptPlan, ctx: u64, r: u32) -> Vec<Message> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -74,14 +82,18 @@ pub fn cold_messages(plan: &PromptPlan, ctx: u64, r: u32) -> Vec<Message> {
     let chars = plan.by_ctx.get(&ctx).map_or(0, |p| p.padding_chars);
     // As long as the plan's nonce `[ldb <12-letter run>-ctx<ctx>]`, so the
     // prompt keeps its sized token count.
-    let tag = format!("[{:016x} {}]", h.finish(), ctx);
+    let opening = if plan.shared.is_some() { "ldb " } else { "" };
+    let tag = format!("[{opening}{:016x} {}]", h.finish(), ctx);
     let plain = nonce(&plan.run_id, &format!("ctx{ctx}"));
     let tag = if tag.len() < plain.len() {
         format!("{tag:<width$}", width = plain.len())
     } else {
         tag
     };
-    messages(&tag, chars)
+    match &plan.shared {
+        Some(s) => s.wrap(0, messages(&tag, chars)),
+        None => messages(&tag, chars),
+    }
 }
 
 struct Sample {
@@ -104,6 +116,9 @@ pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) 
     let (hw, _) = rc.hw_since(hw_mark);
     let mut row = aggregate(ctx, &samples, metric == PrefillMetric::Prometheus);
     row.hardware_summary = hw;
+    if plan.shared.is_some() && !samples.is_empty() {
+        crate::prefix_run::warm_prefix_row(&mut row, rc.prefix.shared_tokens());
+    }
     if samples.is_empty() {
         row.skipped = true;
         row.skip_reason = first_error.unwrap_or_else(|| {

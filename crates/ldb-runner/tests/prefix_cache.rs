@@ -242,3 +242,45 @@ async fn matrix_streams_spread_over_the_prefix_groups() {
     assert!(computed > 4300, "computed {computed}: group 1 was not used");
     sim.shutdown().await;
 }
+
+/// The standalone prefill sweep behind a shared prefix: every sample opens
+/// with the warmed prefix, so the simulator serves its blocks from the cache
+/// and prefills the rest; the row says `warm_prefix` and counts the rest,
+/// as a scout's row does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standalone_sweep_measures_the_rest_behind_a_warm_prefix() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |_| {}).await;
+    let mut cfg = config(&sim, &[], 0, ResetMode::Never);
+    cfg.prefill_only = true;
+    cfg.standalone_prefill = true;
+    cfg.skip_prefill = false;
+    cfg.prefill_contexts = vec![2048];
+    cfg.prefill_duration = 0.2;
+    let before = sim.stats().engine;
+    let (doc, _) = bench(cfg, Arc::default()).await;
+    let after = sim.stats().engine;
+    let row = doc.prefill.get(&2048).expect("standalone row");
+    assert!(!row.skipped, "{row:?}");
+    assert_eq!(row.prefill_mode, "warm_prefix", "{row:?}");
+    let shared = doc
+        .metadata
+        .prefix_cache
+        .as_ref()
+        .and_then(|p| p.shared_prefix_tokens_counted)
+        .expect("counted shared tokens");
+    assert!(
+        row.prompt_tokens + shared >= 2000 && row.prompt_tokens < 1100,
+        "the rest only: {} + {shared}",
+        row.prompt_tokens
+    );
+    // Truth: the simulator served (at least) each sample's prefix blocks
+    // from its cache; the warm-up requests hit nothing.
+    let hits = after.prefix_hits - before.prefix_hits;
+    assert!(
+        hits >= row.samples * (shared / 16) * 16,
+        "{hits} cached tokens over {} samples of a {shared}-token prefix",
+        row.samples
+    );
+    sim.shutdown().await;
+}

@@ -13,6 +13,9 @@
 //!    validated by SGLang's counters, server tokens against the client's.
 //! 2. C=2, 4, 6 × context 0: running/queue gauges; C=6 above
 //!    `--max-running-requests 4` is capacity-limited at 4.
+//! 3. the prefix-cache checks (`engine/prefix.rs`): rate cells behind
+//!    shared prefixes and a 200-request two-group trace, intended against
+//!    SGLang's cached-token counters, cold after a flush.
 //!
 //! After every cell the client aborts its cut-off requests through
 //! `POST /abort_request`; the server log shows the calls and the server is
@@ -26,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use engine::{assert_valid, cell, f, free_port, last_lines, root, run_bench, s, text};
+use engine::{assert_valid, cell, f, free_port, prefix, root, run_bench, s, text};
 use serde_json::Value;
 
 const MAX_RUNNING: u32 = 4;
@@ -490,7 +493,17 @@ fn benchmark_against_real_sglang() {
     assert_eq!(f(r, "max_running_reqs"), f64::from(MAX_RUNNING));
     assert!(f(r, "avg_queue_reqs") > 0.0, "{r}");
 
-    prefix_cache_run(&server, dir.path());
+    // Run 3 and 4: shared prefixes and a two-group trace (page size 1).
+    prefix::prefix_cache_checks(
+        server.port,
+        dir.path(),
+        &prefix::Engine {
+            name: "SGLang",
+            granularity: 1,
+            granularity_source: "sglang_server_info",
+            counters: "sglang_counters",
+        },
+    );
 
     eprintln!("SGLang end-to-end: {:.0?} in all", t0.elapsed());
     drop(server);
@@ -499,64 +512,4 @@ fn benchmark_against_real_sglang() {
         "server-side token counts:\n{}",
         failures.join("\n")
     );
-}
-
-/// Run 3: shared prefixes. Two rate cells of 12 requests, each its own
-/// nonce behind one of two ~400-token prefixes, the cache flushed before each
-/// cell: SGLang's cached-token counters agree with the intended hit rate
-/// (page size 1) within 5 points, the flushes are done, and the first request
-/// after the second one finds nothing cached.
-fn prefix_cache_run(server: &Server, dir: &Path) {
-    let t0 = Instant::now();
-    let (st, doc, out) = bench(
-        server,
-        dir,
-        "prefix",
-        &[
-            "--request-rate",
-            "1,2",
-            "--request-count",
-            "12",
-            "--contexts",
-            "512",
-            "--max-tokens",
-            "2",
-            "--shared-prefix-tokens",
-            "384",
-            "--prefix-groups",
-            "2",
-            "--reset-prefix-cache",
-            "before-cell",
-            "--skip-prefill",
-            "--decode-warmup-seconds",
-            "0",
-        ],
-    );
-    assert!(st.success(), "prefix run: {st}\n{}", last_lines(&out, 60));
-    let pc = &doc["metadata"]["prefix_cache"];
-    assert_eq!(pc["granularity"]["tokens"], 1, "{pc}");
-    assert_eq!(s(pc, "granularity_source"), "sglang_server_info");
-    assert_eq!(s(pc, "reset"), "done", "{pc}");
-    for r in doc["rate_results"].as_array().expect("rate cells") {
-        let (intended, achieved) = (
-            f(r, "prefix_cache_intended"),
-            f(r, "server_prefix_cache_hit_rate"),
-        );
-        eprintln!("SGLang prefix cache: intended {intended:.4}, achieved {achieved:.4}");
-        assert!(
-            (intended - achieved).abs() <= 0.05,
-            "intended {intended} vs SGLang's {achieved}: {r}"
-        );
-        assert!(intended > 0.5, "{r}");
-        assert_eq!(s(r, "server_prefix_cache_source"), "sglang_counters");
-        assert_eq!(s(r, "prefix_cache_reset"), "done");
-    }
-    assert!(
-        doc["event_log"]
-            .to_string()
-            .contains("the first request after it found 0 cached tokens"),
-        "{}",
-        last_lines(&out, 60)
-    );
-    eprintln!("SGLang prefix cache: {:.0?}", t0.elapsed());
 }

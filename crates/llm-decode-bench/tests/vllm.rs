@@ -13,6 +13,9 @@
 //!    C = 1, 2, 3 × contexts 0, 1k, 4k: engine and version, KV budget,
 //!    prompt sizes, decode rate against `vllm:generation_tokens_total`,
 //!    capacity at C = 3, the prefill row, the 4k context skipped unsent;
+//!    then the prefix-cache checks (`engine/prefix.rs`): rate cells behind
+//!    shared prefixes and a 200-request two-group trace, intended against
+//!    vLLM's counters, cold after a reset;
 //! 2. ngram speculative decoding, C = 1: the spec-decode fields against
 //!    vLLM's `vllm:spec_decode_*` counters;
 //! 3. `--data-parallel-size 2`, C = 2: scheduler values summed over the two
@@ -25,7 +28,9 @@ use std::process::{Command, ExitStatus};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use engine::{assert_valid, cell, f, free_port, last_lines, root, run_bench, s, text, within};
+use engine::{
+    assert_valid, cell, f, free_port, last_lines, prefix, root, run_bench, s, text, within,
+};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
 
@@ -473,75 +478,19 @@ fn plain_vllm_server() {
     );
     // Last, so that a schema problem does not hide the checks above.
     assert_valid("plain", &doc);
-    prefix_cache_checks(&server, &dir);
+    // Prefix caching is on by default, blocks of 128 tokens on CPU.
+    prefix::prefix_cache_checks(
+        server.port,
+        &dir,
+        &prefix::Engine {
+            name: "vLLM",
+            granularity: 128,
+            granularity_source: "vllm_cache_config_info",
+            counters: "vllm_counters",
+        },
+    );
     eprintln!("vLLM plain: {:.0?} in all", t0.elapsed());
     drop(server);
-}
-
-/// Shared prefixes on the same server (prefix caching is on by default,
-/// blocks of 128 tokens on CPU): two rate cells of 12 requests, each request
-/// its own nonce behind one of two ~400-token prefixes, the cache reset
-/// before each cell. vLLM's own counters must agree with the intended hit
-/// rate within 5 points, its block size must be read from its page, the
-/// resets must be done, and the first request after the second reset must
-/// find nothing cached (the runner reads that from the same counters).
-/// About 35 s on 2 busy cores; 24 requests rather than 200, which this
-/// machine's vLLM (a few hundred prefill tok/s) cannot serve in a minute.
-fn prefix_cache_checks(server: &Server, dir: &Path) {
-    let t0 = Instant::now();
-    let (st, doc, out) = run_bench(
-        server.port,
-        dir,
-        "prefix",
-        RUN_LIMIT,
-        &["--max-tokens", "2"],
-        &[
-            "--request-rate",
-            "1,2",
-            "--request-count",
-            "12",
-            "--contexts",
-            "512",
-            "--shared-prefix-tokens",
-            "384",
-            "--prefix-groups",
-            "2",
-            "--reset-prefix-cache",
-            "before-cell",
-            "--skip-prefill",
-            "--decode-warmup-seconds",
-            "0",
-        ],
-    );
-    assert!(st.success(), "prefix run: {st}\n{}", last_lines(&out, 60));
-    let pc = &doc["metadata"]["prefix_cache"];
-    assert_eq!(pc["granularity"]["tokens"], 128, "{pc}");
-    assert_eq!(s(pc, "granularity_source"), "vllm_cache_config_info");
-    assert_eq!(s(pc, "reset"), "done", "{pc}");
-    let rows = doc["rate_results"].as_array().expect("rate cells");
-    assert_eq!(rows.len(), 2);
-    for r in rows {
-        let (intended, achieved) = (
-            f(r, "prefix_cache_intended"),
-            f(r, "server_prefix_cache_hit_rate"),
-        );
-        eprintln!("vLLM prefix cache: intended {intended:.4}, achieved {achieved:.4}");
-        assert!(
-            (intended - achieved).abs() <= 0.05,
-            "intended {intended} vs vLLM's {achieved}: {r}"
-        );
-        assert!(intended > 0.5, "{r}");
-        assert_eq!(s(r, "server_prefix_cache_source"), "vllm_counters");
-        assert_eq!(s(r, "prefix_cache_reset"), "done");
-    }
-    let log = doc["event_log"].to_string();
-    assert!(
-        log.contains("the first request after it found 0 cached tokens"),
-        "{}",
-        last_lines(&out, 60)
-    );
-    assert_valid("prefix", &doc);
-    eprintln!("vLLM prefix cache: {:.0?}", t0.elapsed());
 }
 
 #[test]

@@ -47,6 +47,7 @@ natural_length = 0
 
 [server]
 version = "0.11.0-sim"
+cache_reset_enabled = true
 "#;
 
 fn scenario(dir: &Path, prefill_tok_s: f64) -> String {
@@ -130,6 +131,12 @@ fn a_mooncake_trace_replays_on_schedule_with_the_intended_sharing() {
         (Some(2000), Some(2000))
     );
     assert_eq!(t["source"]["format"], "mooncake");
+    // A replay sizes its own prompts: no calibration probe before it, and
+    // the metadata says the prompts are sized by the word model.
+    let log = doc["event_log"].to_string();
+    assert!(!log.contains("calibrat"), "{log}");
+    assert_eq!(doc["metadata"]["token_targeting"], "estimate");
+    assert_eq!(doc["metadata"]["chars_per_token"], 4.0);
     assert_eq!(t["source"]["sha256"].as_str().map(str::len), Some(64));
     // Arrivals on the scaled schedule: 20 s of trace in 8 s, 250 due per
     // second, and sent close to their times (loose: a loaded machine;
@@ -284,6 +291,48 @@ fn a_prompt_corpus_keeps_lengths_and_sharing_exact() {
         assert!(err.contains(want), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+}
+
+/// `--reset-prefix-cache` before a replay: the first request finds nothing
+/// cached, by the simulator's counters around it while it runs alone; when
+/// the second request is due before the first one ends, nothing is claimed.
+#[test]
+fn the_first_request_after_a_reset_is_cold() {
+    let (dir, trace) = tmp("alone.jsonl");
+    let p = trace.to_str().expect("path");
+    let write = |gap_ms: u64| {
+        let body: String = (0..20u64)
+            .map(|i| {
+                let at = if i == 0 { 0 } else { gap_ms + i * gap_ms / 150 };
+                format!(
+                    "{{\"timestamp\": {at}, \"input_length\": 600, \"output_length\": 2, \
+                     \"hash_ids\": [{}, {}]}}\n",
+                    i % 2,
+                    100 + i
+                )
+            })
+            .collect();
+        std::fs::write(&trace, body).expect("trace");
+    };
+    let reset = ["--trace", p, "--reset-prefix-cache", "before-run"];
+    write(1500);
+    let doc = replay(dir.path(), 5e6, &reset);
+    let pc = &doc["trace_results"][0]["prefix_cache"];
+    assert_eq!(pc["prefix_cache_reset"], "done", "{pc}");
+    assert_eq!(pc["first_request_cached_tokens"], 0, "{pc}");
+    assert_eq!(pc["first_request_cached_source"], "metrics", "{pc}");
+    assert!(f(&pc["server_prefix_cache_hit_rate"]) > 0.7, "{pc}");
+    let log = doc["event_log"].to_string();
+    assert!(
+        log.contains("the first request after it found 0 cached tokens"),
+        "{log}"
+    );
+    // all at once: the counters cannot single the first request out
+    write(0);
+    let doc = replay(dir.path(), 5e6, &reset);
+    let pc = &doc["trace_results"][0]["prefix_cache"];
+    assert_eq!(pc["prefix_cache_reset"], "done", "{pc}");
+    assert!(pc.get("first_request_cached_tokens").is_none(), "{pc}");
 }
 
 /// BurstGPT with its filters, and our JSONL with literal prompts, sent as

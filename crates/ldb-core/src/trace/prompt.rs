@@ -7,7 +7,11 @@
 //! add up across word joins), and one token in the simulator with 4
 //! characters per token. A prompt of n tokens is therefore n words minus the
 //! chat template's tokens, whatever the split into blocks; the runner checks
-//! that promise against the server's tokenizer on a sample of prompts.
+//! that promise against the server's tokenizer on a sample of prompts. The
+//! template's tokens before the text are taken from the first block, those
+//! after it (the assistant turn's opening) from the last, so every block
+//! boundary falls at the token the trace puts it (a block-granular cache,
+//! vLLM's, then reuses exactly the blocks the trace shares).
 //!
 //! A Mooncake block (one `hash_ids` entry) has fixed text: its first word is
 //! picked by its id (so blocks whose ids differ by less than the word list's
@@ -96,6 +100,8 @@ pub struct PromptBuilder {
     salt: u64,
     source: TextSource,
     template_tokens: u64,
+    /// Of `template_tokens`, those after the text.
+    trailing_tokens: u64,
     cap: usize,
     hot: HashMap<u64, Arc<str>>,
     cold: HashMap<u64, Arc<str>>,
@@ -117,6 +123,7 @@ impl PromptBuilder {
             salt,
             source: TextSource::Words,
             template_tokens,
+            trailing_tokens: 0,
             cap: cap.max(1),
             hot: HashMap::new(),
             cold: HashMap::new(),
@@ -129,6 +136,14 @@ impl PromptBuilder {
     /// The same drawing its text from `source` (`--prompt-corpus`).
     pub fn with_source(mut self, source: TextSource) -> Self {
         self.source = source;
+        self
+    }
+
+    /// Says that `trailing` of the template's tokens come after the text
+    /// (at most all of them): the last block of a prompt gives them room
+    /// instead of the first.
+    pub fn with_trailing_template(mut self, trailing: u64) -> Self {
+        self.trailing_tokens = trailing.min(self.template_tokens);
         self
     }
 
@@ -193,15 +208,15 @@ impl PromptBuilder {
         false
     }
 
-    /// Words of text for `tokens` prompt tokens in a block that may hold the
-    /// template (the first).
-    fn words(&self, tokens: u64, first: bool) -> usize {
-        let t = if first {
-            tokens.saturating_sub(self.template_tokens).max(1)
-        } else {
-            tokens
-        };
-        t as usize
+    /// Words of text for `tokens` prompt tokens in a block: the first holds
+    /// the template's leading tokens, the last its trailing ones.
+    fn words(&self, tokens: u64, first: bool, last: bool) -> usize {
+        let leading = self.template_tokens - self.trailing_tokens;
+        let framing = if first { leading } else { 0 } + if last { self.trailing_tokens } else { 0 };
+        if framing == 0 {
+            return tokens as usize;
+        }
+        tokens.saturating_sub(framing).max(1) as usize
     }
 
     /// A prompt of `tokens` tokens over Mooncake blocks `hash_ids` (512
@@ -223,7 +238,8 @@ impl PromptBuilder {
             } else {
                 chain(id, len) & !UNIQUE_BIT
             };
-            let words = self.words(len, i == 0);
+            let last = i + 1 == hash_ids.len() || start + len >= tokens;
+            let words = self.words(len, i == 0, last);
             if len == MOONCAKE_BLOCK_TOKENS {
                 self.push_block(key, words, &mut text);
             } else {
@@ -243,7 +259,7 @@ impl PromptBuilder {
         let key = unique | UNIQUE_BIT;
         let mut text = String::new();
         self.source
-            .fill(key, self.salt, self.words(tokens, true), &mut text);
+            .fill(key, self.salt, self.words(tokens, true, true), &mut text);
         BuiltPrompt {
             text,
             segments: chained([(key, tokens)]),
@@ -282,6 +298,25 @@ mod tests {
         // another run shares nothing
         let other = PromptBuilder::new(8, 12).blocks(1300, &[1, 2, 3]);
         assert_ne!(other.text[..4], a.text[..4]);
+    }
+
+    #[test]
+    fn block_boundaries_fall_where_the_trace_puts_them_around_the_template() {
+        // 24 template tokens before the text and 6 after it (SmolLM2's).
+        let mut b = PromptBuilder::new(7, 30).with_trailing_template(6);
+        let a = b.blocks(600, &[1, 2]);
+        let c = b.blocks(700, &[1, 3]);
+        // the first block's text ends at token 512: 24 + 488 words
+        let shared = (512 - 24) * WORD_BYTES;
+        assert_eq!(a.text[..shared], c.text[..shared]);
+        assert_ne!(a.text[shared..shared + 4], c.text[shared..shared + 4]);
+        // the last block leaves room for the 6 after the text
+        assert_eq!(a.text.len(), (600 - 30) * WORD_BYTES);
+        assert_eq!(c.text.len(), (700 - 30) * WORD_BYTES);
+        // one block holds both; more trailing than template is capped
+        assert_eq!(b.blocks(100, &[5]).text.len(), 70 * WORD_BYTES);
+        let all = PromptBuilder::new(7, 30).with_trailing_template(99);
+        assert_eq!(all.unique(100, 1).text.len(), 70 * WORD_BYTES);
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<f64> {
 
 /// Δhits / Δlookups of the prefix cache between two scrapes: the one
 /// reading of the server's achieved hit rate, for cells and replays alike.
-pub(crate) fn prefix_hit_rate_between(a: &Scrape, b: &Scrape) -> Option<f64> {
+fn prefix_hit_rate_between(a: &Scrape, b: &Scrape) -> Option<f64> {
     let q = delta(a.snap.prefix_queries, b.snap.prefix_queries)?;
     let h = delta(a.snap.prefix_hits, b.snap.prefix_hits)?;
     (q > 0.0).then(|| (h / q).clamp(0.0, 1.0))

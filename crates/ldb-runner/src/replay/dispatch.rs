@@ -31,6 +31,9 @@ pub(crate) struct Dispatcher {
     pub counters: Arc<CellCounters>,
     tx: mpsc::UnboundedSender<Finished>,
     pub in_flight: Arc<AtomicU64>,
+    /// Requests handed to [`Dispatcher::send`] so far, and those finished.
+    pub sent: Arc<AtomicU64>,
+    pub finished: Arc<AtomicU64>,
     most: Arc<AtomicU64>,
     /// A request waited for a `--max-in-flight` slot.
     pub capped: bool,
@@ -74,6 +77,8 @@ impl Dispatcher {
             counters: Arc::new(CellCounters::default()),
             tx,
             in_flight: Arc::new(AtomicU64::new(0)),
+            sent: Arc::new(AtomicU64::new(0)),
+            finished: Arc::new(AtomicU64::new(0)),
             most: Arc::new(AtomicU64::new(0)),
             capped: false,
             progress: counters.clone(),
@@ -123,6 +128,7 @@ impl Dispatcher {
         body: Bytes,
     ) -> Result<(), NotSent> {
         let permit = self.permit().await?;
+        self.sent.fetch_add(1, Ordering::SeqCst);
         let env = StreamEnv {
             window: self.window.clone(),
             counters: self.counters.clone(),
@@ -133,6 +139,7 @@ impl Dispatcher {
         };
         let tx = self.tx.clone();
         let (in_flight, most) = (self.in_flight.clone(), self.most.clone());
+        let finished = self.finished.clone();
         let scheduled = self.start + due;
         let progress = self.progress.clone();
         Counters::bump(&progress.sent);
@@ -144,6 +151,7 @@ impl Dispatcher {
             let left = in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
             progress.in_flight.store(left, Ordering::Relaxed);
             progress.ended(out.cancelled || out.track.error().is_some());
+            finished.fetch_add(1, Ordering::SeqCst);
             drop(permit);
             let _ = tx.send((index, scheduled, out));
         });

@@ -273,7 +273,7 @@ async fn run_with(
     trace: Option<&TraceConfig>,
 ) -> SessionResult {
     let salt: u64 = rand::random();
-    let (template, _) = template_tokens(&rc.http, disc, salt).await;
+    let template = template_tokens(&rc.http, disc, salt).await.0.tokens;
     let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
     let granularity = rc.cache_granularity();
     let before = super::trace::scrape_if(rc).await;
@@ -353,7 +353,7 @@ async fn run_with(
             granularity: Some(granularity),
             server_prefix_cache_hit_rate: achieved,
             achieved_source: source,
-            differs: false,
+            ..PrefixCacheCheck::default()
         }
         .judge(),
         summary,

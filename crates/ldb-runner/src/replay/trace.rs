@@ -9,18 +9,21 @@ use ldb_client::scrape::Scrape;
 use ldb_core::prefix_cache::{IntendedPrefixCache, Segment};
 use ldb_core::prompt::Message;
 use ldb_core::replay::{
-    LengthCheck, PrefixCacheCheck, ReplayInputs, TraceResult, TraceSource, assemble,
+    LengthCheck, PrefixCacheCheck, ReplayInputs, ReplayRequest, TraceResult, TraceSource, assemble,
 };
-use ldb_core::result::CellStatus;
+use ldb_core::result::{CellStatus, ResetStatus};
 use ldb_core::trace::prompt::PromptBuilder;
 use ldb_core::trace::{TracePrompt, TraceRequest};
+use std::sync::atomic::Ordering;
 
 use super::check::{count_chat, errors, template_tokens, user};
 use super::config::{TraceConfig, requests};
-use super::dispatch::{Dispatcher, NotSent};
+use super::dispatch::{Dispatcher, Finished, NotSent};
+use super::first_request::{FirstRequestWatch, first_cached};
 use super::progress::{Counters, trace_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
+use crate::prefix_achieved::counted_hits;
 use crate::prompts::{BodyOptions, chat_body};
 
 /// A request made ready to send: its messages, its prompt tokens and
@@ -202,10 +205,12 @@ pub(super) fn achieved(
     b: Option<&Scrape>,
     usage: (u64, u64),
 ) -> (Option<f64>, Option<String>) {
+    // (SGLang exports its cached-token counter only after a first hit.)
     if let (Some(a), Some(b)) = (a, b)
-        && let Some(r) = crate::assemble::prefix_hit_rate_between(a, b)
+        && let Some((h, q)) = counted_hits(&a.snap, &b.snap)
+        && q > 0.0
     {
-        return (Some(r), Some("metrics".into()));
+        return (Some((h / q).clamp(0.0, 1.0)), Some("metrics".into()));
     }
     let (cached, prompt) = usage;
     if prompt > 0 && cached > 0 {
@@ -219,11 +224,15 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let salt: u64 = rand::random();
     let (template, how) = template_tokens(&rc.http, disc, salt).await;
     rc.live.event(format!(
-        "trace replay: {} requests over {:.1} s, chat template {template} tokens ({how})",
-        cfg.scan.requests, cfg.scan.span_s
+        "trace replay: {} requests over {:.1} s, chat template {} tokens, {} of them after \
+         the text ({how})",
+        cfg.scan.requests, cfg.scan.span_s, template.tokens, template.trailing
     ));
-    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
-    let mut builder = PromptBuilder::new(salt, template).with_source(source);
+    let (source, corpus) =
+        super::corpus::source(rc, disc, cfg.corpus.as_ref(), template.tokens).await;
+    let mut builder = PromptBuilder::new(salt, template.tokens)
+        .with_trailing_template(template.trailing)
+        .with_source(source);
     let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
     let granularity = rc.cache_granularity();
     let mut cache = IntendedPrefixCache::new(granularity);
@@ -233,7 +242,17 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let span = cfg.scan.span_s;
     let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
     let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
-    let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
+    let reset = rc.prefix.run_reset();
+    let watch = FirstRequestWatch::new(&d);
+    let sending = async {
+        let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
+        watch.sending_done.store(true, Ordering::SeqCst);
+        sent
+    };
+    let (sent, counted) = match reset {
+        Some(ResetStatus::Done) => tokio::join!(sending, watch.counted_hits(rc, before.as_ref())),
+        _ => (sending.await, None),
+    };
     let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
     let most_seen = d.most();
     let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
@@ -291,23 +310,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
             reported.push((prompt, *want));
         }
     }
-    let output_short = requests
-        .iter()
-        .zip(&outs)
-        .filter(|(r, (i, _, _))| {
-            r.completed_at.is_some()
-                && sent
-                    .output_tokens
-                    .get(*i)
-                    .is_some_and(|&want| r.output_tokens < want)
-        })
-        .count() as u64;
-    if output_short > 0 {
-        rc.live.event(format!(
-            "trace replay: {output_short} requests ended before their output length: the server \
-             stopped at end-of-sequence (ignore_eos not honoured?)"
-        ));
-    }
+    let output_short = output_short(rc, &requests, &outs, &sent.output_tokens);
     let (achieved_rate, source) = achieved(before.as_ref(), after.as_ref(), usage);
     let (tokenized, tmax, tmean) = errors(&pairs);
     let (reported_n, rmax, _) = errors(&reported);
@@ -319,9 +322,13 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
         granularity: Some(granularity),
         server_prefix_cache_hit_rate: achieved_rate,
         achieved_source: source,
-        differs: false,
+        prefix_cache_reset: reset,
+        ..PrefixCacheCheck::default()
     }
     .judge();
+    if reset == Some(ResetStatus::Done) {
+        note_first_request(rc, &mut result.prefix_cache, first_cached(&outs, counted));
+    }
     result.lengths = LengthCheck {
         tokenized,
         tokenized_max_error: tmax,
@@ -332,6 +339,44 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     };
     note_done(rc, &result);
     result
+}
+
+/// Completed requests that came back with fewer output tokens than the
+/// trace asked for (said once in the event log).
+fn output_short(rc: &RunCtx, requests: &[ReplayRequest], outs: &[Finished], wanted: &[u64]) -> u64 {
+    let n = requests
+        .iter()
+        .zip(outs)
+        .filter(|(r, (i, _, _))| {
+            r.completed_at.is_some() && wanted.get(*i).is_some_and(|&want| r.output_tokens < want)
+        })
+        .count() as u64;
+    if n > 0 {
+        rc.live.event(format!(
+            "trace replay: {n} requests ended before their output length: the server \
+             stopped at end-of-sequence (ignore_eos not honoured?)"
+        ));
+    }
+    n
+}
+
+/// Records and says what the first request after the reset found cached.
+fn note_first_request(rc: &RunCtx, pc: &mut PrefixCacheCheck, first: (Option<u64>, &str)) {
+    let (Some(n), how) = first else {
+        return;
+    };
+    pc.first_request_cached_tokens = Some(n);
+    pc.first_request_cached_source = Some(how.into());
+    rc.live.event(if n == 0 {
+        format!(
+            "prefix cache reset checked: the first request after it found 0 cached tokens ({how})"
+        )
+    } else {
+        format!(
+            "prefix cache reset did not empty the cache: the first request after it found {n} \
+             cached tokens ({how})"
+        )
+    });
 }
 
 fn note_done(rc: &RunCtx, r: &TraceResult) {

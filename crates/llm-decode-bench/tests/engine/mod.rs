@@ -4,6 +4,8 @@
 
 #![allow(dead_code, reason = "each engine's test uses a different subset")]
 
+pub mod prefix;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
