@@ -37,13 +37,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
     (
-        "crates/ldb-sim/src/server/metrics/llamacpp.rs",
-        "render",
-        141,
-    ),
-    ("crates/ldb-sim/src/server/metrics/sglang.rs", "render", 163),
-    ("crates/ldb-sim/src/server/metrics/vllm.rs", "render", 188),
-    (
         "crates/llm-decode-bench/src/config.rs",
         "open_loop_settings",
         101,
