@@ -35,7 +35,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
     ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
-    ("crates/ldb-sim/src/scenario/validate.rs", "validate", 131),
     (
         "crates/llm-decode-bench/src/config.rs",
         "open_loop_settings",
