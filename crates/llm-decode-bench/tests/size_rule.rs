@@ -34,7 +34,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/plan.rs", "plan", 114),
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
-    ("crates/ldb-runner/src/tasks/profile_file.rs", "load", 104),
     (
         "crates/llm-decode-bench/src/config.rs",
         "open_loop_settings",
