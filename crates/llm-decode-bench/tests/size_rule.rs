@@ -24,7 +24,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-client/src/lean.rs", "read_response", 140),
     ("crates/ldb-client/src/stream.rs", "run_stream", 135),
     ("crates/ldb-client/src/stream.rs", "on_payload", 102),
-    ("crates/ldb-core/src/readiness.rs", "observe", 103),
     ("crates/ldb-runner/src/assemble.rs", "assemble", 116),
     ("crates/ldb-runner/src/burst.rs", "run_burst_cell", 104),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
