@@ -29,7 +29,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/cstats/batch.rs", "run_batch", 101),
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 162),
-    ("crates/ldb-runner/src/plan.rs", "plan", 114),
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
     (
