@@ -27,7 +27,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/assemble.rs", "assemble", 116),
     ("crates/ldb-runner/src/burst.rs", "run_burst_cell", 104),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
-    ("crates/ldb-runner/src/cstats/batch.rs", "run_batch", 101),
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 162),
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
