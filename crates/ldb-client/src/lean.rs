@@ -45,6 +45,9 @@ use crate::stream::{
 };
 use crate::woken::WokenOnly;
 
+mod limits;
+use limits::{Expired, Limits};
+
 /// Which reader streams use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
@@ -70,14 +73,10 @@ pub fn reader_from_env() -> Reader {
 
 /// As reqwest's settings in `http.rs`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-const READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// A pooled connection idle longer than this is not reused (servers close
 /// idle keep-alive connections after 5 s; see `Http::new`).
 const POOL_IDLE: Duration = Duration::from_secs(2);
-/// How long to wait for the end of a body after its `[DONE]`.
-const DRAIN: Duration = Duration::from_millis(500);
-/// How long an error answer's body is waited for, and how much is kept.
-const ERROR_BODY_WAIT: Duration = Duration::from_secs(10);
+/// How much of an error answer's body is kept (its wait is in `limits`).
 const ERROR_BODY_BYTES: usize = 1024 * 1024;
 /// The read buffer shared by the streams of one worker thread.
 const SCRATCH_BYTES: usize = 16 * 1024;
@@ -335,6 +334,26 @@ impl Lean<'_> {
     }
 
     /// Record the failure of a non-200 answer from what of its body arrived.
+    /// A limit of the response ran out: the connection is given up and the
+    /// request ends with the matching outcome.
+    fn on_expired(&mut self, limit: Expired) -> Step {
+        self.keep = false;
+        match limit {
+            Expired::Drain => {}
+            Expired::ErrorBody => self.error_status(),
+            Expired::FirstToken => no_first_token(self.env, &mut self.out),
+            Expired::Idle => idle_stall(self.env, &mut self.out),
+            Expired::Read if matches!(self.phase, Phase::Head(_)) => {
+                let e = ClientError::Timeout {
+                    url: self.url.clone(),
+                };
+                self.out.track.mark_error(e.into());
+            }
+            Expired::Read => return self.broken("timed out"),
+        }
+        Step::End
+    }
+
     fn error_status(&mut self) {
         let Phase::ErrorBody {
             status,
@@ -514,28 +533,9 @@ async fn read_response(
     first_deadline: Option<Instant>,
 ) -> Step {
     let env = st.env;
-    let mut last_read = Instant::now();
-    let mut awaiting_first = first_deadline;
-    let mut idle_deadline: Option<Instant> = None;
-    let mut error_deadline: Option<Instant> = None;
-    let mut drain_deadline: Option<Instant> = None;
-    // One timer for every limit. It is not moved on each read: when it
-    // fires, the limits are checked against the latest read and token and
-    // it is set again to the nearest one still ahead.
-    let earliest = |last_read: Instant, a: [Option<Instant>; 4]| {
-        a.into_iter()
-            .flatten()
-            .fold(last_read + READ_TIMEOUT, Instant::min)
-    };
-    let mut timer_at = earliest(
-        last_read,
-        [
-            awaiting_first,
-            idle_deadline,
-            error_deadline,
-            drain_deadline,
-        ],
-    );
+    let mut lim = Limits::new(Instant::now(), first_deadline);
+    // One timer for every limit (see `limits`).
+    let mut timer_at = lim.earliest();
     let mut timer = std::pin::pin!(tokio::time::sleep_until(timer_at));
     loop {
         let before = (st.out.track.output_tokens(), st.out.track.chunks());
@@ -545,42 +545,16 @@ async fn read_response(
                 // Cancelled while draining the end of a finished body: the
                 // request is done, only the connection is given up.
                 st.keep = false;
-                if drain_deadline.is_none() {
+                if !lim.draining() {
                     st.out.cancelled = true;
                 }
                 return Step::End;
             }
             _ = &mut timer => {
-                let now = Instant::now();
-                if drain_deadline.is_some_and(|d| now >= d) {
-                    st.keep = false;
-                    return Step::End;
+                if let Some(limit) = lim.expired(Instant::now()) {
+                    return st.on_expired(limit);
                 }
-                if error_deadline.is_some_and(|d| now >= d) {
-                    st.keep = false;
-                    st.error_status();
-                    return Step::End;
-                }
-                if awaiting_first.is_some_and(|d| now >= d) {
-                    st.keep = false;
-                    no_first_token(env, &mut st.out);
-                    return Step::End;
-                }
-                if idle_deadline.is_some_and(|d| now >= d) {
-                    st.keep = false;
-                    idle_stall(env, &mut st.out);
-                    return Step::End;
-                }
-                if now >= last_read + READ_TIMEOUT {
-                    st.keep = false;
-                    if matches!(st.phase, Phase::Head(_)) {
-                        let e = ClientError::Timeout { url: st.url.clone() };
-                        st.out.track.mark_error(e.into());
-                        return Step::End;
-                    }
-                    return st.broken("timed out");
-                }
-                timer_at = earliest(last_read, [awaiting_first, idle_deadline, error_deadline, drain_deadline]);
+                timer_at = lim.earliest();
                 timer.as_mut().reset(timer_at);
                 continue;
             }
@@ -601,46 +575,27 @@ async fn read_response(
                         Poll::Ready(Ok(())) if rb.filled().is_empty() => Poll::Ready(st.on_end(None)),
                         Poll::Ready(Ok(())) => {
                             // one clock read serves both the limits and the stamp
-                            last_read = Instant::now();
-                            Poll::Ready(st.on_bytes(rb.filled(), env.clock.at(last_read.into_std())))
+                            lim.last_read = Instant::now();
+                            Poll::Ready(st.on_bytes(rb.filled(), env.clock.at(lim.last_read.into_std())))
                         }
                     }
                 })
             }) => step,
         };
         if (st.out.track.output_tokens(), st.out.track.chunks()) != before {
-            awaiting_first = None;
-            idle_deadline = env.idle_timeout.map(|limit| last_read + limit);
+            lim.on_token(env.idle_timeout);
         }
-        if error_deadline.is_none() && matches!(st.phase, Phase::ErrorBody { .. }) {
-            // No first-token or idle limit for an error's body; its own.
-            awaiting_first = None;
-            idle_deadline = None;
-            error_deadline = Some(last_read + ERROR_BODY_WAIT);
+        if matches!(st.phase, Phase::ErrorBody { .. }) {
+            lim.on_error_body();
         }
         match step {
-            Step::More if st.done && drain_deadline.is_none() => {
-                // [DONE] arrived; the body's terminator normally follows at
-                // once. Reading it keeps the connection for the next request.
-                drain_deadline = Some(Instant::now() + DRAIN);
-                awaiting_first = None;
-                idle_deadline = None;
-            }
+            Step::More if st.done && !lim.draining() => lim.start_drain(Instant::now()),
             Step::More => {}
             other => return other,
         }
-        // A limit that now ends sooner than the timer (the idle limit armed
-        // by the first token, a drain or an error body's wait) moves it
-        // closer; a limit that moved later is left for the timer to find.
-        let want = earliest(
-            last_read,
-            [
-                awaiting_first,
-                idle_deadline,
-                error_deadline,
-                drain_deadline,
-            ],
-        );
+        // A limit that now ends sooner than the timer moves it closer; a
+        // limit that moved later is left for the timer to find.
+        let want = lim.earliest();
         if want < timer_at {
             timer_at = want;
             timer.as_mut().reset(want);

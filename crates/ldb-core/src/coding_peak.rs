@@ -275,16 +275,6 @@ pub fn chat_request(
     body
 }
 
-/// `methodology.coding_peak`, added when the probe ran.
-pub fn methodology() -> Value {
-    json!({
-        "name": "Coding Peak",
-        "present": true,
-        "formula": "usage.completion_tokens / (last_stream_time - first_token_time)",
-        "notes": "After the matrix, single requests run one after another (nothing else in flight) with a coding prompt, continuous usage and the server's own end-of-sequence (no ignore_eos). Each run's generation rate divides the server-reported completion tokens by the time from its first token to the end of its stream, so prefill and queueing are left out; total_tok_s divides by the whole request time instead. The summary is taken over the runs that completed; cjk_runs counts those whose reasoning or answer held a Han ideograph. A failed run is a sample with ok false and its error."
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

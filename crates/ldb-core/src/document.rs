@@ -6,18 +6,26 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::hardware::HardwareSummary;
+use crate::hardware::p2p::P2pOverride;
 use crate::result::wire::{empty_as_none, zero_as_none};
 use crate::result::{
     CellResult, DecodeMode, PrefillEntry, PrefillMode, RunStatus, UsageMode, summary_tables,
 };
 use crate::slo::SloSummary;
+use diagnostics::empty_object_as_none;
 
+mod diagnostics;
 mod faults;
 mod load;
+mod methodology;
+mod methodology_notes;
 mod resumed;
 
+pub use diagnostics::{CommandRecord, StartupDiagnostics, fabric_status};
 pub use faults::{MetricsLost, ServerOutage, ServerRestart};
 pub use load::LoadError;
+pub use methodology::{Methodology, MethodologyNote};
+pub use methodology_notes::{MethodologyFacts, coding_peak_note};
 pub use resumed::{CellKey, ResumeEntry, Resumed};
 
 /// Run configuration and outcome, first block of the result file.
@@ -255,10 +263,13 @@ pub struct OpenLoopSettings {
 pub struct ResultDocument {
     /// Run configuration.
     pub metadata: Metadata,
-    /// Host snapshot collected before contacting the server (`null` is written as `{}`).
-    pub startup_diagnostics: Value,
-    /// NVIDIA P2P override check (`null` is written as `{}`).
-    pub nvidia_p2p_override: Value,
+    /// Host snapshot collected before contacting the server (`None` is
+    /// written as `{}`, and `{}` reads as `None`).
+    #[serde(with = "empty_object_as_none")]
+    pub startup_diagnostics: Option<StartupDiagnostics>,
+    /// NVIDIA P2P override check (`None` is written as `{}`, as above).
+    #[serde(with = "empty_object_as_none")]
+    pub nvidia_p2p_override: Option<P2pOverride>,
     /// GPU peer-to-peer diagnostic (`--p2pmark`; `null` is written as
     /// `{"status": "not_run"}`). docs/fabric.md.
     pub p2pmark: Value,
@@ -280,8 +291,10 @@ pub struct ResultDocument {
     pub trace_results: Vec<crate::replay::TraceResult>,
     /// Multi-turn session runs (`--sessions`; docs/workloads.md).
     pub session_results: Vec<crate::replay::session::SessionResult>,
-    /// Static methodology texts (`null` is written as `{}`).
-    pub methodology: Value,
+    /// How each kind of number is made, in brief (empty is written as `{}`;
+    /// `null` reads as empty).
+    #[serde(deserialize_with = "methodology::null_as_default")]
+    pub methodology: Methodology,
     /// `--slo` targets and frontier (absent without `--slo`).
     pub slo: Option<SloSummary>,
     /// The `--coding-peak` probe (absent without it).
@@ -293,10 +306,10 @@ pub struct ResultDocument {
 #[derive(Serialize)]
 struct DocumentOut<'a> {
     metadata: &'a Metadata,
-    #[serde(serialize_with = "null_as_empty")]
-    startup_diagnostics: &'a Value,
-    #[serde(serialize_with = "null_as_empty")]
-    nvidia_p2p_override: &'a Value,
+    #[serde(serialize_with = "empty_object_as_none::serialize_ref")]
+    startup_diagnostics: &'a Option<StartupDiagnostics>,
+    #[serde(serialize_with = "empty_object_as_none::serialize_ref")]
+    nvidia_p2p_override: &'a Option<P2pOverride>,
     #[serde(serialize_with = "null_as_not_run")]
     p2pmark: &'a Value,
     #[serde(serialize_with = "null_as_not_run")]
@@ -318,8 +331,7 @@ struct DocumentOut<'a> {
     session_results: &'a [crate::replay::session::SessionResult],
     #[serde(skip_serializing_if = "Option::is_none")]
     slo: Option<&'a SloSummary>,
-    #[serde(serialize_with = "null_as_empty")]
-    methodology: &'a Value,
+    methodology: &'a Methodology,
     #[serde(skip_serializing_if = "Option::is_none")]
     coding_peak: Option<&'a crate::coding_peak::CodingPeak>,
 }
@@ -328,14 +340,6 @@ struct DocumentOut<'a> {
 fn null_as_not_run<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
     if v.is_null() {
         serde_json::json!({ "status": "not_run" }).serialize(s)
-    } else {
-        v.serialize(s)
-    }
-}
-
-fn null_as_empty<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_null() {
-        serde_json::Map::new().serialize(s)
     } else {
         v.serialize(s)
     }

@@ -40,6 +40,7 @@ pub mod replicas;
 pub mod result;
 pub mod selftest;
 pub mod shard;
+pub mod shard_rate;
 pub mod slo;
 pub mod spec;
 pub mod sse;

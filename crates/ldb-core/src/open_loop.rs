@@ -133,6 +133,13 @@ pub struct RateResult {
     /// Intended prefix-cache hit rate, its source and the reset.
     #[serde(flatten)]
     pub prefix_cache: crate::result::PrefixCacheCell,
+    /// `--shards N` only: what each shard sent (`concurrency` holds its
+    /// requests of the schedule), index order; empty for one process.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<crate::shard::ShardCellRecord>,
+    /// `--shards N` only: shards lost during the cell (it is then `error`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_lost: Vec<u32>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

@@ -7,6 +7,7 @@ pub mod active;
 pub mod adaptive;
 pub mod document;
 pub mod live;
+mod notes;
 pub mod run;
 pub mod summary;
 

@@ -37,6 +37,7 @@ use crate::cell_io::{drain, scout};
 use crate::cell_view::{RateTrace, enter_stage, stream_texts};
 use crate::ctx::RunCtx;
 use crate::prompts::{BodyOptions, chat_body};
+use crate::shard::batch as shard_batch;
 use assemble::assemble;
 #[cfg(test)]
 use assemble::max_overlap;
@@ -150,7 +151,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     };
     let hw_mark = rc.hw_mark();
     let measured_from = rc.clock.now();
-    let m = batch(rc, &spec, &body, n, &skip, true).await;
+    let mut m = batch(rc, &spec, &body, n, &skip, true).await;
     let end_scrape = if rc.metrics {
         rc.scraper.scrape_once().await
     } else {
@@ -173,6 +174,16 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
     drain(rc).await;
     cell.wall_time = rc.clock.now() - cell_start;
+    if let Some(parts) = m.shards.take() {
+        parts.label(rc, &mut cell);
+    }
+    announce_done(rc, &spec, &cell);
+    CellOutput { cell, prefill }
+}
+
+/// The cell's end in the event log.
+fn announce_done(rc: &RunCtx, spec: &BurstSpec, cell: &CellResult) {
+    let (c, ctx, n) = (spec.concurrency, spec.context, spec.requests);
     let msg = match cell.aggregate_tps {
         Some(v) => format!("{v:.1} tok/s"),
         None => cell.ext.status.as_str().to_uppercase(),
@@ -192,7 +203,6 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         ));
     }
     rc.live.send(LiveEvent::CellEnded);
-    CellOutput { cell, prefill }
 }
 
 /// What one batch produced.
@@ -200,6 +210,8 @@ pub(crate) struct Batch {
     pub done: Vec<Done>,
     /// Scrapes that arrived while the batch ran.
     pub sched: Vec<Scrape>,
+    /// Over shards: each shard's part (`shard/batch.rs`).
+    pub shards: Option<crate::shard::batch::ShardedBatch>,
 }
 
 /// Run `n` requests on min(C, n) closed-loop workers and wait for all of them.
@@ -211,7 +223,8 @@ async fn batch(
     skip: &CancellationToken,
     measured: bool,
 ) -> Batch {
-    let workers = u64::from(spec.concurrency).min(n);
+    let parts = shard_batch::BatchShards::open(rc, spec.concurrency, n, body).await;
+    let (workers, n) = shard_batch::own_part(parts.as_ref(), spec.concurrency, n);
     let claimed = Arc::new(AtomicU64::new(0));
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
@@ -219,6 +232,7 @@ async fn batch(
         .map(|_| Arc::new(Mutex::new(String::new())))
         .collect();
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+    shard_batch::wait_start(parts.as_ref(), rc, skip).await;
     let t0 = rc.clock.now();
     window.open(t0);
     let mut handles = Vec::new();
@@ -292,7 +306,12 @@ async fn batch(
     while let Ok(d) = rx.try_recv() {
         done.push(d);
     }
-    Batch { done, sched }
+    let shards = shard_batch::finish(parts, rc, skip, &mut done).await;
+    Batch {
+        done,
+        sched,
+        shards,
+    }
 }
 
 /// Live rate (display only). Payloads carry no per-chunk usage, so the
@@ -355,7 +374,9 @@ fn show_batch(rc: &RunCtx, spec: &BurstSpec, v: &BatchView<'_>) {
     })));
 }
 
-async fn worker(
+/// One closed-loop worker: claim the next request of `n`, run it to its
+/// end, claim again (a failed request ends the worker).
+pub(crate) async fn worker(
     env: StreamEnv,
     body: Bytes,
     claimed: Arc<AtomicU64>,

@@ -25,6 +25,7 @@ use crate::ctx::RunCtx;
 use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
 use crate::prompts::{BodyOptions, chat_body};
+use crate::shard::planned::{Planned, window_closes};
 use crate::stall::StallWatch;
 use crate::window_stop::WindowStop;
 
@@ -339,12 +340,13 @@ pub(crate) async fn measure_window(
     skip: &CancellationToken,
     pool: &mut StreamPool,
     aborted: bool,
-    planned: Option<(f64, f64)>,
+    planned: Option<&Planned<'_>>,
 ) -> WindowRecord {
     // From here to the end scrape the server is measured: background
     // /metrics reads slow to --metrics-interval.
     let _measuring = rc.scraper.measuring();
-    let ws = crate::shard::cell::open_window(rc, skip, pool, planned).await;
+    let edges = || planned.map(|p| p.edges());
+    let ws = crate::shard::cell::open_window(rc, skip, pool, edges()).await;
     // The driver's own lateness from the window's first instant: each pass
     // should follow the last by one tick. A much longer gap means this
     // process was not running, so tokens piled up unread and the window's
@@ -364,7 +366,7 @@ pub(crate) async fn measure_window(
     let mut trace = RateTrace::new(ws);
     let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
     loop {
-        if aborted || crate::shard::cell::tick_within(rc, skip, planned).await {
+        if aborted || crate::shard::cell::tick_within(rc, skip, edges()).await {
             break;
         }
         pool.collect();
@@ -399,12 +401,11 @@ pub(crate) async fn measure_window(
             trace: Some(&trace.values),
         };
         update_live(rc, spec, pool, &progress);
-        let tokens = pool.counters.window_tokens.load(Ordering::Relaxed);
-        if planned.map_or_else(|| stop.pass(rc, now - ws, tokens), |(_, e)| now >= e) {
+        if window_closes(rc, planned, &mut stop, now - ws, pool) {
             break;
         }
     }
-    let we = planned.map_or_else(|| rc.clock.now(), |(_, e)| e.min(rc.clock.now()));
+    let we = edges().map_or_else(|| rc.clock.now(), |(_, e)| e.min(rc.clock.now()));
     pool.window.close(we);
     // The end scrape is sent at the window's end, while the streams still
     // run: the server reads its counters somewhere between the sending and

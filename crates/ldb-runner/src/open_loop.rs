@@ -5,12 +5,12 @@
 //! contexts in order, rates rising; `--stop-at-saturation` ends a context's
 //! rise after two saturated cells in a row.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome, run_stream};
+use ldb_client::stream::{CellCounters, SharedWindow, StreamEnv, StreamOutcome};
 use ldb_core::arrivals::schedule;
 use ldb_core::cellstats::{SchedSample, scheduler_fields};
 use ldb_core::live::{LiveEvent, Phase};
@@ -23,9 +23,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cell::CellSpec;
 use crate::cell_io::{drain, scout};
 use crate::ctx::RunCtx;
+use crate::open_loop_send::{Sender, send_all};
 use crate::plan::RunPlan;
 use crate::prompts::PromptPlan;
 use crate::recorder::Recorder;
+use crate::shard::rate::{ORDER_LEAD_S, RateShards, most_in_flight};
 
 /// Requests per cell: `--request-count`, else rate × `--duration` (at least 1).
 pub fn requests_per_cell(rate: f64, count: u64, duration: f64) -> u64 {
@@ -142,82 +144,78 @@ async fn rate_cell(
     let bodies = crate::prefix_run::RateBodies::new(rc, prompts, (context, index), &spec.messages);
     // A different schedule per cell, the same on every run with this seed.
     let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
+    let span = due.last().copied().unwrap_or(0.0);
+    // With --shards: the clocks measured and checked before anything is sent.
+    let shards = match RateShards::open(rc, span.max(rc.cfg.duration)).await {
+        Ok(s) => s,
+        Err(why) => {
+            rc.live.event(format!("rate cell error {at}: {why}"));
+            return (skipped_row(rate, context, CellStatus::Error, &why), prefill);
+        }
+    };
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
-    let cap =
-        (rc.cfg.max_in_flight > 0).then(|| Arc::new(Semaphore::new(rc.cfg.max_in_flight as usize)));
-    let in_flight = Arc::new(AtomicU64::new(0));
     let most = Arc::new(AtomicU64::new(0));
-    let (tx, mut rx) = mpsc::unbounded_channel::<(usize, f64, ldb_client::stream::StreamOutcome)>();
+    let (tx, rx) = mpsc::unbounded_channel::<(usize, f64, StreamOutcome)>();
     // Every request of the cell is measured: background /metrics reads at
     // --metrics-interval until the last one ends.
     let measuring = rc.scraper.measuring();
     let prefix_start = crate::prefix_run::span_start(rc).await;
-    let t0 = rc.clock.now() + 0.05;
+    let t0 = rc.clock.now() + if shards.is_some() { ORDER_LEAD_S } else { 0.05 };
     window.open(t0);
     // The cell's time limit covers the dispatch too: a server that accepts
     // requests and never answers keeps every --max-in-flight slot taken,
     // and the wait for a free one must end with the cell. Bounded: an
     // overloaded server may hold requests for long.
-    let span = due.last().copied().unwrap_or(0.0);
     let limit = t0 + span + (3.0 * span).max(rc.cfg.open_loop_grace);
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
-    let (capped, not_sent) = send_all(
-        rc,
-        Sender {
-            due: &due,
-            t0,
-            deadline,
-            skip: &skip,
-            cap,
+    // Each shard sends its part of the one schedule (one process: all of it).
+    let (mine, own) = match &shards {
+        Some(s) => s.send_orders(rc, &due, (t0, limit), &|i| bodies.body(i)),
+        None => (due.iter().copied().enumerate().collect(), HashMap::new()),
+    };
+    let cap = shards
+        .as_ref()
+        .map_or(rc.cfg.max_in_flight, |s| s.own_cap(rc.cfg.max_in_flight));
+    let body = |i| match &shards {
+        Some(_) => own.get(&i).cloned().unwrap_or_default(),
+        None => bodies.body(i),
+    };
+    let (capped, not_sent) = send_all(Sender {
+        due: &mine,
+        t0,
+        deadline,
+        skip: &skip,
+        cap: (cap > 0).then(|| Arc::new(Semaphore::new(cap as usize))),
+        env: StreamEnv {
             window: window.clone(),
             counters: counters.clone(),
-            body: &|i| bodies.body(i),
-            tx,
-            in_flight: in_flight.clone(),
-            most: most.clone(),
+            idle_timeout: rc.cfg.idle_timeout(),
+            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+            ..StreamEnv::new(rc.http.clone(), rc.clock)
         },
-    )
+        body: &body,
+        tx,
+        in_flight: Arc::new(AtomicU64::new(0)),
+        most: most.clone(),
+    })
     .await;
+    let (mut outs, sched, others) = gather(rc, rx, (t0, limit), &skip, shards.as_ref()).await;
+    window.close(rc.clock.now());
+    drop(measuring);
+    let merged = shards
+        .as_ref()
+        .zip(others)
+        .map(|(s, got)| s.merge(rc, got, &mut outs, &counters));
+    let not_sent = not_sent + merged.as_ref().map_or(0, |m| m.not_sent);
     if not_sent > 0 {
         rc.live.event(format!(
             "rate cell {at}: {not_sent} requests not sent, every --max-in-flight slot still \
              taken at the cell's limit"
         ));
     }
-    let sent = due.len();
-    let mut outs = Vec::with_capacity(sent);
-    let mut sched: Vec<SchedSample> = Vec::new();
-    let mut last_seq = 0;
-    loop {
-        let left = limit - rc.clock.now();
-        if left <= 0.0 {
-            skip.cancel();
-        }
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                Some(o) => outs.push(o),
-                None => break,
-            },
-            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-        }
-        if let Some(s) = rc.scraper.latest()
-            && s.seq != last_seq
-            && s.sent >= t0
-        {
-            last_seq = s.seq;
-            if let Some(running) = s.snap.running {
-                sched.push(SchedSample {
-                    running,
-                    waiting: s.snap.waiting.unwrap_or(0.0),
-                });
-            }
-        }
-    }
-    window.close(rc.clock.now());
-    drop(measuring);
-    let timed_out = rc.clock.now() >= limit;
+    let timed_out = rc.clock.now() >= limit || merged.as_ref().is_some_and(|m| m.timed_out);
     outs.sort_by_key(|(i, _, _)| *i);
     let overdue = format!(
         "did not finish within {:.0} s after the last request was due",
@@ -234,25 +232,44 @@ async fn rate_cell(
         context,
         arrival: rc.cfg.arrival,
         requests: &requests,
-        max_in_flight: most.load(Ordering::Relaxed),
-        in_flight_capped: capped,
+        // Over shards, from the union of the requests on the leader's clock.
+        max_in_flight: match &shards {
+            Some(_) => most_in_flight(&outs),
+            None => most.load(Ordering::Relaxed),
+        },
+        in_flight_capped: capped || merged.as_ref().is_some_and(|m| m.capped),
         token_gap_p99: counters.gaps.stats().p99,
         max_error_rate: rc.cfg.max_error_rate,
         not_sent,
     });
     (row.server_prefix_cache_hit_rate, row.prefix_cache) =
         crate::prefix_run::rate_span_end(rc, prefix_start, &outs, window.get()).await;
-    let sf = scheduler_fields(1, &sched, false, 0.0);
-    if !sched.is_empty() {
-        row.avg_running_reqs = sf.avg_running_reqs;
-        row.max_running_reqs = sf.max_running_reqs;
-        row.avg_queue_reqs = sf.avg_queue_reqs;
-        row.max_queue_reqs = sf.max_queue_reqs;
+    scheduler_into(&mut row, &sched);
+    if let Some((s, m)) = shards.as_ref().zip(merged) {
+        s.label(rc, &mut row, m);
     }
     if skip.is_cancelled() && !timed_out {
         row.status = CellStatus::SkippedUser;
         row.status_reason = "cut short by the user".into();
     }
+    announce_row(rc, &at, &row);
+    (row, prefill)
+}
+
+/// The server's running and queued requests over the cell, from its scrapes.
+fn scheduler_into(row: &mut RateResult, sched: &[SchedSample]) {
+    if sched.is_empty() {
+        return;
+    }
+    let sf = scheduler_fields(1, sched, false, 0.0);
+    row.avg_running_reqs = sf.avg_running_reqs;
+    row.max_running_reqs = sf.max_running_reqs;
+    row.avg_queue_reqs = sf.avg_queue_reqs;
+    row.max_queue_reqs = sf.max_queue_reqs;
+}
+
+/// The cell's end in the event log.
+fn announce_row(rc: &RunCtx, at: &str, row: &RateResult) {
     rc.live.event(format!(
         "rate cell done {at}: {:.2} req/s sent, {:.2} req/s done, {:.1} tok/s out, TTFT p50 {} s, {} of {} completed{}",
         row.offered_rate_measured.unwrap_or(0.0),
@@ -267,7 +284,73 @@ async fn rate_cell(
         rc.live
             .event(format!("rate cell error {at}: {}", row.status_reason));
     }
-    (row, prefill)
+}
+
+/// What the leader's wait for the followers' parts gives.
+type Collected = (
+    std::collections::BTreeMap<u32, crate::shard::ShardCellData>,
+    Vec<u32>,
+);
+
+/// Wait for every request of the cell to end — this process's and, over
+/// shards, the followers' parts — cancelling what is open at `limit`, and
+/// sample the server's scheduler meanwhile.
+async fn gather(
+    rc: &RunCtx,
+    mut rx: mpsc::UnboundedReceiver<(usize, f64, StreamOutcome)>,
+    (t0, limit): (f64, f64),
+    skip: &CancellationToken,
+    shards: Option<&RateShards>,
+) -> (
+    Vec<(usize, f64, StreamOutcome)>,
+    Vec<SchedSample>,
+    Option<Collected>,
+) {
+    let mut outs = Vec::new();
+    let mut sched: Vec<SchedSample> = Vec::new();
+    let mut last_seq = 0;
+    let others = async {
+        match shards {
+            Some(s) => Some(s.collect(rc, limit).await),
+            None => None,
+        }
+    };
+    tokio::pin!(others);
+    let (mut own_done, mut others_done, mut collected) = (false, shards.is_none(), None);
+    let mut told = false;
+    while !(own_done && others_done) {
+        if limit - rc.clock.now() <= 0.0 {
+            skip.cancel();
+        }
+        if let Some(s) = shards.filter(|_| skip.is_cancelled() && !told) {
+            s.stop_parts();
+            told = true;
+        }
+        tokio::select! {
+            msg = rx.recv(), if !own_done => match msg {
+                Some(o) => outs.push(o),
+                None => own_done = true,
+            },
+            got = &mut others, if !others_done => {
+                collected = got;
+                others_done = true;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+        if let Some(s) = rc.scraper.latest()
+            && s.seq != last_seq
+            && s.sent >= t0
+        {
+            last_seq = s.seq;
+            if let Some(running) = s.snap.running {
+                sched.push(SchedSample {
+                    running,
+                    waiting: s.snap.waiting.unwrap_or(0.0),
+                });
+            }
+        }
+    }
+    (outs, sched, collected)
 }
 
 /// One finished request of an open-loop schedule as the assembly reads it:
@@ -299,92 +382,6 @@ pub(crate) fn rate_request(
             None => None,
         },
     }
-}
-
-/// What the sending loop of an open-loop cell works with.
-struct Sender<'a> {
-    /// Due times, seconds after `t0`.
-    due: &'a [f64],
-    /// Run-clock time of the first due time.
-    t0: f64,
-    /// The cell's time limit: no request is sent after it.
-    deadline: tokio::time::Instant,
-    skip: &'a CancellationToken,
-    /// `--max-in-flight` slots.
-    cap: Option<Arc<Semaphore>>,
-    window: Arc<SharedWindow>,
-    counters: Arc<CellCounters>,
-    /// The body of request i (built, and fed to the intended cache, as it
-    /// is sent).
-    body: &'a (dyn Fn(usize) -> Bytes + Sync),
-    /// Each finished request: (index, due time, outcome).
-    tx: mpsc::UnboundedSender<(usize, f64, StreamOutcome)>,
-    in_flight: Arc<AtomicU64>,
-    most: Arc<AtomicU64>,
-}
-
-/// Sends every request at its due time, each on its own task; returns
-/// whether a request waited for a `--max-in-flight` slot, and how many
-/// were never sent because the cell's limit came while every slot was
-/// taken.
-async fn send_all(rc: &RunCtx, s: Sender<'_>) -> (bool, u64) {
-    let mut not_sent = 0u64;
-    let mut capped = false;
-    for (i, &d) in s.due.iter().enumerate() {
-        let wait = s.t0 + d - rc.clock.now();
-        if wait > 0.0 {
-            tokio::select! {
-                _ = s.skip.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-            }
-        }
-        if s.skip.is_cancelled() {
-            break;
-        }
-        let permit = match &s.cap {
-            Some(sem) => {
-                let p = match sem.clone().try_acquire_owned() {
-                    Ok(p) => p,
-                    Err(_) => {
-                        capped = true;
-                        tokio::select! {
-                            _ = s.skip.cancelled() => break,
-                            _ = tokio::time::sleep_until(s.deadline) => {
-                                not_sent = (s.due.len() - i) as u64;
-                                break;
-                            }
-                            p = sem.clone().acquire_owned() => match p {
-                                Ok(p) => p,
-                                Err(_) => break,
-                            },
-                        }
-                    }
-                };
-                Some(p)
-            }
-            None => None,
-        };
-        let env = StreamEnv {
-            window: s.window.clone(),
-            counters: s.counters.clone(),
-            cancel: s.skip.child_token(),
-            idle_timeout: rc.cfg.idle_timeout(),
-            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
-            ..StreamEnv::new(rc.http.clone(), rc.clock)
-        };
-        let (body, tx) = ((s.body)(i), s.tx.clone());
-        let (in_flight, most) = (s.in_flight.clone(), s.most.clone());
-        let scheduled = s.t0 + d;
-        tokio::spawn(async move {
-            let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-            most.fetch_max(now, Ordering::Relaxed);
-            let out = run_stream(&env, body).await;
-            in_flight.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
-            let _ = tx.send((i, scheduled, out));
-        });
-    }
-    (capped, not_sent)
 }
 
 #[cfg(test)]

@@ -6,14 +6,13 @@
 
 use std::sync::Arc;
 
-use ldb_core::document::ResultDocument;
+use ldb_core::document::{Methodology, MethodologyFacts, ResultDocument};
 use ldb_core::live::{LiveEvent, MatrixCellState};
 use ldb_core::result::{CellResult, CellStatus, PrefillEntry};
 use ldb_core::tokens::format_context;
 
 use crate::ctx::Hardware;
 use crate::live::Live;
-use crate::methodology::methodology;
 
 /// Writes the document somewhere (the binary's atomic file writer).
 pub type SaveFn = Box<dyn Fn(&ResultDocument) + Send + Sync>;
@@ -253,16 +252,15 @@ impl Recorder {
         }
         let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
         let request_mode = self.request_mode;
-        doc.methodology = methodology(
-            doc.metadata.prefill_mode,
-            !doc.prefill.is_empty(),
-            !doc.results.is_empty() && !request_mode,
-            !doc.burst_results.is_empty() || (request_mode && !doc.results.is_empty()),
+        doc.methodology = Methodology::of_run(&MethodologyFacts {
+            prefill_mode: doc.metadata.prefill_mode,
+            prefill_present: !doc.prefill.is_empty(),
+            sustained_present: !doc.results.is_empty() && !request_mode,
+            burst_present: !doc.burst_results.is_empty()
+                || (request_mode && !doc.results.is_empty()),
             spec_present,
-        );
-        if let Some(auto) = &doc.metadata.duration_auto {
-            crate::methodology::add_window_auto_stop(&mut doc.methodology, auto);
-        }
+            duration_auto: doc.metadata.duration_auto.as_ref(),
+        });
         (self.save)(doc);
     }
 }

@@ -8,10 +8,10 @@ use ldb_client::discovery::{Discovery, discover};
 use ldb_client::scrape::{ScrapePace, Scraper};
 use ldb_client::stream::RunClock;
 use ldb_client::{ClientError, Http};
-use ldb_core::document::{Metadata, ResultDocument};
+use ldb_core::document::{Metadata, ResultDocument, StartupDiagnostics, fabric_status};
+use ldb_core::hardware::P2pOverride;
 use ldb_core::live::LiveEvent;
 use ldb_core::tokens::format_context;
-use serde_json::Value;
 
 use crate::config::RunConfig;
 use crate::ctx::{Controls, Hardware, RunCtx};
@@ -61,10 +61,10 @@ pub struct RunHooks {
     pub controls: Arc<Controls>,
     /// Hardware telemetry.
     pub hardware: Option<Arc<dyn Hardware>>,
-    /// Startup diagnostics (already redacted).
-    pub diagnostics: Value,
-    /// NVIDIA P2P override check.
-    pub p2p: Value,
+    /// Startup diagnostics (already redacted; `None` when not collected).
+    pub diagnostics: Option<StartupDiagnostics>,
+    /// NVIDIA P2P override check (`None` when not made).
+    pub p2p: Option<P2pOverride>,
     /// Called with the document after every phase and cell (atomic save).
     pub save: SaveFn,
     /// `--resume`: the result file being continued, as read.
@@ -77,24 +77,17 @@ pub use crate::plan::test_order;
 /// diagnostics (which keep copies, as the reference's did); the document
 /// gets them and their statuses. A resumed file keeps its own blocks unless
 /// this run measured again.
-fn fabric_blocks(doc: &mut ResultDocument, diagnostics: &Value) {
-    let status = |v: &Value| {
-        v.get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("not_run")
-            .to_string()
-    };
+fn fabric_blocks(doc: &mut ResultDocument, diagnostics: Option<&StartupDiagnostics>) {
     for (key, block) in [
         ("p2pmark", &mut doc.p2pmark),
         ("amd_fabric", &mut doc.amd_fabric),
     ] {
-        let given = diagnostics.get(key).filter(|v| status(v) != "not_run");
-        if let Some(v) = given {
+        if let Some(v) = diagnostics.and_then(|d| d.fabric_block(key)) {
             *block = v.clone();
         }
     }
-    doc.metadata.p2pmark_status = status(&doc.p2pmark);
-    doc.metadata.amd_fabric_status = status(&doc.amd_fabric);
+    doc.metadata.p2pmark_status = fabric_status(&doc.p2pmark).to_string();
+    doc.metadata.amd_fabric_status = fabric_status(&doc.amd_fabric).to_string();
 }
 
 /// Discovery, retried while the server is still starting (connection
@@ -215,13 +208,9 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     };
     doc.startup_diagnostics = hooks.diagnostics.clone();
     doc.nvidia_p2p_override = hooks.p2p.clone();
-    doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_object();
-    fabric_blocks(&mut doc, &hooks.diagnostics);
-    doc.metadata.nvidia_p2p_override_effective = hooks
-        .p2p
-        .get("effective")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_some();
+    fabric_blocks(&mut doc, hooks.diagnostics.as_ref());
+    doc.metadata.nvidia_p2p_override_effective = hooks.p2p.as_ref().is_some_and(|p| p.effective);
     let request_mode = rc.cfg.request_count > 0;
     let mut rec = Recorder::new(
         doc,
@@ -379,8 +368,12 @@ mod fabric_tests {
     #[test]
     fn measured_blocks_reach_the_document_and_a_resumed_file_keeps_its_own() {
         let mut doc = ResultDocument::default();
-        let diag = json!({"p2pmark": {"status": "not_run"}, "amd_fabric": {"status": "timeout"}});
-        fabric_blocks(&mut doc, &diag);
+        let diag = StartupDiagnostics {
+            p2pmark: json!({"status": "not_run"}),
+            amd_fabric: json!({"status": "timeout"}),
+            ..StartupDiagnostics::default()
+        };
+        fabric_blocks(&mut doc, Some(&diag));
         assert_eq!(doc.amd_fabric["status"], "timeout");
         assert!(doc.p2pmark.is_null(), "written as not_run");
         assert_eq!(
@@ -391,9 +384,13 @@ mod fabric_tests {
             ("not_run", "timeout")
         );
         // a resumed run that measured nothing keeps the file's block
-        fabric_blocks(&mut doc, &json!({"amd_fabric": {"status": "not_run"}}));
+        let not_run = StartupDiagnostics {
+            amd_fabric: json!({"status": "not_run"}),
+            ..StartupDiagnostics::default()
+        };
+        fabric_blocks(&mut doc, Some(&not_run));
         assert_eq!(doc.metadata.amd_fabric_status, "timeout");
-        fabric_blocks(&mut doc, &Value::Null);
+        fabric_blocks(&mut doc, None);
         assert_eq!(doc.amd_fabric["status"], "timeout");
     }
 }

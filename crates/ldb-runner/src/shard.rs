@@ -11,11 +11,14 @@
 //! `ldb_core::shard`.
 
 pub mod auth;
+pub(crate) mod batch;
 pub(crate) mod cell;
 pub mod follower;
 mod join;
 pub mod leader;
 pub mod offline;
+pub(crate) mod planned;
+pub mod rate;
 pub mod record;
 pub mod wire;
 

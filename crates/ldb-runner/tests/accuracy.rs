@@ -255,8 +255,8 @@ async fn stop_keeps_finished_cells_and_marks_the_run_interrupted() {
         live,
         controls,
         hardware: None,
-        diagnostics: serde_json::json!({}),
-        p2p: serde_json::json!({}),
+        diagnostics: None,
+        p2p: None,
         save: Box::new(move |d| *saved2.lock().expect("lock") = Some(d.to_json_string())),
         resume: None,
     };
@@ -322,8 +322,8 @@ async fn the_live_view_follows_the_run_to_its_end() {
         live,
         controls: Arc::default(),
         hardware: None,
-        diagnostics: serde_json::json!({}),
-        p2p: serde_json::json!({}),
+        diagnostics: None,
+        p2p: None,
         save: Box::new(|_| {}),
         resume: None,
     };

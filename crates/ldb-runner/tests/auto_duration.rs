@@ -82,7 +82,7 @@ async fn steady_server_closes_early_at_the_full_length_value() {
     assert_eq!(doc.metadata.duration_per_test, MAX_S);
     let rule = doc.metadata.duration_auto.as_ref().expect("duration_auto");
     assert_eq!((rule.target_ci_pct, rule.min_duration), (2.0, 3.0));
-    assert!(doc.methodology.get("window_auto_stop").is_some());
+    assert!(doc.methodology.window_auto_stop.is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,5 +132,5 @@ async fn fixed_windows_write_no_auto_keys() {
         assert!(json.get(key).is_none(), "{key} written for a fixed window");
     }
     assert!(doc.metadata.duration_auto.is_none());
-    assert!(doc.methodology.get("window_auto_stop").is_none());
+    assert!(doc.methodology.window_auto_stop.is_none());
 }

@@ -85,7 +85,7 @@ async fn a_dataset_task_stops_when_its_items_run_out() {
         save: Box::new(move |d| kept.lock().unwrap().push(d.clone())),
         progress: Arc::new(move |e| seen.lock().unwrap().push(e)),
         hardware: None,
-        p2p: serde_json::Value::Null,
+        p2p: None,
     };
     let out = run_completion_stats(cfg, hooks).await.expect("runs");
     sim.shutdown().await;

@@ -38,8 +38,8 @@ async fn bench(cfg: RunConfig) -> ResultDocument {
         live,
         controls: Arc::new(Controls::default()),
         hardware: None,
-        diagnostics: serde_json::json!({}),
-        p2p: serde_json::json!({}),
+        diagnostics: None,
+        p2p: None,
         save: Box::new(|_| {}),
         resume: None,
     };

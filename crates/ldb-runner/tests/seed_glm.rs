@@ -36,8 +36,8 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
         live,
         controls: Arc::<Controls>::default(),
         hardware: None,
-        diagnostics: serde_json::json!({}),
-        p2p: serde_json::json!({}),
+        diagnostics: None,
+        p2p: None,
         save: Box::new(|_| {}),
         resume: None,
     };

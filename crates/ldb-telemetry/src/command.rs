@@ -3,7 +3,6 @@
 //! so that a runaway program cannot fill memory.
 
 use crate::error::TelemetryError;
-use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -17,31 +16,16 @@ pub const OUTPUT_CAP: u64 = 1 << 20;
 /// grandchild may keep them open).
 const PIPE_GRACE: Duration = Duration::from_millis(300);
 
-/// Record of one command run, as stored in the startup diagnostics.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandRecord {
-    /// Program and arguments.
-    pub cmd: Vec<String>,
-    /// Exit status; −1 when it could not start, was killed or timed out.
-    pub returncode: i32,
-    /// Standard output, trimmed.
-    pub stdout: String,
-    /// Standard error, trimmed; the failure reason when it did not run.
-    pub stderr: String,
-    /// True when the time limit killed it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub timed_out: bool,
-    /// True when it could not be started at all.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub not_found: bool,
-    /// Time limit it ran under, seconds (not serialized).
-    #[serde(skip)]
-    pub limit_s: f64,
+pub use ldb_core::document::CommandRecord;
+
+/// A command's record read as its outcome.
+pub trait CommandOutcome {
+    /// `Ok(stdout)` for exit status 0, else the matching error.
+    fn into_result(self) -> Result<String, TelemetryError>;
 }
 
-impl CommandRecord {
-    /// `Ok(stdout)` for exit status 0, else the matching error.
-    pub fn into_result(self) -> Result<String, TelemetryError> {
+impl CommandOutcome for CommandRecord {
+    fn into_result(self) -> Result<String, TelemetryError> {
         let program = self.cmd.first().cloned().unwrap_or_default();
         if self.not_found {
             return Err(TelemetryError::Spawn {

@@ -3,14 +3,12 @@
 //! command has a time limit and every file read is capped; whatever fails
 //! is recorded as such.
 
-use crate::command::{CommandRecord, run_with_timeout};
+use crate::command::{CommandOutcome, CommandRecord, run_with_timeout};
 use crate::gpu::NvmlSource;
 use ldb_core::hardware::p2p::{self, P2pOverride, check_p2p_override};
-use ldb_core::hardware::smi::{GpuInventory, INVENTORY_FIELDS, parse_inventory};
+use ldb_core::hardware::smi::{INVENTORY_FIELDS, parse_inventory};
 use ldb_core::redact::{REDACTED, diagnostic_env, is_secret_name, redact_url, redact_value};
-use serde::Serialize;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -53,49 +51,7 @@ impl Default for DiagnosticsConfig {
     }
 }
 
-/// The `startup_diagnostics` object. Field order is the reference's;
-/// `gpu_inventory` and `gpu_inventory_source` are new.
-#[derive(Debug, Clone, Serialize)]
-pub struct StartupDiagnostics {
-    /// Tool version.
-    pub version: String,
-    /// Server base URL (credentials removed).
-    pub server_url: String,
-    /// Host name, or `"unknown"`.
-    pub hostname: String,
-    /// `uname -a`, or `"unknown"`.
-    pub uname: String,
-    /// `NCCL_`/`VLLM_`/`SGLANG_`/`CUDA_`/`OMP_` variables, redacted.
-    pub env: BTreeMap<String, String>,
-    /// Run arguments, redacted.
-    pub args: Map<String, Value>,
-    /// P2P override check.
-    pub nvidia_p2p_override: P2pOverride,
-    /// Fabric benchmark status (filled in by the runner).
-    pub p2pmark: Value,
-    /// AMD fabric status (filled in by the runner).
-    pub amd_fabric: Value,
-    /// GPUs found at startup.
-    pub gpu_inventory: Vec<GpuInventory>,
-    /// `"nvml"`, `"nvidia-smi"` or `"none"`.
-    pub gpu_inventory_source: String,
-    /// The inventory query as run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvidia_smi_query: Option<CommandRecord>,
-    /// `nvidia-smi topo -m` as run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvidia_smi_topo: Option<CommandRecord>,
-    /// Set when `nvidia-smi` could not be started.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvidia_smi_error: Option<String>,
-}
-
-impl StartupDiagnostics {
-    /// As a JSON value (for the result document).
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_else(|e| json!({ "error": e.to_string() }))
-    }
-}
+pub use ldb_core::document::StartupDiagnostics;
 
 /// Collects diagnostics with the default paths and the process environment.
 pub fn collect_startup_diagnostics(
@@ -169,11 +125,12 @@ pub fn collect_startup_diagnostics_with(
         nvidia_p2p_override: check_p2p(&cfg.params_path, &cfg.modprobe_path),
         p2pmark: json!({ "status": "not_run" }),
         amd_fabric: json!({ "status": "not_run" }),
-        gpu_inventory,
-        gpu_inventory_source: source.to_string(),
+        gpu_inventory: Some(gpu_inventory),
+        gpu_inventory_source: Some(source.to_string()),
         nvidia_smi_query: query,
         nvidia_smi_topo: topo,
         nvidia_smi_error: smi_error,
+        extra: Map::new(),
     }
 }
 

@@ -97,7 +97,7 @@ fn full_diagnostics_on_a_fake_four_gpu_host() {
     assert_eq!(v["args"]["api_key"], REDACTED);
     assert_eq!(v["args"]["auth_token_id"], REDACTED);
     // GPUs and topology from the fake nvidia-smi.
-    assert_eq!(d.gpu_inventory.len(), 4);
+    assert_eq!(d.gpus().len(), 4);
     assert_eq!(v["gpu_inventory_source"], "nvidia-smi");
     assert_eq!(v["nvidia_smi_query"]["returncode"], 0);
     assert!(
@@ -149,7 +149,7 @@ fn hanging_nvidia_smi_stays_bounded() {
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     let q = d.nvidia_smi_query.clone().unwrap_or_default();
     assert!(q.timed_out && q.returncode == -1);
-    assert_eq!(d.gpu_inventory_source, "none");
+    assert_eq!(d.gpu_inventory_source.as_deref(), Some("none"));
     assert_eq!(d.to_json()["nvidia_smi_query"]["timed_out"], true);
     assert_eq!(d.nvidia_p2p_override.mismatched.len(), 3);
 }

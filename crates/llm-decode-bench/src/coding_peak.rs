@@ -51,12 +51,7 @@ pub async fn run(
         }
     };
     doc.coding_peak = Some(peak);
-    if let Some(m) = doc.methodology.as_object_mut() {
-        m.insert(
-            "coding_peak".to_string(),
-            ldb_core::coding_peak::methodology(),
-        );
-    }
+    doc.methodology.coding_peak = Some(ldb_core::document::coding_peak_note());
     print!("\n{}", ldb_report::text::render_coding_peak(doc, opts));
     let name = ldb_report::html::name_of(output);
     let runs = [Run { name: &name, doc }];

@@ -39,7 +39,10 @@ pub fn checked_plan(a: &crate::cli_fabric::FabricArgs) -> Result<FabricPlan, App
 /// The diagnostics asked for, run before the dashboard takes the screen;
 /// their blocks join the startup diagnostics (the runner copies them into
 /// the result). The dashboard's startup line, when any ran.
-pub async fn before_bench(plan: &FabricPlan, diagnostics: &mut Value) -> Option<String> {
+pub async fn before_bench(
+    plan: &FabricPlan,
+    diagnostics: &mut Option<ldb_core::document::StartupDiagnostics>,
+) -> Option<String> {
     if !plan.any() {
         return None;
     }
@@ -47,13 +50,9 @@ pub async fn before_bench(plan: &FabricPlan, diagnostics: &mut Value) -> Option<
     let blocks = tokio::task::spawn_blocking(move || run(&p, width, &mut std::io::stdout().lock()))
         .await
         .ok()?;
-    if !diagnostics.is_object() {
-        *diagnostics = Value::Object(serde_json::Map::new());
-    }
-    if let Some(d) = diagnostics.as_object_mut() {
-        d.insert("p2pmark".into(), blocks.p2pmark.clone());
-        d.insert("amd_fabric".into(), blocks.amd_fabric.clone());
-    }
+    let d = diagnostics.get_or_insert_with(Default::default);
+    d.p2pmark = blocks.p2pmark.clone();
+    d.amd_fabric = blocks.amd_fabric.clone();
     startup_line(&blocks)
 }
 

@@ -248,8 +248,8 @@ pub(crate) struct StartupInputs {
 /// the host diagnostics and the NVIDIA P2P check.
 pub(crate) struct Startup {
     pub(crate) monitor: MonitorHandle,
-    pub(crate) diagnostics: Value,
-    pub(crate) p2p: Value,
+    pub(crate) diagnostics: Option<ldb_core::document::StartupDiagnostics>,
+    pub(crate) p2p: Option<ldb_core::hardware::P2pOverride>,
     p2p_lines: Option<(String, Option<Vec<String>>)>,
 }
 
@@ -276,11 +276,7 @@ impl Startup {
                 .then(|| p.panel_lines());
             (p.summary_line(), panel)
         });
-        let diagnostics = diagnostics.map_or(Value::Null, |d| d.to_json());
-        let p2p = diagnostics
-            .get("nvidia_p2p_override")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let p2p = diagnostics.as_ref().map(|d| d.nvidia_p2p_override.clone());
         Startup {
             monitor,
             diagnostics,

@@ -214,23 +214,37 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         Some(
             "--sim (each shard would measure its own simulator: start `llm-decode-bench sim` once and pass --host)",
         )
-    } else if cfg.open_loop() {
-        Some("--request-rate")
-    } else if cfg.request_count > 0 {
-        Some("--request-count")
-    } else if cfg.run_burst {
-        Some("--run-burst")
-    } else if cfg.auto_stop.is_some() {
-        Some("--duration auto (every shard must know the window's end in advance)")
+    } else if cfg.open_loop() && a.shard.start_at.is_some() {
+        Some(
+            "--request-rate with --start-at (an offline shard cannot share a schedule; use a coordinator)",
+        )
+    } else if cfg.replay.is_some() {
+        Some("--trace or --sessions (a replay runs in one process)")
+    } else if (cfg.request_count > 0 || cfg.run_burst) && a.shard.start_at.is_some() {
+        Some(
+            "--request-count or --run-burst with --start-at (a batch has no fixed end; use a coordinator)",
+        )
+    } else if cfg.auto_stop.is_some() && a.shard.start_at.is_some() {
+        Some("--duration auto with --start-at (offline shards close their windows on a fixed grid)")
     } else {
         None
     };
-    match why {
-        Some(w) => Err(AppError::Config(format!(
+    if let Some(w) = why {
+        return Err(AppError::Config(format!(
             "--shards does not support {w} yet"
-        ))),
-        None => Ok(()),
+        )));
     }
+    // Each shard sends its part of an open-loop schedule with its part of
+    // --max-in-flight (split like C): every shard needs one slot at least.
+    let shards = u64::from(a.shard.shards.unwrap_or(1));
+    if cfg.open_loop() && cfg.max_in_flight > 0 && cfg.max_in_flight < shards {
+        return Err(AppError::Config(format!(
+            "invalid --max-in-flight {}: below --shards {shards} (it is split over the shards, \
+             and each needs a slot)",
+            cfg.max_in_flight
+        )));
+    }
+    Ok(())
 }
 
 /// The benchmark flags every shard must share, as one JSON object (the
@@ -378,7 +392,8 @@ pub(crate) fn leader_exit(
     doc: &ldb_core::document::ResultDocument,
 ) -> Option<i32> {
     let l = leader?;
-    let lost = doc.results.iter().any(|c| !c.ext.shards_lost.is_empty());
+    let lost = doc.results.iter().any(|c| !c.ext.shards_lost.is_empty())
+        || doc.rate_results.iter().any(|r| !r.shards_lost.is_empty());
     (l.settings().stop_on_loss && lost).then_some(exit::SHARD_LOST)
 }
 
@@ -399,8 +414,8 @@ pub(crate) async fn offline(o: &Offline, cfg: RunConfig) -> Result<i32, AppError
         live: live.clone(),
         controls: Arc::default(),
         hardware: None,
-        diagnostics: serde_json::Value::Null,
-        p2p: serde_json::Value::Null,
+        diagnostics: None,
+        p2p: None,
         save: Box::new(|_| {}),
         resume: None,
     };

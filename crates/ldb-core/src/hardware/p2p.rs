@@ -27,8 +27,10 @@ pub const INFO_KEY: &str = "DmaRemapPeerMmio";
 /// What to do after writing the modprobe file.
 pub const SUGGESTED_RELOAD: &str = "stop GPU workloads, then reload NVIDIA modules or reboot; the modprobe file alone is not enough until the nvidia module is reloaded";
 
-/// The `nvidia_p2p_override` object (keys as in the reference).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The `nvidia_p2p_override` object (keys as in the reference). Keys
+/// missing from a file read back take their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct P2pOverride {
     /// Params readable, nothing missing, nothing mismatched.
     pub effective: bool,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use ldb_core::document::ResultDocument;
+use ldb_core::document::{MethodologyNote, ResultDocument};
 use ldb_core::result::{CellStatus, RunStatus};
 use serde_json::Value;
 
@@ -25,15 +25,8 @@ fn or_dash(s: &str) -> String {
 /// hardware sampler saw, else `—`.
 pub(crate) fn gpus(doc: &ResultDocument) -> String {
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    if let Some(list) = doc
-        .startup_diagnostics
-        .get("gpu_inventory")
-        .and_then(Value::as_array)
-    {
-        for g in list {
-            let name = g.get("name").and_then(Value::as_str).unwrap_or("GPU");
-            *names.entry(name.to_string()).or_default() += 1;
-        }
+    for g in doc.startup_diagnostics.iter().flat_map(|d| d.gpus()) {
+        *names.entry(g.name.clone()).or_default() += 1;
     }
     if !names.is_empty() {
         return names
@@ -222,61 +215,69 @@ pub(crate) fn warnings_section(page: &Page<'_>) -> String {
     out
 }
 
-/// `<section id="methodology">`: each entry of the files' `methodology`
+/// `<section id="methodology">`: each note of the files' `methodology`
 /// blocks (the first file's text wins for a key several files have).
 pub(crate) fn methodology_section(page: &Page<'_>) -> String {
     let mut seen: Vec<&str> = Vec::new();
     let mut out = String::from("<section id=\"methodology\">\n<h2>Methodology</h2>\n");
-    let mut any = false;
     for i in page.inputs {
-        let Some(map) = i.doc.methodology.as_object() else {
-            continue;
-        };
-        for (key, entry) in map {
-            if seen.contains(&key.as_str()) {
-                continue;
+        let m = &i.doc.methodology;
+        for (key, note) in m.notes() {
+            if !seen.contains(&key) {
+                seen.push(key);
+                out.push_str(&note_html(key, note));
             }
-            seen.push(key);
-            any = true;
-            out.push_str(&entry_html(key, entry));
+        }
+        for (key, entry) in &m.extra {
+            if !seen.contains(&key.as_str()) {
+                seen.push(key);
+                out.push_str(&other_note_html(key, entry));
+            }
         }
     }
-    if !any {
+    if seen.is_empty() {
         out.push_str("<p class=\"no-data\">no data: the result carries no methodology notes</p>\n");
     }
     out.push_str("</section>\n");
     out
 }
 
-/// One methodology entry: its name, whether this run has it, formula, notes.
-fn entry_html(key: &str, entry: &Value) -> String {
-    let text = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or("");
-    let name = if text("name").is_empty() {
+/// One methodology note: its name, whether this run has it, formula, notes.
+fn note_html(key: &str, note: &MethodologyNote) -> String {
+    let name = if note.name.is_empty() {
         key
     } else {
-        text("name")
+        &note.name
     };
-    let absent = entry.get("present").and_then(Value::as_bool) == Some(false);
     let mut out = format!(
         "<h3>{}{}</h3>\n",
         escape(name),
-        if absent {
-            " <small>(not in this run)</small>"
-        } else {
+        if note.present {
             ""
+        } else {
+            " <small>(not in this run)</small>"
         }
     );
-    if !text("formula").is_empty() {
+    if !note.formula.is_empty() {
         out.push_str(&format!(
             "<p><b>Formula:</b> <code>{}</code></p>\n",
-            escape(text("formula"))
+            escape(&note.formula)
         ));
     }
-    if !text("notes").is_empty() {
-        out.push_str(&format!("<p>{}</p>\n", escape(text("notes"))));
-    }
-    if let Value::String(s) = entry {
-        out.push_str(&format!("<p>{}</p>\n", escape(s)));
+    if !note.notes.is_empty() {
+        out.push_str(&format!("<p>{}</p>\n", escape(&note.notes)));
     }
     out
+}
+
+/// A note of another writer, kept as read: shown as a note when it has a
+/// note's keys, as a paragraph when it is plain text.
+fn other_note_html(key: &str, entry: &Value) -> String {
+    if let Value::String(s) = entry {
+        return format!("<h3>{}</h3>\n<p>{}</p>\n", escape(key), escape(s));
+    }
+    let mut note: MethodologyNote = serde_json::from_value(entry.clone()).unwrap_or_default();
+    // A note without `present` is not marked absent.
+    note.present = entry.get("present").and_then(Value::as_bool) != Some(false);
+    note_html(key, &note)
 }

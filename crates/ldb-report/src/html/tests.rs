@@ -56,9 +56,19 @@ fn text_from_the_result_is_escaped() {
     doc.metadata.metrics_warning = "a <b>bold</b> claim & more".into();
     doc.results[1].ext.status = CellStatus::Error;
     doc.results[1].ext.status_reason = "HTTP 500: <html>oops</html>".into();
-    doc.startup_diagnostics = serde_json::json!({"gpu_inventory": [{"name": "GPU <x>"}]});
-    doc.methodology =
-        serde_json::json!({"k": {"name": "N <i>", "notes": "n </p>", "present": true}});
+    doc.startup_diagnostics = Some(ldb_core::document::StartupDiagnostics {
+        gpu_inventory: Some(vec![ldb_core::hardware::smi::GpuInventory {
+            name: "GPU <x>".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    doc.methodology.prefill = Some(ldb_core::document::MethodologyNote {
+        name: "N <i>".into(),
+        notes: "n </p>".into(),
+        present: true,
+        ..Default::default()
+    });
     let html = render(
         &[Input {
             name: "<evil>",
@@ -327,4 +337,22 @@ fn open_loop_charts_appear_only_with_rate_cells() {
         let f = figure_of(&html, id);
         assert!(f.contains("<svg"), "{id} has no chart: {f}");
     }
+}
+
+/// Notes under keys this build does not model (another writer's) are kept
+/// on read and shown like the typed ones, escaped; a note without
+/// `present` is not marked absent, and a plain-text note is a paragraph.
+#[test]
+fn notes_of_other_writers_are_shown_after_the_typed_ones() {
+    let text = r#"{"metadata": {}, "results": [], "methodology": {
+        "prefill": {"name": "Prefill", "present": false, "formula": "f", "notes": "n"},
+        "k": {"name": "N <i>", "notes": "n </p>"},
+        "plain": "just <words>"}}"#;
+    let doc = ResultDocument::from_json_str(text).expect("loads");
+    assert_eq!(doc.methodology.extra.len(), 2);
+    let html = page(&doc);
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
+    assert!(at("<h3>Prefill <small>(not in this run)</small></h3>") < at("<h3>N &lt;i&gt;</h3>"));
+    assert!(html.contains("<p>n &lt;/p&gt;</p>"));
+    assert!(html.contains("<h3>plain</h3>\n<p>just &lt;words&gt;</p>"));
 }

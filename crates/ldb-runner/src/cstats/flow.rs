@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::batch::{BatchEnv, BatchResult, run_batch};
 use super::config::CsConfig;
-use super::meta::{metadata, methodology};
+use super::meta::metadata;
 use crate::ctx::Hardware;
 use crate::kvbudget::kv_budget;
 use crate::live::Live;
@@ -30,8 +30,9 @@ pub struct CsHooks {
     pub progress: Arc<dyn Fn(CsEvent) + Send + Sync>,
     /// Hardware sampler.
     pub hardware: Option<Arc<dyn Hardware>>,
-    /// The NVIDIA P2P override check, as in decode results.
-    pub p2p: Value,
+    /// The NVIDIA P2P override check, as in decode results (`None` when
+    /// not made; written `null`).
+    pub p2p: Option<ldb_core::hardware::P2pOverride>,
 }
 
 /// How the run ended.
@@ -93,9 +94,9 @@ pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOut
     let cfg = Arc::new(cfg);
     let mut st = State {
         doc: CsDocument {
-            metadata: metadata(&cfg, &disc, &kv, &hooks.p2p),
-            nvidia_p2p_override: hooks.p2p.clone(),
-            methodology: methodology(),
+            metadata: metadata(&cfg, &disc, &kv, hooks.p2p.as_ref()),
+            nvidia_p2p_override: serde_json::to_value(&hooks.p2p).unwrap_or(Value::Null),
+            methodology: ldb_eval::cstats::CsMethodology::standard(),
             ..CsDocument::default()
         },
         next_index: 0,

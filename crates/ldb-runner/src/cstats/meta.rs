@@ -1,15 +1,21 @@
-//! The metadata and the methodology texts of a completion-stats result.
+//! The metadata of a completion-stats result (its methodology texts are
+//! `ldb_eval::cstats::CsMethodology::standard`).
 
 use ldb_client::discovery::Discovery;
-use ldb_eval::cstats::{CsMetadata, CsMethodology};
+use ldb_core::hardware::P2pOverride;
+use ldb_eval::cstats::CsMetadata;
 use ldb_eval::sha256::sha256_hex;
-use serde_json::Value;
 
 use super::config::CsConfig;
 use crate::kvbudget::KvBudget;
 
 /// The metadata as known after discovery.
-pub(crate) fn metadata(cfg: &CsConfig, d: &Discovery, kv: &KvBudget, p2p: &Value) -> CsMetadata {
+pub(crate) fn metadata(
+    cfg: &CsConfig,
+    d: &Discovery,
+    kv: &KvBudget,
+    p2p: Option<&P2pOverride>,
+) -> CsMetadata {
     let task = &cfg.task;
     let prompt = task.items.first().map_or("", |i| i.prompt.as_str());
     let ds = task.dataset.as_ref();
@@ -68,40 +74,8 @@ pub(crate) fn metadata(cfg: &CsConfig, d: &Discovery, kv: &KvBudget, p2p: &Value
         top_p: cfg.top_p,
         request_overrides: task.request_overrides.clone(),
         system_prompt: task.system_prompt.is_some(),
-        nvidia_p2p_override_effective: p2p.get("effective").and_then(Value::as_bool),
+        nvidia_p2p_override_effective: p2p.map(|p| p.effective),
         p2pmark_status: "not_run".into(),
         amd_fabric_status: "not_run".into(),
-    }
-}
-
-/// How the numbers are made, in words (docs/completion-stats.md has the
-/// long form).
-pub(crate) fn methodology() -> CsMethodology {
-    CsMethodology {
-        name: "completion-token statistics".into(),
-        prefill: "Unless turned off, one request with max_tokens = 1 is sent first; its time to \
-                  first token and prompt tokens describe the prompt's prefill. It is not part of \
-                  any statistic."
-            .into(),
-        adaptive_concurrency: "Without a fixed concurrency, levels are probed in rising order \
-                               with C x waves requests each (waves alone at C = 1). A level \
-                               improves on the best so far when its aggregate gen tok/s exceeds \
-                               best x (1 + min_improvement); the first level always sets the \
-                               best. After `patience` levels without improvement the probe stops \
-                               (unless auto-stop is off), and batches at the best level follow \
-                               until min-results runs have completed there."
-            .into(),
-        token_need: "Completion tokens come from the server's usage report (else one per \
-                     streamed chunk, flagged estimated_tokens). Statistics are over completed \
-                     runs: avg, min, max, p50/p90/p99 (linear interpolation) and population std. \
-                     Aggregate gen tok/s = sum of tokens / the time at least one request was \
-                     generating (union of the first-to-last output chunk intervals); with one \
-                     request at a time that is sum of tokens / sum of gen_elapsed. The e2e \
-                     aggregate uses send-to-end intervals."
-            .into(),
-        correctness: "Each completed run is judged by the task's scorer (a case-insensitive \
-                      regex on the chosen text, or a profile's scorer); correct_rate = correct / \
-                      scored. With a dataset, accuracy carries a Wilson 95% interval."
-            .into(),
     }
 }

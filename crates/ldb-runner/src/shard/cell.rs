@@ -14,6 +14,7 @@ use ldb_core::result::{CellResult, CellStatus, DecodeMode};
 use ldb_core::shard::{ShardCellRecord, share, uncertainty_bound};
 
 use super::leader::ShardLeader;
+use super::planned::Planned;
 use super::wire::{Msg, ShardCellData};
 use crate::cell::{
     CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, measure_window,
@@ -33,6 +34,11 @@ const COLLECT_WAIT: Duration = Duration::from_secs(30);
 
 static NEXT_CELL: AtomicU64 = AtomicU64::new(1);
 
+/// A new cell number (sustained and open-loop cells share the count).
+pub(crate) fn next_cell_id() -> u64 {
+    NEXT_CELL.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Run one cell over every shard.
 pub(crate) async fn run_sharded_cell(
     rc: &RunCtx,
@@ -42,7 +48,7 @@ pub(crate) async fn run_sharded_cell(
     for n in leader.take_notes() {
         rc.live.event(n);
     }
-    let id = NEXT_CELL.fetch_add(1, Ordering::Relaxed);
+    let id = next_cell_id();
     let Opened {
         skip,
         cell_start,
@@ -55,7 +61,11 @@ pub(crate) async fn run_sharded_cell(
     }
     leader.sync_clocks().await;
     let members = leader.live_members();
-    if let Some(why) = clock_refusal(leader, &members, spec.duration) {
+    // Under --duration auto the window may close at its minimum length.
+    let shortest = spec
+        .auto_stop
+        .map_or(spec.duration, |a| a.min_s.min(spec.duration));
+    if let Some(why) = clock_refusal(leader, &members, shortest) {
         rc.live.event(format!("cell error {at}: {why}"));
         let cell = CellResult::skipped(
             spec.concurrency,
@@ -91,9 +101,10 @@ pub(crate) async fn run_sharded_cell(
         let start = rc.clock.now() + ANNOUNCE_LEAD_S;
         let end = start + spec.duration;
         announce(rc, leader, &members, id, (start, end));
-        (start, end)
+        let early = spec.auto_stop.map(|_| (leader, &members[..], id));
+        Planned::new((start, end), early)
     });
-    let mut win = measure_window(rc, &spec, &skip, &mut pool, aborted, planned).await;
+    let mut win = measure_window(rc, &spec, &skip, &mut pool, aborted, planned.as_ref()).await;
     for &i in &members {
         leader.send(i, Msg::CellEnd { cell: id });
     }
@@ -174,7 +185,11 @@ pub(crate) async fn tick_within(
 
 /// Why the window may not open: a shard whose clock offset is known less
 /// well than the window allows (`ldb_core::shard::uncertainty_bound`).
-fn clock_refusal(leader: &ShardLeader, members: &[u32], window_s: f64) -> Option<String> {
+pub(crate) fn clock_refusal(
+    leader: &ShardLeader,
+    members: &[u32],
+    window_s: f64,
+) -> Option<String> {
     let bound = uncertainty_bound(window_s);
     members.iter().find_map(|&i| match leader.clock(i) {
         None => Some(format!("shard {i}'s clock could not be measured")),
@@ -198,7 +213,13 @@ fn peer_progress(leader: &ShardLeader, members: &[u32], cell: u64) -> (u32, u64)
 }
 
 /// Tell each follower the window on its own clock.
-fn announce(rc: &RunCtx, leader: &ShardLeader, members: &[u32], cell: u64, w: (f64, f64)) {
+pub(crate) fn announce(
+    rc: &RunCtx,
+    leader: &ShardLeader,
+    members: &[u32],
+    cell: u64,
+    w: (f64, f64),
+) {
     for &i in members {
         let off = leader.clock(i).map_or(0.0, |e| e.offset_s);
         leader.send(
@@ -266,7 +287,7 @@ fn merge_into(
 
 /// Record each shard's part; a cell that lost a shard is an error (its load
 /// was not C), and `--on-shard-loss stop` ends the run after it.
-fn label_shards(
+pub(crate) fn label_shards(
     rc: &RunCtx,
     leader: &ShardLeader,
     cell: &mut CellResult,

@@ -99,13 +99,21 @@ pub async fn follow(
     eprintln!("shard {}: joined the leader at {}", s.index, s.coordinator);
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let sender = tokio::spawn(async move { send_all(&mut writer, rx).await });
-    let base = StreamEnv {
-        idle_timeout,
-        ..StreamEnv::new(http, clock.run)
+    let (rate_tx, mut rate_rx) = mpsc::unbounded_channel::<ShardCellData>();
+    let mut f = Following {
+        clock,
+        base: StreamEnv {
+            idle_timeout,
+            ..StreamEnv::new(http, clock.run)
+        },
+        stop: CancellationToken::new(),
+        tx,
+        rate_tx,
+        rates_running: 0,
+        parts: Default::default(),
+        active: None,
+        done: Vec::new(),
     };
-    let stop = CancellationToken::new();
-    let mut done: Vec<ShardCellData> = Vec::new();
-    let mut active: Option<Active> = None;
     let mut heard = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let end = loop {
@@ -117,61 +125,167 @@ pub async fn follow(
                     None => break FollowEnd::LeaderLost("the leader closed the connection".into()),
                 };
                 heard = Instant::now();
-                match msg {
-                    Msg::Ping { seq } => { let _ = tx.send(Msg::Pong { seq, clock: clock.unix() }); }
-                    Msg::CellStart { cell, concurrency, body, idle_timeout_s } => {
-                        let env = StreamEnv {
-                            idle_timeout: idle_timeout_s.map(Duration::from_secs_f64).or(base.idle_timeout),
-                            ..base.clone()
-                        };
-                        let pool = StreamPool::launch_env(&env, Bytes::from(body), concurrency, 0, &stop, clock.run.now());
-                        active = Some(Active { cell, concurrency, pool, window: None, load: None, producing: Vec::new() });
-                    }
-                    Msg::Window { cell, start, end } => {
-                        if let Some(a) = active.as_mut().filter(|a| a.cell == cell) {
-                            let (ls, le) = (start - clock.origin(), end - clock.origin());
-                            a.pool.window.close(le);
-                            a.pool.window.open(ls);
-                            a.window = Some((ls, le));
-                            a.load = Some((read_client_load(), LagProbe::start()));
-                        }
-                    }
-                    Msg::CellEnd { cell } => {
-                        if active.as_ref().is_some_and(|a| a.cell == cell)
-                            && let Some(a) = active.take()
-                        {
-                            let d = close_cell(a, &clock).await;
-                            let _ = tx.send(Msg::CellDone(Box::new(d.clone())));
-                            done.push(d);
-                            on_cell(&done);
-                        }
-                    }
-                    Msg::Finish => break FollowEnd::Finished,
-                    _ => {}
+                if let Some(end) = f.on_message(msg, &mut on_cell).await {
+                    break end;
                 }
             }
+            Some(d) = rate_rx.recv() => f.rate_done(d, &mut on_cell),
             _ = tick.tick() => {
                 if heard.elapsed() > SILENCE_LIMIT {
                     break FollowEnd::LeaderLost(format!(
                         "nothing from the leader for {:.0} s", SILENCE_LIMIT.as_secs_f64()
                     ));
                 }
-                let status = status_now(active.as_mut(), &clock);
-                let _ = tx.send(status);
+                let status = status_now(f.active.as_mut(), &f.clock);
+                let _ = f.tx.send(status);
             }
         }
     };
     // Leader gone mid-cell: stop the streams now and keep what they measured.
-    if let Some(a) = active.take() {
-        done.push(close_cell(a, &clock).await);
-        on_cell(&done);
+    if let Some(a) = f.active.take() {
+        let d = close_cell(a, &f.clock).await;
+        f.done.push(d);
+        on_cell(&f.done);
     }
+    f.stop.cancel();
+    while f.rates_running > 0 {
+        match tokio::time::timeout(Duration::from_secs(20), rate_rx.recv()).await {
+            Ok(Some(d)) => f.rate_done(d, &mut on_cell),
+            _ => break,
+        }
+    }
+    let Following { tx, done, .. } = f;
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), sender).await;
     (end, done)
 }
 
-/// The status sent twice a second; inside the window it also samples the
+/// A follower's state between the leader's messages.
+struct Following {
+    clock: Clock,
+    /// Every stream's environment (the server, the run clock, limits).
+    base: StreamEnv,
+    /// Cancelled when following ends: open-loop parts stop sending.
+    stop: CancellationToken,
+    /// To the leader.
+    tx: mpsc::UnboundedSender<Msg>,
+    /// Open-loop parts, when they end.
+    rate_tx: mpsc::UnboundedSender<ShardCellData>,
+    rates_running: usize,
+    /// The open-loop parts running, by cell: the leader ends one early
+    /// (the user skipped the cell) with its `CellEnd`.
+    parts: std::collections::HashMap<u64, CancellationToken>,
+    /// The sustained cell running.
+    active: Option<Active>,
+    /// Every cell finished, in order.
+    done: Vec<ShardCellData>,
+}
+
+impl Following {
+    /// Act on one message of the leader (Some: following ends).
+    async fn on_message(
+        &mut self,
+        msg: Msg,
+        on_cell: &mut impl FnMut(&[ShardCellData]),
+    ) -> Option<FollowEnd> {
+        match msg {
+            Msg::Ping { seq } => {
+                let _ = self.tx.send(Msg::Pong {
+                    seq,
+                    clock: self.clock.unix(),
+                });
+            }
+            Msg::CellStart {
+                cell,
+                concurrency,
+                body,
+                idle_timeout_s,
+            } => {
+                let env = StreamEnv {
+                    idle_timeout: idle_timeout_s
+                        .map(Duration::from_secs_f64)
+                        .or(self.base.idle_timeout),
+                    ..self.base.clone()
+                };
+                let pool = StreamPool::launch_env(
+                    &env,
+                    Bytes::from(body),
+                    concurrency,
+                    0,
+                    &self.stop,
+                    self.clock.run.now(),
+                );
+                self.active = Some(Active {
+                    cell,
+                    concurrency,
+                    pool,
+                    window: None,
+                    load: None,
+                    producing: Vec::new(),
+                });
+            }
+            Msg::RateStart(order) => {
+                self.rates_running += 1;
+                let (env, origin) = (self.base.clone(), self.clock.origin());
+                let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
+                self.parts.insert(order.cell, cancel.clone());
+                tokio::spawn(async move {
+                    let _ = out.send(super::rate::run_share(*order, env, origin, cancel).await);
+                });
+            }
+            Msg::BatchStart(order) => {
+                self.rates_running += 1;
+                let (env, origin) = (self.base.clone(), self.clock.origin());
+                let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
+                self.parts.insert(order.cell, cancel.clone());
+                tokio::spawn(async move {
+                    let _ = out.send(super::batch::run_share(*order, env, origin, cancel).await);
+                });
+            }
+            Msg::Window { cell, start, end } => {
+                if let Some(a) = self.active.as_mut().filter(|a| a.cell == cell) {
+                    let (ls, le) = (start - self.clock.origin(), end - self.clock.origin());
+                    a.pool.window.close(le);
+                    // A second announcement only moves the end earlier
+                    // (`--duration auto` closed the window).
+                    if a.window.replace((ls, le)).is_none() {
+                        a.pool.window.open(ls);
+                        a.load = Some((read_client_load(), LagProbe::start()));
+                    }
+                }
+            }
+            Msg::CellEnd { cell } if self.parts.contains_key(&cell) => {
+                if let Some(part) = self.parts.get(&cell) {
+                    part.cancel();
+                }
+            }
+            Msg::CellEnd { cell } => {
+                if self.active.as_ref().is_some_and(|a| a.cell == cell)
+                    && let Some(a) = self.active.take()
+                {
+                    let d = close_cell(a, &self.clock).await;
+                    let _ = self.tx.send(Msg::CellDone(Box::new(d.clone())));
+                    self.done.push(d);
+                    on_cell(&self.done);
+                }
+            }
+            Msg::Finish => return Some(FollowEnd::Finished),
+            _ => {}
+        }
+        None
+    }
+
+    /// An open-loop part ended: send it to the leader and keep it.
+    fn rate_done(&mut self, d: ShardCellData, on_cell: &mut impl FnMut(&[ShardCellData])) {
+        self.rates_running = self.rates_running.saturating_sub(1);
+        self.parts.remove(&d.cell);
+        let _ = self.tx.send(Msg::CellDone(Box::new(d.clone())));
+        self.done.push(d);
+        on_cell(&self.done);
+    }
+}
+
+/// The status sent four times a second; inside the window it also samples the
 /// producing streams.
 fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
     let Some(a) = active else {
@@ -179,6 +293,7 @@ fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
             cell: None,
             producing: 0,
             tokens: 0,
+            window_tokens: 0,
         };
     };
     a.pool.collect();
@@ -186,14 +301,12 @@ fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
     if a.window.is_some_and(|(s, e)| now >= s && now <= e) {
         a.producing.push(f64::from(a.pool.producing()));
     }
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
     Msg::Status {
         cell: Some(a.cell),
         producing: a.pool.producing(),
-        tokens: a
-            .pool
-            .counters
-            .tokens
-            .load(std::sync::atomic::Ordering::Relaxed),
+        tokens: count(&a.pool.counters.tokens),
+        window_tokens: count(&a.pool.counters.window_tokens),
     }
 }
 

@@ -31,7 +31,7 @@ pub struct LeaderSettings {
     pub stop_on_loss: bool,
 }
 
-/// A member silent for this long is lost (it sends its status twice a second).
+/// A member silent for this long is lost (it sends its status four times a second).
 pub(crate) const SILENCE_LIMIT: Duration = Duration::from_secs(5);
 /// Clock exchanges per synchronisation.
 const PINGS: u64 = 8;
@@ -44,6 +44,9 @@ pub(crate) struct Status {
     pub cell: Option<u64>,
     pub producing: u32,
     pub tokens: u64,
+    pub window_tokens: u64,
+    /// When it arrived, the leader's Unix clock.
+    pub received_unix: f64,
 }
 
 struct Member {
@@ -137,6 +140,7 @@ impl Shared {
                     cell,
                     producing,
                     tokens,
+                    window_tokens,
                 } => {
                     if let Ok(mut m) = self.members.lock()
                         && let Some(x) = m.get_mut(&index)
@@ -145,6 +149,8 @@ impl Shared {
                             cell,
                             producing,
                             tokens,
+                            window_tokens,
+                            received_unix: now,
                         };
                     }
                 }

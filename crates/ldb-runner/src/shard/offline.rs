@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use ldb_core::document::{Methodology, MethodologyFacts};
 use ldb_core::engine::Engine;
 use ldb_core::gaps::GapHistogram;
 use ldb_core::result::CellResult;
@@ -196,13 +197,14 @@ pub fn merged_document(
         .format("%Y-%m-%dT%H:%M:%S%.6f")
         .to_string();
     let spec_present = cells.iter().any(|c| c.spec.steps_per_s > 0.0);
-    let methodology = crate::methodology::methodology(
-        md.prefill_mode,
-        false,
-        !cells.is_empty(),
-        false,
+    // Only the decode note is present: the merge holds no prefill rows or
+    // burst cells (and, as before, no window_auto_stop note).
+    let methodology = Methodology::of_run(&MethodologyFacts {
+        prefill_mode: md.prefill_mode,
+        sustained_present: !cells.is_empty(),
         spec_present,
-    );
+        ..MethodologyFacts::default()
+    });
     Ok(ldb_core::document::ResultDocument {
         metadata: md,
         results: cells,

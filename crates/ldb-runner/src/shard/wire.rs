@@ -81,7 +81,11 @@ pub(crate) enum Msg {
         /// `--stream-idle-timeout`, seconds (none: unlimited).
         idle_timeout_s: Option<f64>,
     },
-    /// Follower → leader, twice a second: alive, and how its streams are doing.
+    /// Leader → follower: send these requests of an open-loop cell.
+    RateStart(Box<super::rate::RateOrder>),
+    /// Leader → follower: run this part of a finite batch.
+    BatchStart(Box<super::batch::BatchOrder>),
+    /// Follower → leader, four times a second: alive, and how its streams are doing.
     Status {
         /// The cell its streams belong to (none between cells).
         cell: Option<u64>,
@@ -89,6 +93,10 @@ pub(crate) enum Msg {
         producing: u32,
         /// Tokens received so far in the cell.
         tokens: u64,
+        /// Tokens counted inside the cell's window so far (the leader's
+        /// `--duration auto` rule reads the sum over the shards).
+        #[serde(default)]
+        window_tokens: u64,
     },
     /// Leader → follower: the one window, on the follower's clock (Unix s).
     Window {
@@ -139,6 +147,14 @@ pub struct ShardCellData {
     pub client_cpu_share: Option<f64>,
     /// The shard's process limited its share.
     pub client_limited: bool,
+    /// An open-loop cell's part (`--request-rate`): when each request was
+    /// due, and what held requests back; absent for a sustained cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<super::rate::RateShare>,
+    /// A finite batch's part: per outcome (same order), when it ended
+    /// (`[DONE]`, error or cut) on the shard's run clock; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ends: Vec<f64>,
 }
 
 /// One request as it travels (`StreamOutcome` with serde).

@@ -2,7 +2,7 @@
 //! `dmon -s t -c 1` for PCIe throughput.
 
 use super::GpuConfig;
-use crate::command::run_with_timeout;
+use crate::command::{CommandOutcome, run_with_timeout};
 use crate::error::TelemetryError;
 use ldb_core::hardware::GpuSample;
 use ldb_core::hardware::smi::{
