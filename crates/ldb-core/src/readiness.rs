@@ -179,7 +179,25 @@ impl Readiness {
 
     /// Feed one observation.
     pub fn observe(&mut self, o: Observation) -> Decision {
-        let c = f64::from(self.concurrency);
+        if self.froze_before(&o) {
+            return Decision::Wait;
+        }
+        self.remember(o);
+        if self.held() {
+            return Decision::Ready(self.ready_reason(&o));
+        }
+        if let Some(plateau) = self.plateau(&o) {
+            return plateau;
+        }
+        if o.elapsed >= self.limit {
+            return Decision::Timeout(self.timeout_reason(&o));
+        }
+        Decision::Wait
+    }
+
+    /// True when `o` comes after a freeze gap; the holds then start again
+    /// from `o`.
+    fn froze_before(&mut self, o: &Observation) -> bool {
         let gap = o.elapsed - self.last_elapsed;
         self.last_elapsed = o.elapsed;
         if self.freeze_gap > 0.0 && gap > self.freeze_gap {
@@ -189,10 +207,15 @@ impl Readiness {
             self.freezes += 1;
             self.longest_freeze = self.longest_freeze.max(gap);
             self.recent.clear();
-            self.recent.push_back(o);
+            self.recent.push_back(*o);
             self.progress_at = o.elapsed;
-            return Decision::Wait;
+            return true;
         }
+        false
+    }
+
+    /// Add `o` to the recent span, dropping what is older than the hold.
+    fn remember(&mut self, o: Observation) {
         self.recent.push_back(o);
         // Keep the newest observation that is at least `stable_seconds` old,
         // so the span covers the whole hold whatever the tick spacing.
@@ -203,20 +226,26 @@ impl Readiness {
         {
             self.recent.pop_front();
         }
-        if self.held() {
-            return Decision::Ready(match (o.running, o.waiting) {
-                (Some(r), Some(w)) => format!(
-                    "running_reqs={}/{}, queue_reqs={}, active_streams={}/{}, stable={:.1}s",
-                    r, self.concurrency, w, o.producing, self.concurrency, self.stable_seconds
-                ),
-                _ => format!(
-                    "metrics_unavailable, active_streams={}/{}, stable={:.1}s",
-                    o.producing, self.concurrency, self.stable_seconds
-                ),
-            });
+    }
+
+    /// What a Ready decision reports about the server and the streams.
+    fn ready_reason(&self, o: &Observation) -> String {
+        match (o.running, o.waiting) {
+            (Some(r), Some(w)) => format!(
+                "running_reqs={}/{}, queue_reqs={}, active_streams={}/{}, stable={:.1}s",
+                r, self.concurrency, w, o.producing, self.concurrency, self.stable_seconds
+            ),
+            _ => format!(
+                "metrics_unavailable, active_streams={}/{}, stable={:.1}s",
+                o.producing, self.concurrency, self.stable_seconds
+            ),
         }
-        // Plateau: the highest level the server has admitted so far, when it
-        // stays below C with requests left waiting.
+    }
+
+    /// Note progress, then a Plateau decision when the highest level the
+    /// server has admitted so far stays below C with requests left waiting.
+    fn plateau(&mut self, o: &Observation) -> Option<Decision> {
+        let c = f64::from(self.concurrency);
         let admitted = o.running.unwrap_or(f64::from(o.producing));
         if admitted > self.best_running {
             self.best_running = admitted;
@@ -236,50 +265,52 @@ impl Readiness {
             _ => true,
         };
         let admitted_producing = f64::from(o.producing) >= admitted && admitted >= 1.0;
-        if self.best_running < c
+        if !(self.best_running < c
             && o.any_tokens
             && queue
             && admitted_producing
-            && o.elapsed - self.progress_at >= hold
+            && o.elapsed - self.progress_at >= hold)
         {
-            let best = self.best_running;
-            let reason = match o.waiting {
-                Some(w) => format!(
-                    "capacity_plateau running_reqs={}/{}, queue_reqs={}, held={:.1}s",
-                    best, self.concurrency, w, hold
-                ),
-                None => format!(
-                    "capacity_plateau active_streams={}/{}, held={:.1}s",
-                    best, self.concurrency, hold
-                ),
-            };
-            return Decision::Plateau {
-                reason,
-                running: best,
-            };
+            return None;
         }
-        if o.elapsed >= self.limit {
-            let all_producing = o.producing >= self.concurrency;
-            let reason = if o.running.is_none() {
-                "metrics_unavailable".to_string()
-            } else if o.running.unwrap_or(0.0) < c {
-                format!(
-                    "running_reqs={}/{}",
-                    o.running.unwrap_or(0.0),
-                    self.concurrency
-                )
-            } else if o.waiting.unwrap_or(0.0) > 0.0 {
-                format!("queue_reqs={}", o.waiting.unwrap_or(0.0))
-            } else if !all_producing {
-                format!("active_streams={}/{}", o.producing, self.concurrency)
-            } else if !o.any_tokens {
-                "no_generation".to_string()
-            } else {
-                "not_stable".to_string()
-            };
-            return Decision::Timeout(reason);
+        let best = self.best_running;
+        let reason = match o.waiting {
+            Some(w) => format!(
+                "capacity_plateau running_reqs={}/{}, queue_reqs={}, held={:.1}s",
+                best, self.concurrency, w, hold
+            ),
+            None => format!(
+                "capacity_plateau active_streams={}/{}, held={:.1}s",
+                best, self.concurrency, hold
+            ),
+        };
+        Some(Decision::Plateau {
+            reason,
+            running: best,
+        })
+    }
+
+    /// The first unmet condition, named for a Timeout decision.
+    fn timeout_reason(&self, o: &Observation) -> String {
+        let c = f64::from(self.concurrency);
+        let all_producing = o.producing >= self.concurrency;
+        if o.running.is_none() {
+            "metrics_unavailable".to_string()
+        } else if o.running.unwrap_or(0.0) < c {
+            format!(
+                "running_reqs={}/{}",
+                o.running.unwrap_or(0.0),
+                self.concurrency
+            )
+        } else if o.waiting.unwrap_or(0.0) > 0.0 {
+            format!("queue_reqs={}", o.waiting.unwrap_or(0.0))
+        } else if !all_producing {
+            format!("active_streams={}/{}", o.producing, self.concurrency)
+        } else if !o.any_tokens {
+            "no_generation".to_string()
+        } else {
+            "not_stable".to_string()
         }
-        Decision::Wait
     }
 }
 

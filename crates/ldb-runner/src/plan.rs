@@ -66,8 +66,48 @@ pub fn warmup_context(cfg: &RunConfig, limits: ServerLimits) -> u64 {
 /// Plan the run.
 pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
     let max_prefill = max_prefill(limits.model_context);
+    let prefill = prefill_plan(cfg, limits, max_prefill);
+    let decode_warmup =
+        (!cfg.prefill_only && cfg.decode_warmup_seconds > 0.0).then(|| warmup_context(cfg, limits));
+    let prompt_contexts = prompt_contexts(cfg, limits, &prefill);
+    let mut p = RunPlan {
+        max_prefill,
+        integrated_prefill: prefill.integrated,
+        scout_only: prefill.scout_only,
+        standalone: prefill.standalone,
+        prefill_skipped: prefill.skipped,
+        prefill_warmup: prefill.warmup,
+        decode_warmup,
+        prompt_contexts,
+        cells: decode_cells(cfg, limits),
+        prefill_carried: vec![],
+        rate_skips: rate_skips(cfg, limits),
+        open_loop: cfg.open_loop().then(|| open_loop_line(cfg)),
+        estimated_seconds: 0.0,
+    };
+    p.estimated_seconds = estimate_seconds(cfg, &p);
+    p
+}
+
+/// Which prefill rows the run measures, and how.
+struct PrefillPlan {
+    /// Decode contexts whose scout doubles as the prefill row.
+    integrated: Vec<u64>,
+    /// Prefill-only contexts measured by a scout alone.
+    scout_only: Vec<u64>,
+    /// Contexts of the standalone (cold) prefill profile.
+    standalone: Vec<u64>,
+    /// Requested contexts beyond the prefill limit.
+    skipped: Vec<SkippedPrefill>,
+    /// Context of the prefill warm-up (the smallest measured, at most 8k).
+    warmup: Option<u64>,
+}
+
+/// Sort the requested prefill contexts into integrated, scout-only and
+/// standalone rows, and those beyond the limit.
+fn prefill_plan(cfg: &RunConfig, limits: ServerLimits, max_prefill: u64) -> PrefillPlan {
     let standalone_mode = cfg.standalone_prefill || cfg.prefill_only;
-    let integrated_prefill: Vec<u64> = if cfg.skip_prefill || standalone_mode {
+    let integrated: Vec<u64> = if cfg.skip_prefill || standalone_mode {
         vec![]
     } else {
         cfg.contexts
@@ -90,7 +130,7 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
     } else {
         vec![]
     };
-    let prefill_skipped: Vec<SkippedPrefill> = extras
+    let skipped: Vec<SkippedPrefill> = extras
         .iter()
         .chain(&cold)
         .copied()
@@ -108,45 +148,58 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
     let fits = |x: &u64| *x <= max_prefill;
     let scout_only: Vec<u64> = extras.iter().copied().filter(fits).collect();
     let standalone: Vec<u64> = cold.iter().copied().filter(fits).collect();
-    let prefill_warmup = integrated_prefill
+    let warmup = integrated
         .iter()
         .chain(&scout_only)
         .chain(&standalone)
         .copied()
         .min()
         .map(|x| x.min(8192));
+    PrefillPlan {
+        integrated,
+        scout_only,
+        standalone,
+        skipped,
+        warmup,
+    }
+}
 
-    let rate_skips: Vec<(u64, String)> = if cfg.open_loop() {
-        cfg.contexts
-            .iter()
-            .filter_map(|&x| {
-                check(1, x, cfg.max_tokens, 0, limits.model_context).map(|inf| (x, inf.reason()))
-            })
-            .collect()
-    } else {
-        vec![]
-    };
-    let cells: Vec<PlannedCell> = if cfg.prefill_only || cfg.open_loop() {
-        vec![]
-    } else {
-        test_order(&cfg.concurrency, &cfg.contexts)
-            .into_iter()
-            .map(|(c, x)| PlannedCell {
-                concurrency: c,
-                context: x,
-                skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
-                carried: None,
-                burst_carried: None,
-                carried_repeats: 0,
-            })
-            .collect()
-    };
-    let decode_warmup =
-        (!cfg.prefill_only && cfg.decode_warmup_seconds > 0.0).then(|| warmup_context(cfg, limits));
+/// Open-loop contexts whose single request cannot fit the model, and why.
+fn rate_skips(cfg: &RunConfig, limits: ServerLimits) -> Vec<(u64, String)> {
+    if !cfg.open_loop() {
+        return vec![];
+    }
+    cfg.contexts
+        .iter()
+        .filter_map(|&x| {
+            check(1, x, cfg.max_tokens, 0, limits.model_context).map(|inf| (x, inf.reason()))
+        })
+        .collect()
+}
 
-    // Size only prompts that will be sent: decode contexts whose single
-    // request fits the model, and the prefill contexts measured.
-    let mut prompt_contexts: Vec<u64> = if cfg.prefill_only {
+/// The decode grid in test order, each cell with its skip reason (if any).
+fn decode_cells(cfg: &RunConfig, limits: ServerLimits) -> Vec<PlannedCell> {
+    if cfg.prefill_only || cfg.open_loop() {
+        return vec![];
+    }
+    test_order(&cfg.concurrency, &cfg.contexts)
+        .into_iter()
+        .map(|(c, x)| PlannedCell {
+            concurrency: c,
+            context: x,
+            skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
+            carried: None,
+            burst_carried: None,
+            carried_repeats: 0,
+        })
+        .collect()
+}
+
+/// Contexts whose prompts get sized: decode contexts whose single request
+/// fits the model, and the prefill contexts measured (only prompts that
+/// will be sent).
+fn prompt_contexts(cfg: &RunConfig, limits: ServerLimits, prefill: &PrefillPlan) -> Vec<u64> {
+    let mut out: Vec<u64> = if cfg.prefill_only {
         vec![]
     } else {
         cfg.contexts
@@ -155,28 +208,11 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
             .filter(|&x| check(1, x, cfg.max_tokens, 0, limits.model_context).is_none())
             .collect()
     };
-    prompt_contexts.extend(&scout_only);
-    prompt_contexts.extend(&standalone);
-    prompt_contexts.sort_unstable();
-    prompt_contexts.dedup();
-
-    let mut p = RunPlan {
-        max_prefill,
-        integrated_prefill,
-        scout_only,
-        standalone,
-        prefill_skipped,
-        prefill_warmup,
-        decode_warmup,
-        prompt_contexts,
-        cells,
-        prefill_carried: vec![],
-        rate_skips,
-        open_loop: cfg.open_loop().then(|| open_loop_line(cfg)),
-        estimated_seconds: 0.0,
-    };
-    p.estimated_seconds = estimate_seconds(cfg, &p);
-    p
+    out.extend(&prefill.scout_only);
+    out.extend(&prefill.standalone);
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// "rates 2, 8 req/s × contexts 0, 1k: 8 cells (poisson arrivals, seed 42), requests per cell: 60, 240".

@@ -116,7 +116,19 @@ fn reasoning(page: &Page<'_>) -> bool {
 /// `<section id="charts">` with every figure of [`super::CHART_IDS`].
 pub(crate) fn section(page: &Page<'_>) -> String {
     let mut out = String::from("<section id=\"charts\">\n<h2>Charts</h2>\n");
-    let conc_spec = |id, title, note, y_desc| Spec {
+    out.push_str(&throughput_figures(page));
+    out.push_str(&ttft_figure(page));
+    out.push_str(&prefill_figure(page));
+    out.push_str(&token_gap_figure(page));
+    out.push_str(&energy_figures(page));
+    out.push_str(&optional(page));
+    out.push_str("</section>\n");
+    out
+}
+
+/// The spec of a chart whose x axis is concurrency (log₂).
+fn conc_spec<'a>(id: &'a str, title: &'a str, note: &'a str, y_desc: &'a str) -> Spec<'a> {
+    Spec {
         id,
         title,
         note,
@@ -124,8 +136,13 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         y_desc,
         x_log2: true,
         x_fmt: whole,
-    };
+    }
+}
 
+/// Aggregate tok/s against concurrency, and the per-user against aggregate
+/// (Pareto) view.
+fn throughput_figures(page: &Page<'_>) -> String {
+    let mut out = String::new();
     let agg = per_context(page, "", &conc, &rate(|c| c.aggregate_tps));
     out.push_str(&figure(
         &conc_spec(
@@ -158,7 +175,11 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         },
         &pareto,
     ));
+    out
+}
 
+/// TTFT p50 against concurrency, with TTFO p50 when some cell reasoned.
+fn ttft_figure(page: &Page<'_>) -> String {
     let mut ttft = per_context(
         page,
         " TTFT p50",
@@ -174,7 +195,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
             &fact(|c| ms(c.latency.ttfo.map(|d| d.p50))),
         ));
     }
-    out.push_str(&figure(
+    figure(
         &conc_spec(
             "chart-ttft",
             "TTFT p50 and TTFO p50 vs concurrency",
@@ -189,9 +210,12 @@ pub(crate) fn section(page: &Page<'_>) -> String {
             "ms",
         ),
         &ttft,
-    ));
+    )
+}
 
-    out.push_str(&figure(
+/// The headline prefill rate against context.
+fn prefill_figure(page: &Page<'_>) -> String {
+    figure(
         &Spec {
             id: "chart-prefill",
             title: "Prefill tok/s vs context",
@@ -203,8 +227,11 @@ pub(crate) fn section(page: &Page<'_>) -> String {
             x_fmt: ctx_tick,
         },
         &prefill(page),
-    ));
+    )
+}
 
+/// Token gap p50 and p99 against concurrency.
+fn token_gap_figure(page: &Page<'_>) -> String {
     let mut gaps = per_context(page, " p50", &conc, &fact(|c| ms(c.ext.token_gap_p50)));
     gaps.extend(per_context(
         page,
@@ -212,7 +239,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         &conc,
         &fact(|c| ms(c.ext.token_gap_p99)),
     ));
-    out.push_str(&figure(
+    figure(
         &conc_spec(
             "chart-token-gap",
             "Token gap p50 / p99 per cell",
@@ -221,8 +248,12 @@ pub(crate) fn section(page: &Page<'_>) -> String {
             "ms",
         ),
         &gaps,
-    ));
+    )
+}
 
+/// GPU power and tokens per joule against concurrency.
+fn energy_figures(page: &Page<'_>) -> String {
+    let mut out = String::new();
     let power = per_context(
         page,
         "",
@@ -255,8 +286,6 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         ),
         &tpj,
     ));
-    out.push_str(&optional(page));
-    out.push_str("</section>\n");
     out
 }
 
@@ -265,15 +294,6 @@ pub(crate) fn section(page: &Page<'_>) -> String {
 /// and the SLO frontier.
 fn optional(page: &Page<'_>) -> String {
     let mut out = String::new();
-    let conc_spec = |id, title, note, y_desc| Spec {
-        id,
-        title,
-        note,
-        x_desc: "concurrency (requests, log scale)",
-        y_desc,
-        x_log2: true,
-        x_fmt: whole,
-    };
     if page.inputs.iter().any(|i| !i.doc.burst_results.is_empty()) {
         let burst = per_context_of(
             page,

@@ -15,6 +15,7 @@ use ldb_client::stream::{
 use ldb_eval::cstats::{
     ActiveSet, ActiveStream, CsRun, LATEST_CHARS, Phase, StreamStatus, latest_line,
 };
+use ldb_eval::task::TaskItem;
 use tokio_util::sync::CancellationToken;
 
 use super::config::CsConfig;
@@ -109,11 +110,6 @@ pub(crate) async fn run_batch(
     let registry: Registry = Arc::default();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..concurrency.clamp(1, count.max(1)) {
-        let (queue, exhausted, runs) = (queue.clone(), exhausted.clone(), runs.clone());
-        let registry = registry.clone();
-        let cfg = env.cfg.clone();
-        let on_run = env.on_run.clone();
-        let model = env.model.clone();
         let stop = env.stop.clone();
         let stream_env = StreamEnv {
             window: window.clone(),
@@ -123,64 +119,27 @@ pub(crate) async fn run_batch(
             first_token_timeout: Some(FIRST_TOKEN_LIMIT),
             ..StreamEnv::new(env.http.clone(), env.clock)
         };
-        workers.spawn(async move {
-            loop {
-                if stop.is_cancelled() {
-                    break;
-                }
-                let i = queue.fetch_add(1, Ordering::Relaxed);
-                if i >= end {
-                    break;
-                }
-                let Some(item) = cfg.task.item_for_run(i) else {
-                    exhausted.store(true, Ordering::Relaxed);
-                    break;
-                };
-                let texts: Arc<Mutex<ChannelTexts>> = Arc::default();
-                let mut senv = stream_env.clone();
-                senv.texts = Some(texts.clone());
-                let b = body(
-                    &model,
-                    &cfg.task,
-                    item,
-                    max_tokens.or(cfg.max_tokens),
-                    cfg.temperature,
-                    cfg.top_p,
-                );
-                registry.lock().unwrap_or_else(|p| p.into_inner()).insert(
-                    i,
-                    Inflight {
-                        item_id: item.item_id.clone(),
-                        sent_at: senv.clock.now(),
-                        texts: texts.clone(),
-                    },
-                );
-                let out = run_stream(&senv, b).await;
-                registry
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&i);
-                let slot = Slot {
-                    run_index: i,
-                    phase,
-                    concurrency,
-                };
-                let ended = senv.clock.now();
-                let run = record(slot, item, &cfg.task, &out, &texts, ended, cfg.save_text);
-                on_run(&run);
-                runs.lock().unwrap_or_else(|p| p.into_inner()).push(run);
-            }
-        });
+        let worker = Worker {
+            queue: queue.clone(),
+            end,
+            exhausted: exhausted.clone(),
+            runs: runs.clone(),
+            registry: registry.clone(),
+            cfg: env.cfg.clone(),
+            on_run: env.on_run.clone(),
+            model: env.model.clone(),
+            stop,
+            stream_env,
+            slot: Slot {
+                run_index: 0,
+                phase,
+                concurrency,
+            },
+            max_tokens,
+        };
+        workers.spawn(worker.work());
     }
-    let ticker = {
-        let (registry, on_active, clock) = (registry.clone(), env.on_active.clone(), env.clock);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(ACTIVE_PERIOD).await;
-                on_active(sample_active(&registry, clock.now()));
-            }
-        })
-    };
+    let ticker = spawn_active_ticker(registry, env.on_active.clone(), env.clock);
     while workers.join_next().await.is_some() {}
     ticker.abort();
     let _ = ticker.await;
@@ -190,6 +149,104 @@ pub(crate) async fn run_batch(
         next_index: queue.load(Ordering::Relaxed).min(end),
         exhausted: exhausted.load(Ordering::Relaxed),
         runs,
+    }
+}
+
+/// Reports the requests in flight every [`ACTIVE_PERIOD`] until aborted.
+fn spawn_active_ticker(
+    registry: Registry,
+    on_active: Arc<dyn Fn(ActiveSet) + Send + Sync>,
+    clock: RunClock,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(ACTIVE_PERIOD).await;
+            on_active(sample_active(&registry, clock.now()));
+        }
+    })
+}
+
+/// One closed-loop worker: what it shares with the others (the queue of
+/// run indices, the finished runs, the in-flight registry) and what each
+/// of its requests needs.
+struct Worker {
+    queue: Arc<AtomicUsize>,
+    end: usize,
+    exhausted: Arc<AtomicBool>,
+    runs: Arc<Mutex<Vec<CsRun>>>,
+    registry: Registry,
+    cfg: Arc<CsConfig>,
+    on_run: Arc<dyn Fn(&CsRun) + Send + Sync>,
+    model: String,
+    stop: CancellationToken,
+    stream_env: StreamEnv,
+    /// Phase and concurrency of every run (the index is set per request).
+    slot: Slot,
+    max_tokens: Option<u64>,
+}
+
+impl Worker {
+    /// Take run indices until the batch's end, a stop, or the task runs
+    /// out of items.
+    async fn work(self) {
+        loop {
+            if self.stop.is_cancelled() {
+                break;
+            }
+            let i = self.queue.fetch_add(1, Ordering::Relaxed);
+            if i >= self.end {
+                break;
+            }
+            let Some(item) = self.cfg.task.item_for_run(i) else {
+                self.exhausted.store(true, Ordering::Relaxed);
+                break;
+            };
+            self.request(i, item).await;
+        }
+    }
+
+    /// Send run `i`'s request for `item`, visible in the registry while in
+    /// flight, and record its run.
+    async fn request(&self, i: usize, item: &TaskItem) {
+        let cfg = &self.cfg;
+        let texts: Arc<Mutex<ChannelTexts>> = Arc::default();
+        let mut senv = self.stream_env.clone();
+        senv.texts = Some(texts.clone());
+        let b = body(
+            &self.model,
+            &cfg.task,
+            item,
+            self.max_tokens.or(cfg.max_tokens),
+            cfg.temperature,
+            cfg.top_p,
+        );
+        self.registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                i,
+                Inflight {
+                    item_id: item.item_id.clone(),
+                    sent_at: senv.clock.now(),
+                    texts: texts.clone(),
+                },
+            );
+        let out = run_stream(&senv, b).await;
+        self.registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&i);
+        let slot = Slot {
+            run_index: i,
+            ..self.slot
+        };
+        let ended = senv.clock.now();
+        let run = record(slot, item, &cfg.task, &out, &texts, ended, cfg.save_text);
+        (self.on_run)(&run);
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(run);
     }
 }
 

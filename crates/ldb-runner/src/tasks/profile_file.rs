@@ -177,11 +177,7 @@ fn scorer(
 /// Read and check a TOML profile.
 pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
     let c = Ctx { file };
-    let text = std::fs::read_to_string(file).map_err(|e| c.err(e))?;
-    let top: Table = text.parse().map_err(|e: toml::de::Error| {
-        let why = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
-        c.err(format!("invalid TOML: {why}"))
-    })?;
+    let top = read_top(&c)?;
     c.check_keys(&top, TOP_KEYS, "")?;
     let defaults = defaults(&c, c.table(&top, "defaults")?)?;
     let source = defaults.score_source.unwrap_or_default();
@@ -225,57 +221,86 @@ pub fn load(file: &Path, request: &ProfileRequest) -> Result<Task, TaskError> {
         }
         t
     } else {
-        let (prompt, origin) = match c.string(&top, "prompt", "")? {
-            Some(p) => (p, format!("profile-file:{}", file.display())),
-            None => {
-                let rel = c.string(&top, "prompt_file", "")?.unwrap_or_default();
-                let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
-                let p = std::fs::read_to_string(&path)
-                    .map_err(|e| c.err(format!("prompt_file {}: {e}", path.display())))?;
-                (p, format!("file:{}", path.display()))
-            }
-        };
-        if prompt.trim().is_empty() {
-            return Err(c.err("the prompt is empty"));
-        }
-        let mut t = Task::single_prompt(prompt, origin, scorer);
-        if let Some(e) = t.scorer.as_ref().and(c.string(
-            c.table(&top, "scorer")?.unwrap_or(&Table::new()),
-            "expected",
-            "scorer.",
-        )?) {
-            t.items[0].expected_answer = Some(e);
-        }
-        t
+        prompt_task(&c, &top, scorer)?
     };
     if top.contains_key("generate_tokens") && !top.contains_key("generate") {
         return Err(c.err("generate_tokens needs generate"));
     }
     task.profile = name;
-    if let Some(t) = c.string(&top, "title", "")? {
+    describe(&c, &top, &mut task)?;
+    // the file's defaults override the generator's or dataset's, key by key
+    task.defaults = merge_defaults(defaults, task.defaults.clone());
+    Ok(task)
+}
+
+/// The file's text parsed as one TOML table; a parse error in one line.
+fn read_top(c: &Ctx<'_>) -> Result<Table, TaskError> {
+    let text = std::fs::read_to_string(c.file).map_err(|e| c.err(e))?;
+    text.parse().map_err(|e: toml::de::Error| {
+        let why = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        c.err(format!("invalid TOML: {why}"))
+    })
+}
+
+/// A one-prompt task from `prompt`, or from `prompt_file` (relative to the
+/// profile's folder); a scorer's `expected` becomes the item's answer.
+fn prompt_task(
+    c: &Ctx<'_>,
+    top: &Table,
+    scorer: Option<Arc<dyn Scorer>>,
+) -> Result<Task, TaskError> {
+    let file = c.file;
+    let (prompt, origin) = match c.string(top, "prompt", "")? {
+        Some(p) => (p, format!("profile-file:{}", file.display())),
+        None => {
+            let rel = c.string(top, "prompt_file", "")?.unwrap_or_default();
+            let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
+            let p = std::fs::read_to_string(&path)
+                .map_err(|e| c.err(format!("prompt_file {}: {e}", path.display())))?;
+            (p, format!("file:{}", path.display()))
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(c.err("the prompt is empty"));
+    }
+    let mut t = Task::single_prompt(prompt, origin, scorer);
+    if let Some(e) = t.scorer.as_ref().and(c.string(
+        c.table(top, "scorer")?.unwrap_or(&Table::new()),
+        "expected",
+        "scorer.",
+    )?) {
+        t.items[0].expected_answer = Some(e);
+    }
+    Ok(t)
+}
+
+/// The file's title, description, system prompt and request overrides.
+fn describe(c: &Ctx<'_>, top: &Table, task: &mut Task) -> Result<(), TaskError> {
+    if let Some(t) = c.string(top, "title", "")? {
         task.title = t;
     }
-    if let Some(d) = c.string(&top, "description", "")? {
+    if let Some(d) = c.string(top, "description", "")? {
         task.description = d;
     }
-    task.system_prompt = c.string(&top, "system_prompt", "")?;
-    if let Some(req) = c.table(&top, "request")? {
+    task.system_prompt = c.string(top, "system_prompt", "")?;
+    if let Some(req) = c.table(top, "request")? {
         let mut m = Map::new();
         for (k, v) in req {
             m.insert(k.clone(), toml_to_json(v));
         }
         task.request_overrides = m;
     }
-    // the file's defaults override the generator's or dataset's, key by key
-    let d = defaults;
-    let base = task.defaults.clone();
-    task.defaults = TaskDefaults {
+    Ok(())
+}
+
+/// Each default the file gives wins over the task's own (`base`).
+fn merge_defaults(d: TaskDefaults, base: TaskDefaults) -> TaskDefaults {
+    TaskDefaults {
         max_tokens: d.max_tokens.or(base.max_tokens),
         temperature: d.temperature.or(base.temperature),
         concurrency: d.concurrency.or(base.concurrency),
         runs: d.runs.or(base.runs),
         no_prefill_scout: d.no_prefill_scout || base.no_prefill_scout,
         score_source: d.score_source.or(base.score_source),
-    };
-    Ok(task)
+    }
 }

@@ -8,7 +8,16 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
     let mut o = Out {
         text: String::with_capacity(4096),
     };
-    let rate = |n: u64, secs: f64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    work_counters(&mut o, s);
+    load_gauges(&mut o, cfg, s);
+    if let Some(spec) = &cfg.spec {
+        spec_decode(&mut o, s, spec.num_speculative_tokens as usize);
+    }
+    o.text
+}
+
+/// Tokens and time spent on prompts and generation, and decode calls.
+fn work_counters(o: &mut Out, s: &EngineStats) {
     o.metric(
         "llamacpp:prompt_tokens_total",
         "counter",
@@ -51,6 +60,11 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         "",
         s.max_step_tokens as f64,
     );
+}
+
+/// Busy slots, average throughputs, requests in flight and KV use.
+fn load_gauges(o: &mut Out, cfg: &Scenario, s: &EngineStats) {
+    let rate = |n: u64, secs: f64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let busy = if s.decode_steps > 0 {
         s.decode_seq_steps as f64 / s.decode_steps as f64
     } else {
@@ -107,41 +121,43 @@ pub(super) fn render(cfg: &Scenario, s: &EngineStats) -> String {
         "",
         s.kv_tokens_used as f64,
     );
-    if let Some(spec) = &cfg.spec {
-        o.metric(
-            "llamacpp:spec_decode_num_drafts_total",
-            "counter",
-            "Number of drafts.",
-            "",
-            s.spec_drafts as f64,
+}
+
+/// Speculative decoding's drafts and acceptances, per draft position up to
+/// the scenario's `positions`.
+fn spec_decode(o: &mut Out, s: &EngineStats, positions: usize) {
+    o.metric(
+        "llamacpp:spec_decode_num_drafts_total",
+        "counter",
+        "Number of drafts.",
+        "",
+        s.spec_drafts as f64,
+    );
+    o.metric(
+        "llamacpp:spec_decode_num_draft_tokens_total",
+        "counter",
+        "Number of draft tokens.",
+        "",
+        s.spec_draft_tokens as f64,
+    );
+    o.metric(
+        "llamacpp:spec_decode_num_accepted_tokens_total",
+        "counter",
+        "Number of accepted tokens.",
+        "",
+        s.spec_accepted as f64,
+    );
+    o.family(
+        "llamacpp:spec_decode_num_accepted_tokens_per_pos",
+        "counter",
+        "Accepted tokens per position.",
+    );
+    for i in 0..positions {
+        let v = s.spec_accepted_per_pos.get(i).copied().unwrap_or(0);
+        o.sample(
+            "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+            &format!("position=\"{i}\""),
+            v as f64,
         );
-        o.metric(
-            "llamacpp:spec_decode_num_draft_tokens_total",
-            "counter",
-            "Number of draft tokens.",
-            "",
-            s.spec_draft_tokens as f64,
-        );
-        o.metric(
-            "llamacpp:spec_decode_num_accepted_tokens_total",
-            "counter",
-            "Number of accepted tokens.",
-            "",
-            s.spec_accepted as f64,
-        );
-        o.family(
-            "llamacpp:spec_decode_num_accepted_tokens_per_pos",
-            "counter",
-            "Accepted tokens per position.",
-        );
-        for i in 0..spec.num_speculative_tokens as usize {
-            let v = s.spec_accepted_per_pos.get(i).copied().unwrap_or(0);
-            o.sample(
-                "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
-                &format!("position=\"{i}\""),
-                v as f64,
-            );
-        }
     }
-    o.text
 }
