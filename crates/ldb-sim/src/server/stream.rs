@@ -50,6 +50,9 @@ pub(crate) struct StreamState {
     pub stall_next: bool,
 }
 
+/// How long an injected drop waits after the tokens before it.
+const DROP_FLUSH_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Largest body piece assembled from queued chunks before it is handed to hyper.
 const MAX_PIECE: usize = 64 * 1024;
 
@@ -108,6 +111,12 @@ pub(crate) async fn next_piece(mut st: StreamState) -> Option<(Item, StreamState
     if st.fail_next {
         st.done = true;
         st.fail_next = false;
+        // hyper may still hold the piece before the drop in its write
+        // buffer; an error returned at once can close the connection
+        // without flushing it, and the client would then see the drop
+        // before any of the tokens it should have had. One pause (a
+        // `Pending` poll) lets hyper write them first.
+        tokio::time::sleep(DROP_FLUSH_PAUSE).await;
         let err = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected drop");
         return Some((Err(err), st));
     }
