@@ -169,8 +169,9 @@ pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<f64> {
 /// Δhits / Δlookups of the prefix cache between two scrapes: the one
 /// reading of the server's achieved hit rate, for cells and replays alike.
 fn prefix_hit_rate_between(a: &Scrape, b: &Scrape) -> Option<f64> {
-    let q = delta(a.snap.prefix_queries, b.snap.prefix_queries)?;
-    let h = delta(a.snap.prefix_hits, b.snap.prefix_hits)?;
+    // The same reading as a replay's: SGLang exports its hits counter only
+    // after the first hit, so a window of misses still has a rate (0).
+    let (h, q) = crate::prefix_achieved::counted_hits(&a.snap, &b.snap)?;
     (q > 0.0).then(|| (h / q).clamp(0.0, 1.0))
 }
 
