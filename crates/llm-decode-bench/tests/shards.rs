@@ -149,13 +149,17 @@ fn num(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
 }
 
-fn alone(flags: &[String], out: &Path) -> Output {
-    bin()
+/// One process with the same flags (the comparison for a sharded run):
+/// it must succeed; its result document.
+fn alone(flags: &[String], out: &Path) -> Value {
+    let o = bin()
         .args(flags)
         .arg("--output")
         .arg(out)
         .output()
-        .expect("binary runs")
+        .expect("binary runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    read(out)
 }
 
 #[test]
@@ -230,9 +234,8 @@ fn four_shards_measure_one_cell_like_one_process_and_the_simulator() {
         "p50 {reported} not the union's median ({lo}..{hi})"
     );
     // One process at the same total C, against the same simulator.
-    let o = alone(&flags, &single_out);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let one = &read(&single_out)["results"][0];
+    let single = alone(&flags, &single_out);
+    let one = &single["results"][0];
     let ratio = num(cell, "aggregate_tps") / num(one, "aggregate_tps");
     eprintln!("sharded/single: {ratio:.4}");
     assert!((ratio - 1.0).abs() <= 0.01, "sharded/single {ratio}");
@@ -648,9 +651,8 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
         assert_eq!(n as f64, num(entry, "requests"), "shard {i}");
     }
     // One process at the same total rate, against the same simulator.
-    let o = alone(&flags, &single_out);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let one = &read(&single_out)["rate_results"][0];
+    let single = alone(&flags, &single_out);
+    let one = &single["rate_results"][0];
     for k in ["offered_rate_measured", "achieved_rate"] {
         let ratio = num(row, k) / num(one, k);
         eprintln!("sharded/single {k}: {ratio:.4}");
@@ -749,9 +751,8 @@ fn three_shards_run_one_request_count_batch_like_one_process() {
     );
     let paced = num(cell, "aggregate_tps") / 300.0;
     assert!((paced - 1.0).abs() <= 0.05, "against the pacing: {paced}");
-    let o = alone(&flags, &single_out);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let one = &read(&single_out)["results"][0];
+    let single = alone(&flags, &single_out);
+    let one = &single["results"][0];
     let ratio = num(cell, "aggregate_tps") / num(one, "aggregate_tps");
     eprintln!("request-count sharded/single: {ratio:.4}, against the pacing {paced:.4}");
     // A batch's rate is over (last completion − first send): both edges

@@ -285,16 +285,9 @@ fn merge_into(
     producing
 }
 
-/// Record each shard's part; a cell that lost a shard is an error (its load
-/// was not C), and `--on-shard-loss stop` ends the run after it.
-pub(crate) fn label_shards(
-    rc: &RunCtx,
-    leader: &ShardLeader,
-    cell: &mut CellResult,
-    mut records: Vec<ShardCellRecord>,
-    members: &[u32],
-    lost: &[u32],
-) {
+/// Add a record of each lost shard (its last clock reading) to the shards'
+/// records, in shard order.
+pub(crate) fn with_lost(leader: &ShardLeader, records: &mut Vec<ShardCellRecord>, lost: &[u32]) {
     for &i in lost {
         let clock = leader.clock(i).unwrap_or_default();
         records.push(ShardCellRecord {
@@ -306,6 +299,19 @@ pub(crate) fn label_shards(
         });
     }
     records.sort_by_key(|r| r.index);
+}
+
+/// Record each shard's part; a cell that lost a shard is an error (its load
+/// was not C), and `--on-shard-loss stop` ends the run after it.
+pub(crate) fn label_shards(
+    rc: &RunCtx,
+    leader: &ShardLeader,
+    cell: &mut CellResult,
+    mut records: Vec<ShardCellRecord>,
+    members: &[u32],
+    lost: &[u32],
+) {
+    with_lost(leader, &mut records, lost);
     cell.ext.client_limited |= records.iter().any(|r| r.client_limited);
     cell.ext.shards = records;
     let _ = members;

@@ -256,17 +256,7 @@ impl RateShards {
     /// stop` ends the run after it.
     pub(crate) fn label(&self, rc: &RunCtx, row: &mut RateResult, m: Merged) {
         let mut records = m.records;
-        for &i in &m.lost {
-            let clock = self.leader.clock(i).unwrap_or_default();
-            records.push(ShardCellRecord {
-                index: i,
-                lost: true,
-                clock_offset_s: clock.offset_s,
-                clock_uncertainty_s: clock.uncertainty_s,
-                ..ShardCellRecord::default()
-            });
-        }
-        records.sort_by_key(|r| r.index);
+        super::cell::with_lost(&self.leader, &mut records, &m.lost);
         row.shards = records;
         if m.lost.is_empty() {
             return;
