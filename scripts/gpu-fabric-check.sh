@@ -27,9 +27,14 @@ out=${OUT:-/tmp}
 log=$out/gpu-fabric-check.log
 
 # the first file matching $1 under the usual CUDA and Python locations
+# (plus the site-packages of the python3 on PATH, where a virtual
+# environment's pip wheels such as nvidia-nccl-cu13 live)
 find_lib() {
+    local site
+    site=$(timeout 20 python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+    # shellcheck disable=SC2086 # one word per site-packages folder
     find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu /usr/local/lib/python3*/dist-packages \
-        /usr/lib/python3*/dist-packages /opt/conda/lib /root/.local/lib "$HOME/.local/lib" \
+        /usr/lib/python3*/dist-packages /opt/conda/lib /root/.local/lib "$HOME/.local/lib" $site \
         -maxdepth 6 -name "$1" 2>/dev/null | head -1
 }
 
