@@ -208,6 +208,23 @@ fn shard_index(flag: Option<u32>) -> Result<u32, AppError> {
     ))
 }
 
+/// Why a replay cannot run over shards yet: sessions (a turn waits for the
+/// reply before it, so the conversation is not one schedule to deal), or a
+/// trace on offline shards (no shared start or clock offsets).
+fn replay_refusal(cfg: &RunConfig, offline: bool) -> Option<&'static str> {
+    use ldb_runner::replay::ReplayConfig;
+    match cfg.replay.as_ref()? {
+        ReplayConfig::Sessions(_) => Some("--sessions (a session replay runs in one process)"),
+        ReplayConfig::Trace(t) if t.sessions => {
+            Some("--trace-sessions (a session replay runs in one process)")
+        }
+        ReplayConfig::Trace(_) if offline => Some(
+            "--trace with --start-at (an offline shard cannot share a schedule; use a coordinator)",
+        ),
+        ReplayConfig::Trace(_) => None,
+    }
+}
+
 /// The modes a sharded run does not split yet.
 fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
     let why = if a.sim.is_some() {
@@ -218,8 +235,8 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         Some(
             "--request-rate with --start-at (an offline shard cannot share a schedule; use a coordinator)",
         )
-    } else if cfg.replay.is_some() {
-        Some("--trace or --sessions (a replay runs in one process)")
+    } else if let Some(why) = replay_refusal(cfg, a.shard.start_at.is_some()) {
+        Some(why)
     } else if (cfg.request_count > 0 || cfg.run_burst) && a.shard.start_at.is_some() {
         Some(
             "--request-count or --run-burst with --start-at (a batch has no fixed end; use a coordinator)",
