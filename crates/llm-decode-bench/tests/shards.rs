@@ -30,7 +30,7 @@ impl Drop for Sim {
 fn sim() -> Sim {
     let dir = tempfile::tempdir().expect("tmp");
     let scenario = dir.path().join("shard-paced.toml");
-    std::fs::write(&scenario, common::PACED_SCENARIO).expect("scenario");
+    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
     let port = free_port();
     let child = bin()
         .args(["sim", "--scenario"])
@@ -40,11 +40,7 @@ fn sim() -> Sim {
         .stderr(Stdio::null())
         .spawn()
         .expect("simulator starts");
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "simulator up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_listening(port);
     Sim {
         child,
         url: format!("http://127.0.0.1:{port}"),
@@ -410,7 +406,10 @@ fn bad_shard_flags_are_one_line_before_any_request() {
     let busy = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
     let busy_port = busy.local_addr().expect("addr").port();
     let url = "http://127.0.0.1:9";
-    let cases: [(&[&str], i32, &str); 6] = [
+    let (_trace_dir, trace) = tmp("t.jsonl");
+    conversation_trace(&trace);
+    let trace = trace.to_str().expect("path");
+    let cases: [(&[&str], i32, &str); 8] = [
         (
             &["--shards", "2", "--shard-index", "2"],
             2,
@@ -472,6 +471,33 @@ fn bad_shard_flags_are_one_line_before_any_request() {
             &["--shards", "2", "--shard-index", "0", "--sessions", "4"],
             2,
             "does not support --sessions",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "0",
+                "--trace",
+                trace,
+                "--trace-sessions",
+            ],
+            2,
+            "does not support --trace-sessions",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "1",
+                "--trace",
+                trace,
+                "--start-at",
+                "1",
+            ],
+            2,
+            "does not support --trace with --start-at",
         ),
     ];
     for (args, code, needle) in cases {
