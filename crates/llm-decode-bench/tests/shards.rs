@@ -939,3 +939,52 @@ fn three_shards_replay_one_trace_like_one_process() {
     let intended = |d: &Value| d["prefix_cache"]["prefix_cache_intended"].clone();
     assert_eq!(intended(t), intended(one), "the same prompts' sharing");
 }
+
+#[test]
+fn a_follower_killed_mid_replay_labels_the_trace_result() {
+    let s = sim();
+    let (dir, trace) = tmp("conversations.jsonl");
+    conversation_trace(&trace);
+    let flags: Vec<String> = [
+        "--host",
+        &s.url,
+        "--trace",
+        trace.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    wait_for_line(
+        &dir.path().join("shard-0.out"),
+        "trace replay over 3 shards: parts 10/10/10",
+        Duration::from_secs(60),
+    );
+    // The orders are out: the replay starts 0.5 s later and lasts 3.6 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = kids[2].kill();
+    let _ = kids[2].wait();
+    let leader = wait(&mut kids[0], Duration::from_secs(120));
+    let follower = wait(&mut kids[1], Duration::from_secs(30));
+    let all = logs(dir.path(), 3);
+    assert_eq!((leader, follower), (Some(0), Some(0)), "{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let t = &doc["trace_results"][0];
+    assert_eq!(t["shards_lost"], serde_json::json!([2]), "{t}");
+    assert_eq!(t["status"], "error", "{t}");
+    let why = t["status_reason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("shards_lost: shard 2"), "{why}");
+    let shards = t["shards"].as_array().expect("shards");
+    assert_eq!(shards.len(), 3, "{t}");
+    assert_eq!(shards[2]["lost"], true, "{t}");
+    // The two shards left: their requests counted, the lost one's not.
+    let counted: f64 = shards[..2].iter().map(|s| num(s, "requests")).sum();
+    assert_eq!(counted, num(&t["summary"], "sent"), "{t}");
+}

@@ -140,6 +140,15 @@ pub(super) async fn run(
     };
     let ids: Vec<Option<&str>> = planned.session.iter().map(Option::as_deref).collect();
     let parts = deal_by_session(&planned.due, &ids, shards.shard_count());
+    rc.live.event(format!(
+        "trace replay over {} shards: parts {} (dealt by conversation)",
+        parts.len(),
+        parts
+            .iter()
+            .map(|p| p.len().to_string())
+            .collect::<Vec<_>>()
+            .join("/")
+    ));
     let body = |k: usize| planned.bodies.get(k).cloned().unwrap_or_default();
     let (mine, own) = shards.send_parts(rc, parts, (start, limit), &body);
     let progress = trace_progress(mine.len() as u64, cfg.scan.span_s);
