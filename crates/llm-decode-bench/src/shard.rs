@@ -251,10 +251,14 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
             "--shards does not support {w} yet"
         )));
     }
-    // Each shard sends its part of an open-loop schedule with its part of
-    // --max-in-flight (split like C): every shard needs one slot at least.
+    // Each shard sends its part of an open-loop schedule or a trace with its
+    // part of --max-in-flight (split like C): every shard needs one slot at
+    // least (a part of 0 would mean no cap).
     let shards = u64::from(a.shard.shards.unwrap_or(1));
-    if cfg.open_loop() && cfg.max_in_flight > 0 && cfg.max_in_flight < shards {
+    if (cfg.open_loop() || cfg.replay.is_some())
+        && cfg.max_in_flight > 0
+        && cfg.max_in_flight < shards
+    {
         return Err(AppError::Config(format!(
             "invalid --max-in-flight {}: below --shards {shards} (it is split over the shards, \
              and each needs a slot)",

@@ -409,7 +409,7 @@ fn bad_shard_flags_are_one_line_before_any_request() {
     let (_trace_dir, trace) = tmp("t.jsonl");
     conversation_trace(&trace);
     let trace = trace.to_str().expect("path");
-    let cases: [(&[&str], i32, &str); 8] = [
+    let cases: [(&[&str], i32, &str); 9] = [
         (
             &["--shards", "2", "--shard-index", "2"],
             2,
@@ -498,6 +498,20 @@ fn bad_shard_flags_are_one_line_before_any_request() {
             ],
             2,
             "does not support --trace with --start-at",
+        ),
+        (
+            &[
+                "--shards",
+                "3",
+                "--shard-index",
+                "0",
+                "--trace",
+                trace,
+                "--max-in-flight",
+                "2",
+            ],
+            2,
+            "invalid --max-in-flight 2: below --shards 3",
         ),
     ];
     for (args, code, needle) in cases {
