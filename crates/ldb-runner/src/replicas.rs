@@ -25,10 +25,10 @@ pub(crate) async fn discover(
     disc: &mut Discovery,
     live: &Live,
 ) -> Result<Replicas, RunError> {
-    if cfg.metrics_urls.is_empty() {
+    if cfg.target.metrics_urls.is_empty() {
         return Ok(Replicas::default());
     }
-    let mut replicas = Replicas::new(&cfg.metrics_urls, cfg.api_key.clone())?;
+    let mut replicas = Replicas::new(&cfg.target.metrics_urls, cfg.target.api_key.clone())?;
     let found = replicas.discover(Some(disc.model.as_str())).await?;
     apply(disc, &found);
     let urls: Vec<String> = replicas.urls().into_iter().map(redact_url).collect();

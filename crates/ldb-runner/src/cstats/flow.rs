@@ -75,8 +75,8 @@ impl State {
 pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOutcome, RunError> {
     let note = |s: String| (hooks.progress)(CsEvent::Note(s));
     let http = Http::new(
-        &cfg.base.base_url,
-        cfg.base.api_key.clone(),
+        &cfg.base.target.base_url,
+        cfg.base.target.api_key.clone(),
         cfg.max_concurrency() + 2,
     )?;
     let (live, _rx) = Live::new();
