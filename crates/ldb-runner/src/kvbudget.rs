@@ -4,7 +4,7 @@ use ldb_client::Http;
 use ldb_client::discovery::Discovery;
 use ldb_core::tokens::thousands;
 
-use crate::config::RunConfig;
+use crate::config::KvConfig;
 
 /// The budget and where it came from.
 #[derive(Debug, Clone, Default)]
@@ -22,19 +22,19 @@ pub struct KvBudget {
 }
 
 /// Decide the budget (see docs/methodology.md, "KV budget").
-pub fn kv_budget(cfg: &RunConfig, d: &Discovery, http: &Http) -> KvBudget {
+pub fn kv_budget(cfg: &KvConfig, d: &Discovery, http: &Http) -> KvBudget {
     let mut kv = KvBudget {
         cp_size: 1,
         cp_source: "default".into(),
         ..KvBudget::default()
     };
-    if cfg.kv.kv_budget > 0 || cfg.kv.max_total_tokens > 0 {
-        kv.budget = if cfg.kv.kv_budget > 0 {
-            cfg.kv.kv_budget
+    if cfg.kv_budget > 0 || cfg.max_total_tokens > 0 {
+        kv.budget = if cfg.kv_budget > 0 {
+            cfg.kv_budget
         } else {
-            cfg.kv.max_total_tokens
+            cfg.max_total_tokens
         };
-        kv.source = if cfg.kv.kv_budget > 0 {
+        kv.source = if cfg.kv_budget > 0 {
             "argument:--kv-budget"
         } else {
             "argument:--max-total-tokens"
@@ -53,8 +53,8 @@ pub fn kv_budget(cfg: &RunConfig, d: &Discovery, http: &Http) -> KvBudget {
             .push("KV cache budget not available from the server; no KV-based skips".into());
         return kv;
     }
-    let (cp, cp_source) = if cfg.kv.dcp_size > 0 {
-        (cfg.kv.dcp_size, "argument".to_string())
+    let (cp, cp_source) = if cfg.dcp_size > 0 {
+        (cfg.dcp_size, "argument".to_string())
     } else if let Some((cp, src)) = &d.cp_from_labels {
         (*cp, src.clone())
     } else if let Some(cp) = local_process_cp(http) {

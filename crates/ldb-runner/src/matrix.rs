@@ -11,6 +11,7 @@ use ldb_core::tokens::format_context;
 
 use crate::burst::{BurstSpec, MODE_BURST, MODE_REQUEST_COUNT, burst_counts, run_burst_cell};
 use crate::cell::{CellOutput, CellSpec, measure_cell, run_cell};
+use crate::config::BurstConfig;
 use crate::ctx::RunCtx;
 use crate::live::Live;
 use crate::plan::{PlannedCell, RunPlan};
@@ -20,7 +21,7 @@ use crate::server_watch;
 
 /// The hidden C=1 cell that warms the decode path; its result is dropped.
 /// Its scout and ramp-up are bounded by the warmup limit each
-/// (`RunConfig::warmup_limit`), its window by its length: past that the
+/// (`TimingConfig::warmup_limit`), its window by its length: past that the
 /// cell is cut as if skipped, the run goes on, and the file says so.
 pub(crate) async fn decode_warmup(
     rc: &RunCtx,
@@ -312,11 +313,11 @@ async fn pause(rc: &RunCtx) {
 /// order with the plan's skips.
 pub(crate) async fn burst_matrix(
     rc: &RunCtx,
+    burst: &BurstConfig,
     plan: &RunPlan,
     prompts: &PromptPlan,
     rec: &mut Recorder,
 ) {
-    let cfg = &rc.cfg;
     rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     rc.live.event("Phase 3: Burst / E2E decode request burst");
     for planned in plan.cells.iter().filter(|p| p.burst_carried.is_none()) {
@@ -326,9 +327,9 @@ pub(crate) async fn burst_matrix(
         let (c, x) = (planned.concurrency, planned.context);
         let (n, w) = burst_counts(
             c,
-            cfg.burst.burst_request_count,
-            cfg.burst.burst_warmup_request_count,
-            cfg.burst.burst_requests_per_concurrency,
+            burst.burst_request_count,
+            burst.burst_warmup_request_count,
+            burst.burst_requests_per_concurrency,
         );
         let mut cell = match (&planned.skip, server_watch::gone(rc)) {
             (Some(inf), _) => {

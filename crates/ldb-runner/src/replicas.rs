@@ -18,7 +18,7 @@ use crate::config::RunConfig;
 use crate::live::Live;
 use crate::run::RunError;
 
-/// The replicas of `cfg.metrics_urls`, discovered, with `disc` changed to
+/// The replicas of `cfg.target.metrics_urls`, discovered, with `disc` changed to
 /// describe them together; empty when none is named.
 pub(crate) async fn discover(
     cfg: &RunConfig,

@@ -13,7 +13,7 @@ use ldb_core::hardware::P2pOverride;
 use ldb_core::live::LiveEvent;
 use ldb_core::tokens::format_context;
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, TargetConfig};
 use crate::ctx::{Controls, Hardware, RunCtx};
 use crate::kvbudget::{KvBudget, kv_budget};
 use crate::live::Live;
@@ -95,14 +95,14 @@ fn fabric_blocks(doc: &mut ResultDocument, diagnostics: Option<&StartupDiagnosti
 /// seconds; any other failure, or the time running out, is returned at once.
 pub(crate) async fn discover_when_up(
     http: &Http,
-    cfg: &RunConfig,
+    target: &TargetConfig,
     live: &Live,
 ) -> Result<Discovery, ldb_client::ClientError> {
     use ldb_client::ClientError;
     let start = std::time::Instant::now();
     let mut told = false;
     loop {
-        let err = match discover(http, cfg.target.model.as_deref()).await {
+        let err = match discover(http, target.model.as_deref()).await {
             Ok(d) => return Ok(d),
             Err(e) => e,
         };
@@ -115,14 +115,14 @@ pub(crate) async fn discover_when_up(
                     ..
                 }
         );
-        let left = cfg.target.wait_for_server - start.elapsed().as_secs_f64();
+        let left = target.wait_for_server - start.elapsed().as_secs_f64();
         if !starting || left <= 0.0 {
             return Err(err);
         }
         if !told {
             live.event(format!(
                 "server not ready ({err}); waiting up to {:.0} s",
-                cfg.target.wait_for_server
+                target.wait_for_server
             ));
             told = true;
         }
@@ -141,8 +141,8 @@ pub async fn dry_run(
     let (live, _rx) = Live::new();
     let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), 2)?;
     live.event(format!("startup server={}", cfg.target.server_label));
-    let disc = discover_when_up(&http, cfg, &live).await?;
-    let kv = kv_budget(cfg, &disc, &http);
+    let disc = discover_when_up(&http, &cfg.target, &live).await?;
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     startup_events(&live, &disc, &kv);
     let mut p = plan(cfg, limits(&disc, &kv));
     if let Some(prior) = resume {
@@ -158,8 +158,8 @@ pub async fn dry_run(
 pub async fn preview(cfg: &RunConfig) -> Result<(RunPlan, Metadata), RunError> {
     let (live, _rx) = Live::new();
     let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), 2)?;
-    let disc = discover_when_up(&http, cfg, &live).await?;
-    let kv = kv_budget(cfg, &disc, &http);
+    let disc = discover_when_up(&http, &cfg.target, &live).await?;
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     let p = plan(cfg, limits(&disc, &kv));
     let md = metadata(cfg, &disc, &kv, p.decode_warmup.unwrap_or(0));
     Ok((p, md))
@@ -242,7 +242,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     }
     decode_matrix(&rc, &plan, &prompts, &mut rec).await;
     if rc.cfg.burst.run_burst && !request_mode {
-        burst_matrix(&rc, &plan, &prompts, &mut rec).await;
+        burst_matrix(&rc, &rc.cfg.burst, &plan, &prompts, &mut rec).await;
     }
     Ok(end_run(&rc, rec, "run complete"))
 }
@@ -276,10 +276,10 @@ pub(crate) async fn start(
     let max_c = cfg.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
     let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), max_c + 20)?;
     live.event(format!("startup server={}", cfg.target.server_label));
-    let mut disc = discover_when_up(&http, &cfg, &live).await?;
+    let mut disc = discover_when_up(&http, &cfg.target, &live).await?;
     // --metrics-url: the replicas' metrics and KV capacity, summed
     let replicas = crate::replicas::discover(&cfg, &mut disc, &live).await?;
-    let kv = kv_budget(&cfg, &disc, &http);
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     startup_events(&live, &disc, &kv);
     let scraper = Scraper::start_replicas(
         http.clone(),

@@ -340,32 +340,38 @@ struct OpenLoop {
 /// More requests than this in one rate cell is surely a typo.
 const MAX_RATE_CELL_REQUESTS: f64 = 10_000_000.0;
 
+/// No `--request-rate`: the flags that only shape open-loop cells are
+/// mistakes (`--max-in-flight` also caps a trace replay).
+fn closed_loop(a: &BenchArgs) -> Result<OpenLoop, ConfigError> {
+    for (given, flag) in [
+        (a.arrival.is_some(), "--arrival"),
+        (a.seed.is_some(), "--seed"),
+        (
+            a.max_in_flight.is_some() && a.workload.trace.is_none(),
+            "--max-in-flight",
+        ),
+        (a.stop_at_saturation, "--stop-at-saturation"),
+    ] {
+        if given {
+            return Err(bad(
+                flag,
+                "only applies to open-loop runs: add --request-rate R1,R2,…",
+            ));
+        }
+    }
+    Ok(OpenLoop {
+        on: false,
+        rates: vec![],
+        arrival: ldb_core::arrivals::Arrival::Poisson,
+        seed: ldb_runner::config::DEFAULT_SEED,
+        count: 0,
+        max_in_flight: 0,
+    })
+}
+
 fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigError> {
     let Some(list) = a.request_rate.as_deref() else {
-        for (given, flag) in [
-            (a.arrival.is_some(), "--arrival"),
-            (a.seed.is_some(), "--seed"),
-            (
-                a.max_in_flight.is_some() && a.workload.trace.is_none(),
-                "--max-in-flight",
-            ),
-            (a.stop_at_saturation, "--stop-at-saturation"),
-        ] {
-            if given {
-                return Err(bad(
-                    flag,
-                    "only applies to open-loop runs: add --request-rate R1,R2,…",
-                ));
-            }
-        }
-        return Ok(OpenLoop {
-            on: false,
-            rates: vec![],
-            arrival: ldb_core::arrivals::Arrival::Poisson,
-            seed: ldb_runner::config::DEFAULT_SEED,
-            count: 0,
-            max_in_flight: 0,
-        });
+        return closed_loop(a);
     };
     let mut rates = Vec::new();
     for item in list.split(',').map(str::trim) {

@@ -80,8 +80,8 @@ pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOut
         cfg.max_concurrency() + 2,
     )?;
     let (live, _rx) = Live::new();
-    let disc = crate::run::discover_when_up(&http, &cfg.base, &live).await?;
-    let kv = kv_budget(&cfg.base, &disc, &http);
+    let disc = crate::run::discover_when_up(&http, &cfg.base.target, &live).await?;
+    let kv = kv_budget(&cfg.base.kv, &disc, &http);
     note(format!(
         "server {} {} model {}",
         disc.engine.display_name(),
