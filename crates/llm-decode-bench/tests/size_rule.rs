@@ -26,11 +26,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/assemble.rs", "assemble", 116),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 146),
-    (
-        "crates/llm-decode-bench/src/config.rs",
-        "open_loop_settings",
-        101,
-    ),
 ];
 
 /// One item over its limit.

@@ -119,8 +119,8 @@ pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::
         BodyOptions {
             max_tokens: r.output_tokens,
             continuous_usage: false,
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
+            ignore_eos: !rc.cfg.matrix.respect_eos,
+            temperature: rc.cfg.matrix.temperature,
         },
     )
 }
@@ -323,7 +323,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     };
     let lead = if shards.is_some() { ORDER_LEAD_S } else { 0.2 };
     let start = rc.clock.now() + lead;
-    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
     let parts = (&mut builder, &mut cache);
     let ran = match shards {
         Some(s) => super::trace_shards::run(rc, disc, cfg, parts, (start, limit), s).await,
@@ -382,8 +382,8 @@ fn finish(
         max_in_flight: ran.most,
         capped: ran.capped,
         token_gap_p99: ran.gap_p99,
-        slo: rc.cfg.slo.as_ref(),
-        max_error_rate: rc.cfg.max_error_rate,
+        slo: rc.cfg.slo.spec.as_ref(),
+        max_error_rate: rc.cfg.timing.max_error_rate,
     });
     if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
         status = CellStatus::SkippedUser;

@@ -46,7 +46,7 @@ struct Planned {
 /// When this process leads shards: the clocks measured and checked against
 /// the trace's span (at least `--duration`), as for an open-loop cell.
 pub(super) async fn open(rc: &RunCtx, span_s: f64) -> Result<Option<RateShards>, String> {
-    RateShards::open(rc, span_s.max(rc.cfg.duration)).await
+    RateShards::open(rc, span_s.max(rc.cfg.matrix.duration)).await
 }
 
 /// Builds every request in trace order, skipping those longer than the
@@ -153,7 +153,7 @@ pub(super) async fn run(
     let (mine, own) = shards.send_parts(rc, parts, (start, limit), &body);
     let progress = trace_progress(mine.len() as u64, cfg.scan.span_s);
     let (mut d, rx) = Dispatcher::new(rc, start, limit, progress);
-    d.set_cap(shards.own_cap(rc.cfg.max_in_flight));
+    d.set_cap(shards.own_cap(rc.cfg.open_loop.max_in_flight));
     let not_sent = send_own(rc, &mut d, &mine, own).await;
     let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
     let skip = d.skip.clone();
