@@ -924,6 +924,12 @@ fn three_shards_replay_one_trace_like_one_process() {
     // Truth: every request's output length (10 × 10 + 20 × 30 tokens).
     let tokens: Vec<f64> = shards.iter().map(|s| num(s, "delivered_tokens")).collect();
     assert_eq!(tokens, [100.0, 300.0, 300.0], "{t}");
+    let requests: f64 = shards.iter().map(|s| num(s, "requests")).sum();
+    assert_eq!(
+        requests,
+        num(sum, "completed"),
+        "the union is every shard's"
+    );
     for (i, entry) in shards.iter().enumerate().skip(1) {
         assert!(num(entry, "clock_uncertainty_s") <= 0.002, "{entry}");
         let rec = read(&dir.path().join(format!("r.shard-{i}.json")));
