@@ -681,6 +681,22 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_is_built_without_a_matrix_in_one_go() {
+        let c = build(&parse(&["--sessions", "2"]).unwrap(), false, vec![]).unwrap();
+        assert!(c.replay.is_some());
+        assert_eq!(
+            (c.matrix.concurrency, c.matrix.contexts),
+            (vec![1], vec![0])
+        );
+        assert!(c.prefill.prefill_contexts.is_empty() && c.prefill.skip_prefill);
+        assert_eq!(c.open_loop.max_in_flight, 0);
+        // Without a replay the flags' matrix stands.
+        let c = build(&parse(&["--concurrency", "1,2"]).unwrap(), false, vec![]).unwrap();
+        assert!(c.replay.is_none() && !c.prefill.skip_prefill);
+        assert_eq!(c.matrix.concurrency, vec![1, 2]);
+    }
+
+    #[test]
     fn the_reference_parser_conveniences_work() {
         // An unambiguous prefix of a long flag, `--flag=value`, and a
         // repeated flag where the last one wins, as the reference's parser did.
