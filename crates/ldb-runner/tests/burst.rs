@@ -23,35 +23,10 @@ async fn start(patch: impl FnOnce(&mut Scenario)) -> SimHandle {
 }
 
 fn config(sim: &SimHandle, conc: &[u32], ctxs: &[u64], max_tokens: u64) -> RunConfig {
-    RunConfig {
-        target: ldb_runner::config::TargetConfig {
-            base_url: sim.base_url(),
-            server_label: sim.base_url(),
-            ..Default::default()
-        },
-        matrix: ldb_runner::config::MatrixConfig {
-            concurrency: conc.to_vec(),
-            contexts: ctxs.to_vec(),
-            max_tokens,
-            duration: 1.0,
-            decode_warmup_seconds: 0.0,
-            ..Default::default()
-        },
-        prefill: ldb_runner::config::PrefillConfig {
-            prefill_contexts: vec![],
-            calibration_cache: None,
-            ..Default::default()
-        },
-        timing: ldb_runner::config::TimingConfig {
-            cell_pause_seconds: 0.0,
-            ..Default::default()
-        },
-        output: ldb_runner::config::OutputConfig {
-            output: std::env::temp_dir().join("ldb-runner-burst-test.json"),
-            ..Default::default()
-        },
-        ..RunConfig::default()
-    }
+    let mut cfg = common::config(sim, conc, ctxs, 1.0);
+    cfg.matrix.max_tokens = max_tokens;
+    cfg.output.output = std::env::temp_dir().join("ldb-runner-burst-test.json");
+    cfg
 }
 
 async fn bench(cfg: RunConfig) -> ResultDocument {

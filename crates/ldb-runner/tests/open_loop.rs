@@ -14,40 +14,12 @@ use ldb_runner::{Controls, Live, RunConfig, RunHooks, run};
 use ldb_sim::SimHandle;
 
 fn config(sim: &SimHandle, rates: &[f64], count: u64, max_tokens: u64) -> RunConfig {
-    RunConfig {
-        target: ldb_runner::config::TargetConfig {
-            base_url: sim.base_url(),
-            server_label: sim.base_url(),
-            ..Default::default()
-        },
-        matrix: ldb_runner::config::MatrixConfig {
-            concurrency: vec![1],
-            contexts: vec![0],
-            max_tokens,
-            duration: 1.0,
-            decode_warmup_seconds: 0.0,
-            ..Default::default()
-        },
-        prefill: ldb_runner::config::PrefillConfig {
-            prefill_contexts: vec![],
-            calibration_cache: None,
-            ..Default::default()
-        },
-        open_loop: ldb_runner::config::OpenLoopConfig {
-            request_rates: rates.to_vec(),
-            rate_request_count: count,
-            ..Default::default()
-        },
-        timing: ldb_runner::config::TimingConfig {
-            cell_pause_seconds: 0.0,
-            ..Default::default()
-        },
-        output: ldb_runner::config::OutputConfig {
-            output: std::env::temp_dir().join("ldb-runner-open-loop-test.json"),
-            ..Default::default()
-        },
-        ..RunConfig::default()
-    }
+    let mut cfg = common::config(sim, &[1], &[0], 1.0);
+    cfg.matrix.max_tokens = max_tokens;
+    cfg.open_loop.request_rates = rates.to_vec();
+    cfg.open_loop.rate_request_count = count;
+    cfg.output.output = std::env::temp_dir().join("ldb-runner-open-loop-test.json");
+    cfg
 }
 
 async fn bench(cfg: RunConfig) -> ResultDocument {

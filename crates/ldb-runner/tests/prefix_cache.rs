@@ -20,48 +20,21 @@ use ldb_sim::{Personality, SimHandle};
 /// Rate cells at `rates` of `count` requests each at a 2k context, every
 /// prompt opening with one of two 1,024-token shared prefixes.
 fn config(sim: &SimHandle, rates: &[f64], count: u64, reset: ResetMode) -> RunConfig {
-    RunConfig {
-        target: ldb_runner::config::TargetConfig {
-            base_url: sim.base_url(),
-            server_label: sim.base_url(),
-            ..Default::default()
-        },
-        matrix: ldb_runner::config::MatrixConfig {
-            concurrency: vec![1],
-            contexts: vec![2048],
-            max_tokens: 4,
-            duration: 1.0,
-            decode_warmup_seconds: 0.0,
-            ..Default::default()
-        },
-        prefill: ldb_runner::config::PrefillConfig {
-            prefill_contexts: vec![],
-            calibration_cache: None, // No prefill row (its server check waits for a scrape): the tests
-            // that want one turn it back on.
-            skip_prefill: true,
-            ..Default::default()
-        },
-        open_loop: ldb_runner::config::OpenLoopConfig {
-            request_rates: rates.to_vec(),
-            rate_request_count: count,
-            ..Default::default()
-        },
-        timing: ldb_runner::config::TimingConfig {
-            cell_pause_seconds: 0.0,
-            ..Default::default()
-        },
-        output: ldb_runner::config::OutputConfig {
-            output: std::env::temp_dir().join("ldb-runner-prefix-cache-test.json"),
-            ..Default::default()
-        },
-        prefix_cache: PrefixCacheSettings {
-            shared_prefix_tokens: 1024,
-            prefix_groups: 2,
-            reset,
-            block_override: None,
-        },
-        ..RunConfig::default()
-    }
+    let mut cfg = common::config(sim, &[1], &[2048], 1.0);
+    cfg.matrix.max_tokens = 4;
+    // No prefill row (its server check waits for a scrape): the tests that
+    // want one turn it back on.
+    cfg.prefill.skip_prefill = true;
+    cfg.open_loop.request_rates = rates.to_vec();
+    cfg.open_loop.rate_request_count = count;
+    cfg.output.output = std::env::temp_dir().join("ldb-runner-prefix-cache-test.json");
+    cfg.prefix_cache = PrefixCacheSettings {
+        shared_prefix_tokens: 1024,
+        prefix_groups: 2,
+        reset,
+        block_override: None,
+    };
+    cfg
 }
 
 fn rows(doc: &ResultDocument) -> &[RateResult] {
