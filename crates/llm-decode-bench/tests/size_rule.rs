@@ -25,11 +25,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 146),
     // trace replay and sessions (issue 25), merged long: to split next
     ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
-    (
-        "crates/llm-decode-bench/src/config.rs",
-        "open_loop_settings",
-        101,
-    ),
 ];
 
 /// One item over its limit.

@@ -141,8 +141,8 @@ async fn send_all(
             BodyOptions {
                 max_tokens: r.output_tokens,
                 continuous_usage: false,
-                ignore_eos: !rc.cfg.respect_eos,
-                temperature: rc.cfg.temperature,
+                ignore_eos: !rc.cfg.matrix.respect_eos,
+                temperature: rc.cfg.matrix.temperature,
             },
         );
         match d.send(rc, s.intended_tokens.len(), r.at_s, body).await {
@@ -240,7 +240,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
-    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
     let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
     let reset = rc.prefix.run_reset();
     let watch = FirstRequestWatch::new(&d);
@@ -289,8 +289,8 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
         max_in_flight: most_seen,
         capped,
         token_gap_p99: counters.gaps.stats().p99,
-        slo: rc.cfg.slo.as_ref(),
-        max_error_rate: rc.cfg.max_error_rate,
+        slo: rc.cfg.slo.spec.as_ref(),
+        max_error_rate: rc.cfg.timing.max_error_rate,
     });
     if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
         status = CellStatus::SkippedUser;
