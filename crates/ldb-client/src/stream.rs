@@ -499,7 +499,11 @@ pub(crate) fn on_payload(
         out.track.set_finish_reason(f);
     }
     count_tokens(env, out, producing, t, window, &chunk);
-    if let Some(text) = &chunk.text {
+    // tested here, not inside: most runs keep no text, and then a token
+    // costs no call
+    if let Some(text) = &chunk.text
+        && (env.text_sink.is_some() || env.texts.is_some())
+    {
         keep_text(env, t, chunk.channel, text);
     }
     if chunk.finish_reason.is_some() && *producing {
