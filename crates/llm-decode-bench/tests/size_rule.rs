@@ -23,8 +23,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-runner/src/assemble.rs", "assemble", 116),
     ("crates/ldb-runner/src/cell.rs", "measure_window", 102),
     ("crates/ldb-runner/src/open_loop.rs", "rate_cell", 146),
-    // trace replay and sessions (issue 25), merged long: to split next
-    ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
 ];
 
 /// One item over its limit.
