@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ldb_core::chunk::{is_done, parse_chunk};
+use ldb_core::chunk::{Channel, ChunkInfo, is_done, parse_chunk};
 use ldb_core::gaps::GapHistogram;
 use ldb_core::sse::SseDecoder;
 use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
@@ -207,7 +207,25 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
     let first_deadline = env
         .first_token_timeout
         .map(|d| tokio::time::Instant::now() + d);
-    let no_first_token = |out: &mut StreamOutcome| no_first_token(env, out);
+    let Some(resp) = send_request(env, &url, body, &mut out, &mut cancelled, first_deadline).await
+    else {
+        return out;
+    };
+    read_events(env, &url, resp, out, &mut cancelled, first_deadline).await
+}
+
+/// Send the request and wait for the answer's head. `Some` is a 200 answer
+/// whose body is the event stream; `None` is a request that ended here
+/// (cancelled, out of first-token time, refused, or answered with another
+/// status), its outcome already recorded in `out`.
+async fn send_request(
+    env: &StreamEnv,
+    url: &str,
+    body: Bytes,
+    out: &mut StreamOutcome,
+    cancelled: &mut (impl Future<Output = ()> + Unpin),
+    first_deadline: Option<tokio::time::Instant>,
+) -> Option<reqwest::Response> {
     let send = env
         .http
         .request(reqwest::Method::POST, env.path)
@@ -216,21 +234,21 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         .send();
     let resp = tokio::select! {
         biased;
-        _ = &mut cancelled => { out.cancelled = true; return out; }
+        _ = cancelled => { out.cancelled = true; return None; }
         _ = sleep_until_opt(first_deadline) => {
-            no_first_token(&mut out);
+            no_first_token(env, out);
             env.counters.failed.fetch_add(1, Ordering::Relaxed);
-            return out;
+            return None;
         }
         r = send => r,
     };
-    let mut resp = match resp {
+    let resp = match resp {
         Ok(r) => r,
         Err(e) => {
             out.track
-                .mark_error(ClientError::from_reqwest(&url, &e).into());
+                .mark_error(ClientError::from_reqwest(url, &e).into());
             env.counters.failed.fetch_add(1, Ordering::Relaxed);
-            return out;
+            return None;
         }
     };
     let status = resp.status().as_u16();
@@ -241,13 +259,26 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             .and_then(Result::ok)
             .unwrap_or_default();
         out.track
-            .mark_error(ClientError::from_status(&url, status, &text).into());
+            .mark_error(ClientError::from_status(url, status, &text).into());
         env.counters.failed.fetch_add(1, Ordering::Relaxed);
-        return out;
+        return None;
     }
     if let Some(texts) = &env.texts {
         texts.lock().unwrap_or_else(|p| p.into_inner()).responded = true;
     }
+    Some(resp)
+}
+
+/// Read a 200 answer's event stream read by read until `[DONE]`, the end
+/// of the body, a failure, a limit or cancellation, then conclude.
+async fn read_events(
+    env: &StreamEnv,
+    url: &str,
+    mut resp: reqwest::Response,
+    mut out: StreamOutcome,
+    cancelled: &mut (impl Future<Output = ()> + Unpin),
+    first_deadline: Option<tokio::time::Instant>,
+) -> StreamOutcome {
     let mut dec = SseDecoder::new();
     let mut producing = false;
     let mut done = false;
@@ -260,9 +291,9 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         let idle = sleep_until_opt(idle_deadline);
         let next = tokio::select! {
             biased;
-            _ = &mut cancelled => { out.cancelled = true; break; }
+            _ = &mut *cancelled => { out.cancelled = true; break; }
             _ = sleep_until_opt(awaiting_first) => {
-                no_first_token(&mut out);
+                no_first_token(env, &mut out);
                 break;
             }
             _ = idle => {
@@ -275,15 +306,7 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(e) => {
-                let why = if e.is_timeout() {
-                    "timed out".to_string()
-                } else {
-                    crate::error::transport_detail(&e)
-                };
-                out.track.mark_error(RequestError::new(
-                    FailureKind::StreamBroken,
-                    format!("stream broken after the answer began ({url}): {why}"),
-                ));
+                out.track.mark_error(broken_read(url, &e));
                 break;
             }
         };
@@ -309,24 +332,45 @@ pub async fn run_stream(env: &StreamEnv, body: Bytes) -> StreamOutcome {
         }
         if done {
             if out.track.error().is_none() {
-                // The end of the body (the chunked terminator) normally
-                // follows [DONE] at once. Reading it hands the connection back
-                // to the pool, so the next request reuses it; dropping the
-                // response first would close it and open a new one, and
-                // meanwhile the pool races a fresh connect against it, so a
-                // saturated cell piles up extra connections and their buffers.
-                tokio::select! {
-                    biased;
-                    _ = &mut cancelled => {}
-                    _ = tokio::time::timeout(DRAIN, async {
-                        while let Ok(Some(_)) = resp.chunk().await {}
-                    }) => {}
-                }
+                drain_body(&mut resp, cancelled).await;
             }
             break;
         }
     }
     conclude(env, out, dec, done, producing)
+}
+
+/// The failure of a body read after the answer began.
+fn broken_read(url: &str, e: &reqwest::Error) -> RequestError {
+    let why = if e.is_timeout() {
+        "timed out".to_string()
+    } else {
+        crate::error::transport_detail(e)
+    };
+    RequestError::new(
+        FailureKind::StreamBroken,
+        format!("stream broken after the answer began ({url}): {why}"),
+    )
+}
+
+/// Read what follows `[DONE]` (at most [`DRAIN`], or until cancelled).
+///
+/// The end of the body (the chunked terminator) normally follows [DONE] at
+/// once. Reading it hands the connection back to the pool, so the next
+/// request reuses it; dropping the response first would close it and open
+/// a new one, and meanwhile the pool races a fresh connect against it, so a
+/// saturated cell piles up extra connections and their buffers.
+async fn drain_body(
+    resp: &mut reqwest::Response,
+    cancelled: &mut (impl Future<Output = ()> + Unpin),
+) {
+    tokio::select! {
+        biased;
+        _ = cancelled => {}
+        _ = tokio::time::timeout(DRAIN, async {
+            while let Ok(Some(_)) = resp.chunk().await {}
+        }) => {}
+    }
 }
 
 /// The first-token limit ran out.
@@ -400,6 +444,8 @@ pub(crate) fn conclude(
     out
 }
 
+/// One SSE event's payload: `[DONE]`, a chunk to account, or a failure.
+/// Runs per token; `t` is the arrival time of the read that carried it.
 pub(crate) fn on_payload(
     env: &StreamEnv,
     out: &mut StreamOutcome,
@@ -452,10 +498,34 @@ pub(crate) fn on_payload(
     if let Some(f) = &chunk.finish_reason {
         out.track.set_finish_reason(f);
     }
+    count_tokens(env, out, producing, t, window, &chunk);
+    // tested here, not inside: most runs keep no text, and then a token
+    // costs no call
+    if let Some(text) = &chunk.text
+        && (env.text_sink.is_some() || env.texts.is_some())
+    {
+        keep_text(env, t, chunk.channel, text);
+    }
+    if chunk.finish_reason.is_some() && *producing {
+        // The request stopped generating; it no longer counts as producing.
+        *producing = false;
+        env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Account a chunk's tokens in the request's track (window, gaps) and in
+/// the cell's counters, and mark the request producing at its first token.
+#[inline]
+fn count_tokens(
+    env: &StreamEnv,
+    out: &mut StreamOutcome,
+    producing: &mut bool,
+    t: f64,
+    window: WindowBounds,
+    chunk: &ChunkInfo<'_>,
+) {
     let before = out.track.window_tokens;
-    let effect = out
-        .track
-        .on_chunk(ChunkEvent::from_chunk(t, &chunk), window);
+    let effect = out.track.on_chunk(ChunkEvent::from_chunk(t, chunk), window);
     if let Some(g) = effect.gaps {
         env.counters.gaps.record(g);
     }
@@ -473,7 +543,14 @@ pub(crate) fn on_payload(
         *producing = true;
         env.counters.producing.fetch_add(1, Ordering::Relaxed);
     }
-    if let (Some(sink), Some(text)) = (&env.text_sink, &chunk.text)
+}
+
+/// Hand a chunk's text to whoever asked for it: the output viewer's tail
+/// (skipped when the viewer holds it: a token's text is not worth a wait)
+/// and the per-channel texts completion statistics score.
+#[inline]
+fn keep_text(env: &StreamEnv, t: f64, channel: Channel, text: &str) {
+    if let Some(sink) = &env.text_sink
         && let Ok(mut s) = sink.try_lock()
     {
         s.push_str(text);
@@ -485,21 +562,16 @@ pub(crate) fn on_payload(
             s.drain(..cut);
         }
     }
-    if let (Some(texts), Some(text)) = (&env.texts, &chunk.text) {
+    if let Some(texts) = &env.texts {
         let mut tx = texts.lock().unwrap_or_else(|p| p.into_inner());
         tx.chunks += 1;
         tx.chars += text.chars().count() as u64;
         tx.first_at.get_or_insert(t);
-        let t = &mut *tx;
-        match chunk.channel {
-            ldb_core::chunk::Channel::Reasoning => t.reasoning.push_str(text),
-            _ => t.content.push_str(text),
+        let tx = &mut *tx;
+        match channel {
+            Channel::Reasoning => tx.reasoning.push_str(text),
+            _ => tx.content.push_str(text),
         }
-    }
-    if chunk.finish_reason.is_some() && *producing {
-        // The request stopped generating; it no longer counts as producing.
-        *producing = false;
-        env.counters.producing.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -15,13 +15,15 @@ use crate::slo::SloSummary;
 use diagnostics::empty_object_as_none;
 
 mod diagnostics;
+mod fabric;
 mod faults;
 mod load;
 mod methodology;
 mod methodology_notes;
 mod resumed;
 
-pub use diagnostics::{CommandRecord, StartupDiagnostics, fabric_status};
+pub use diagnostics::{CommandRecord, StartupDiagnostics};
+pub use fabric::{FabricBlock, FabricStatus};
 pub use faults::{MetricsLost, ServerOutage, ServerRestart};
 pub use load::LoadError;
 pub use methodology::{Methodology, MethodologyNote};
@@ -255,7 +257,7 @@ pub struct OpenLoopSettings {
 /// Read with the derived `Deserialize`; the tables derived from the cells
 /// (`summary_table*`) are not fields: they are ignored on read and rebuilt
 /// on write (`DocumentOut`). The `p2pmark`/`amd_fabric` blocks are written
-/// as `{"status": "not_run"}` while empty (`null`).
+/// as `{"status": "not_run"}` while never filled in.
 /// Use [`ResultDocument::from_json_str`] to read a file: it checks what the
 /// derive cannot (that it is a result at all, and its schema version).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -270,11 +272,11 @@ pub struct ResultDocument {
     /// NVIDIA P2P override check (`None` is written as `{}`, as above).
     #[serde(with = "empty_object_as_none")]
     pub nvidia_p2p_override: Option<P2pOverride>,
-    /// GPU peer-to-peer diagnostic (`--p2pmark`; `null` is written as
-    /// `{"status": "not_run"}`). docs/fabric.md.
-    pub p2pmark: Value,
+    /// GPU peer-to-peer diagnostic (`--p2pmark`; a block never filled in,
+    /// or `null`, is written as `{"status": "not_run"}`). docs/fabric.md.
+    pub p2pmark: FabricBlock,
     /// CPU/NUMA fabric diagnostic (`--amd-fabric`; as `p2pmark`).
-    pub amd_fabric: Value,
+    pub amd_fabric: FabricBlock,
     /// Whole-run hardware summary (`{}` when empty).
     pub hardware_run_summary: HardwareSummary,
     /// `HH:MM:SS message` lines (all of them).
@@ -310,10 +312,8 @@ struct DocumentOut<'a> {
     startup_diagnostics: &'a Option<StartupDiagnostics>,
     #[serde(serialize_with = "empty_object_as_none::serialize_ref")]
     nvidia_p2p_override: &'a Option<P2pOverride>,
-    #[serde(serialize_with = "null_as_not_run")]
-    p2pmark: &'a Value,
-    #[serde(serialize_with = "null_as_not_run")]
-    amd_fabric: &'a Value,
+    p2pmark: &'a FabricBlock,
+    amd_fabric: &'a FabricBlock,
     hardware_run_summary: &'a HardwareSummary,
     event_log: &'a [String],
     prefill: &'a BTreeMap<u64, PrefillEntry>,
@@ -334,15 +334,6 @@ struct DocumentOut<'a> {
     methodology: &'a Methodology,
     #[serde(skip_serializing_if = "Option::is_none")]
     coding_peak: Option<&'a crate::coding_peak::CodingPeak>,
-}
-
-/// A fabric block never filled in: `{"status": "not_run"}`.
-fn null_as_not_run<S: Serializer>(v: &&Value, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_null() {
-        serde_json::json!({ "status": "not_run" }).serialize(s)
-    } else {
-        v.serialize(s)
-    }
 }
 
 impl Serialize for ResultDocument {

@@ -3,8 +3,18 @@
 //! four PCIe GPUs with one peer path missing (`p2pmark`). The fixture
 //! numbers are synthetic (tests/fabric/README.md), not from real hardware.
 
-use ldb_report::text::fabric::{FabricTextOptions, render};
+use ldb_core::document::FabricBlock;
+use ldb_report::text::fabric::FabricTextOptions;
 use serde_json::{Value, json};
+
+/// The report of two blocks as read from a file.
+fn render(p2pmark: &Value, amd_fabric: &Value, o: &FabricTextOptions) -> String {
+    let (p, c) = (
+        FabricBlock::from_value(p2pmark),
+        FabricBlock::from_value(amd_fabric),
+    );
+    ldb_report::text::fabric::render(&p, &c, o)
+}
 
 fn fixture(name: &str) -> Value {
     let path = format!("{}/tests/fabric/{name}", env!("CARGO_MANIFEST_DIR"));

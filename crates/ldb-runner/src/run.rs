@@ -8,7 +8,7 @@ use ldb_client::discovery::{Discovery, discover};
 use ldb_client::scrape::{ScrapePace, Scraper};
 use ldb_client::stream::RunClock;
 use ldb_client::{ClientError, Http};
-use ldb_core::document::{Metadata, ResultDocument, StartupDiagnostics, fabric_status};
+use ldb_core::document::{Metadata, ResultDocument, StartupDiagnostics};
 use ldb_core::hardware::P2pOverride;
 use ldb_core::live::LiveEvent;
 use ldb_core::tokens::format_context;
@@ -78,16 +78,16 @@ pub use crate::plan::test_order;
 /// gets them and their statuses. A resumed file keeps its own blocks unless
 /// this run measured again.
 fn fabric_blocks(doc: &mut ResultDocument, diagnostics: Option<&StartupDiagnostics>) {
-    for (key, block) in [
-        ("p2pmark", &mut doc.p2pmark),
-        ("amd_fabric", &mut doc.amd_fabric),
-    ] {
-        if let Some(v) = diagnostics.and_then(|d| d.fabric_block(key)) {
-            *block = v.clone();
+    if let Some((p2p, cpu)) = diagnostics.map(StartupDiagnostics::fabric_blocks) {
+        if let Some(b) = p2p {
+            doc.p2pmark = b.clone();
+        }
+        if let Some(b) = cpu {
+            doc.amd_fabric = b.clone();
         }
     }
-    doc.metadata.p2pmark_status = fabric_status(&doc.p2pmark).to_string();
-    doc.metadata.amd_fabric_status = fabric_status(&doc.amd_fabric).to_string();
+    doc.metadata.p2pmark_status = doc.p2pmark.status.as_str().to_string();
+    doc.metadata.amd_fabric_status = doc.amd_fabric.status.as_str().to_string();
 }
 
 /// Discovery, retried while the server is still starting (connection
@@ -366,19 +366,19 @@ fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
 #[cfg(test)]
 mod fabric_tests {
     use super::*;
-    use serde_json::json;
+    use ldb_core::document::{FabricBlock, FabricStatus};
 
     #[test]
     fn measured_blocks_reach_the_document_and_a_resumed_file_keeps_its_own() {
         let mut doc = ResultDocument::default();
         let diag = StartupDiagnostics {
-            p2pmark: json!({"status": "not_run"}),
-            amd_fabric: json!({"status": "timeout"}),
+            p2pmark: Some(FabricBlock::with_status(FabricStatus::NotRun)),
+            amd_fabric: Some(FabricBlock::with_status(FabricStatus::Timeout)),
             ..StartupDiagnostics::default()
         };
         fabric_blocks(&mut doc, Some(&diag));
-        assert_eq!(doc.amd_fabric["status"], "timeout");
-        assert!(doc.p2pmark.is_null(), "written as not_run");
+        assert_eq!(doc.amd_fabric.status, FabricStatus::Timeout);
+        assert_eq!(doc.p2pmark, FabricBlock::default(), "written as not_run");
         assert_eq!(
             (
                 doc.metadata.p2pmark_status.as_str(),
@@ -388,12 +388,12 @@ mod fabric_tests {
         );
         // a resumed run that measured nothing keeps the file's block
         let not_run = StartupDiagnostics {
-            amd_fabric: json!({"status": "not_run"}),
+            amd_fabric: Some(FabricBlock::with_status(FabricStatus::NotRun)),
             ..StartupDiagnostics::default()
         };
         fabric_blocks(&mut doc, Some(&not_run));
         assert_eq!(doc.metadata.amd_fabric_status, "timeout");
         fabric_blocks(&mut doc, None);
-        assert_eq!(doc.amd_fabric["status"], "timeout");
+        assert_eq!(doc.amd_fabric.status, FabricStatus::Timeout);
     }
 }

@@ -5,10 +5,11 @@
 
 use crate::command::{CommandOutcome, CommandRecord, run_with_timeout};
 use crate::gpu::NvmlSource;
+use ldb_core::document::{FabricBlock, FabricStatus};
 use ldb_core::hardware::p2p::{self, P2pOverride, check_p2p_override};
 use ldb_core::hardware::smi::{INVENTORY_FIELDS, parse_inventory};
 use ldb_core::redact::{REDACTED, diagnostic_env, is_secret_name, redact_url, redact_value};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -123,8 +124,8 @@ pub fn collect_startup_diagnostics_with(
         env,
         args: redact_json_args(args),
         nvidia_p2p_override: check_p2p(&cfg.params_path, &cfg.modprobe_path),
-        p2pmark: json!({ "status": "not_run" }),
-        amd_fabric: json!({ "status": "not_run" }),
+        p2pmark: Some(FabricBlock::with_status(FabricStatus::NotRun)),
+        amd_fabric: Some(FabricBlock::with_status(FabricStatus::NotRun)),
         gpu_inventory: Some(gpu_inventory),
         gpu_inventory_source: Some(source.to_string()),
         nvidia_smi_query: query,

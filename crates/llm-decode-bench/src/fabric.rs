@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use ldb_core::document::{FabricBlock, FabricStatus};
 use ldb_fabric::settings::AllreduceSizes;
 use ldb_fabric::topology::{Roots, Topology};
 use ldb_fabric::{CpuFabricSettings, P2pSettings};
@@ -20,13 +21,9 @@ use crate::fabric_config::FabricPlan;
 #[derive(Debug, Clone)]
 pub struct FabricBlocks {
     /// `p2pmark`.
-    pub p2pmark: Value,
+    pub p2pmark: FabricBlock,
     /// `amd_fabric`.
-    pub amd_fabric: Value,
-}
-
-fn not_run() -> Value {
-    json!({ "status": "not_run" })
+    pub amd_fabric: FabricBlock,
 }
 
 /// The fabric flags validated, and the memory check done: exit 2 on either.
@@ -51,8 +48,8 @@ pub async fn before_bench(
         .await
         .ok()?;
     let d = diagnostics.get_or_insert_with(Default::default);
-    d.p2pmark = blocks.p2pmark.clone();
-    d.amd_fabric = blocks.amd_fabric.clone();
+    d.p2pmark = Some(blocks.p2pmark.clone());
+    d.amd_fabric = Some(blocks.amd_fabric.clone());
     startup_line(&blocks)
 }
 
@@ -216,8 +213,15 @@ fn run_p2p(s: &P2pSettings, out: &mut impl Write) -> Value {
 /// Run what the plan asks for, printing the console lines and reports to
 /// `out`. Blocking (the measurement is CPU-bound).
 pub fn run(plan: &FabricPlan, width: u16, out: &mut impl Write) -> FabricBlocks {
-    let p2pmark = plan.p2p.as_ref().map_or_else(not_run, |s| run_p2p(s, out));
-    let amd_fabric = plan.cpu.as_ref().map_or_else(not_run, |s| run_cpu(s, out));
+    // ldb-fabric writes JSON; the result model reads it typed here, once
+    let p2pmark = plan
+        .p2p
+        .as_ref()
+        .map_or_else(FabricBlock::default, |s| run_p2p(s, out).into());
+    let amd_fabric = plan
+        .cpu
+        .as_ref()
+        .map_or_else(FabricBlock::default, |s| run_cpu(s, out).into());
     let opts = ldb_report::text::fabric::FabricTextOptions {
         width,
         p2p_detail: plan.p2p.as_ref().is_some_and(|s| s.detail),
@@ -236,10 +240,10 @@ pub fn run(plan: &FabricPlan, width: u16, out: &mut impl Write) -> FabricBlocks 
 
 /// One line for the dashboard's event log: what each diagnostic gave.
 pub fn startup_line(b: &FabricBlocks) -> Option<String> {
-    let part = |name: &str, v: &Value| {
-        let st = v["status"].as_str().unwrap_or("not_run");
-        (st != "not_run").then(|| {
-            let why = v["reason"].as_str().or(v["error"].as_str());
+    let part = |name: &str, v: &FabricBlock| {
+        let st = v.status.as_str();
+        v.ran().then(|| {
+            let why = v.reason.as_deref().or(v.error.as_deref());
             match why {
                 Some(w) => format!("{name} {st} ({w})"),
                 None => format!("{name} {st}"),
@@ -286,13 +290,13 @@ pub async fn run_only(plan: FabricPlan, output: &Path, width: u16) -> Result<i32
         .map_err(|e| AppError::Output(e.to_string()))?;
     let _ = writeln!(std::io::stdout(), "Results saved to {}", output.display());
     let asked = [
-        (plan.p2p.is_some(), &doc["p2pmark"]),
-        (plan.cpu.is_some(), &doc["amd_fabric"]),
+        (plan.p2p.is_some(), &blocks.p2pmark),
+        (plan.cpu.is_some(), &blocks.amd_fabric),
     ];
     let all_ok = asked
         .iter()
         .filter(|(a, _)| *a)
-        .all(|(_, v)| v["status"] == "ok");
+        .all(|(_, b)| b.status == FabricStatus::Ok);
     Ok(if all_ok {
         exit::OK
     } else {
@@ -327,16 +331,16 @@ mod tests {
     #[test]
     fn the_startup_line_names_each_diagnostic_run() {
         let b = FabricBlocks {
-            p2pmark: json!({"status": "unavailable", "reason": "no CUDA driver"}),
-            amd_fabric: json!({"status": "ok"}),
+            p2pmark: json!({"status": "unavailable", "reason": "no CUDA driver"}).into(),
+            amd_fabric: json!({"status": "ok"}).into(),
         };
         assert_eq!(
             startup_line(&b).as_deref(),
             Some("startup fabric: p2pmark unavailable (no CUDA driver); amd_fabric ok")
         );
         let none = FabricBlocks {
-            p2pmark: not_run(),
-            amd_fabric: not_run(),
+            p2pmark: FabricBlock::default(),
+            amd_fabric: FabricBlock::default(),
         };
         assert_eq!(startup_line(&none), None);
     }

@@ -57,7 +57,8 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
     if let [one] = a.results.as_slice()
         && let Some(v) = fabric_only_file(one)
     {
-        print_fabric(&v["p2pmark"], &v["amd_fabric"]);
+        let block = |key: &str| ldb_core::document::FabricBlock::from_value(&v[key]);
+        print_fabric(&block("p2pmark"), &block("amd_fabric"));
         return Ok(exit::OK);
     }
     let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
@@ -146,7 +147,10 @@ fn fabric_only_file(path: &Path) -> Option<serde_json::Value> {
 
 /// The fabric diagnostics' report (nothing for blocks not run): printed
 /// before a run, and after the matrix for a saved result.
-fn print_fabric(p2pmark: &serde_json::Value, amd_fabric: &serde_json::Value) {
+fn print_fabric(
+    p2pmark: &ldb_core::document::FabricBlock,
+    amd_fabric: &ldb_core::document::FabricBlock,
+) {
     let opts = ldb_report::text::fabric::FabricTextOptions {
         width: crate::app::terminal_width(),
         p2p_detail: false,

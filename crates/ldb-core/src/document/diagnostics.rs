@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::fabric::FabricBlock;
 use crate::hardware::p2p::P2pOverride;
 use crate::hardware::smi::GpuInventory;
 
@@ -57,9 +58,10 @@ pub struct StartupDiagnostics {
     pub nvidia_p2p_override: P2pOverride,
     /// GPU peer-to-peer diagnostic as measured before the run
     /// (`{"status": "not_run"}` when it was not asked for; docs/fabric.md).
-    pub p2pmark: Value,
+    /// `None` (absent or `null` in the file) is written as `null`.
+    pub p2pmark: Option<FabricBlock>,
     /// CPU/NUMA fabric diagnostic, as `p2pmark`.
-    pub amd_fabric: Value,
+    pub amd_fabric: Option<FabricBlock>,
     /// GPUs found at startup (absent in the reference's files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_inventory: Option<Vec<GpuInventory>>,
@@ -87,15 +89,10 @@ impl StartupDiagnostics {
         serde_json::to_value(self).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
     }
 
-    /// The fabric block measured before the run under `key` (`p2pmark` or
-    /// `amd_fabric`), when it was measured (its status is not `not_run`).
-    pub fn fabric_block(&self, key: &str) -> Option<&Value> {
-        let block = match key {
-            "p2pmark" => &self.p2pmark,
-            "amd_fabric" => &self.amd_fabric,
-            _ => return None,
-        };
-        Some(block).filter(|v| fabric_status(v) != "not_run")
+    /// The fabric blocks measured before the run (`p2pmark`, `amd_fabric`),
+    /// each when it was measured (its status is not `not_run`).
+    pub fn fabric_blocks(&self) -> (Option<&FabricBlock>, Option<&FabricBlock>) {
+        (ran(&self.p2pmark), ran(&self.amd_fabric))
     }
 
     /// GPUs found at startup (none when not recorded).
@@ -104,12 +101,9 @@ impl StartupDiagnostics {
     }
 }
 
-/// A fabric block's `status`, `not_run` when it has none (or is `null`).
-pub fn fabric_status(block: &Value) -> &str {
-    block
-        .get("status")
-        .and_then(Value::as_str)
-        .unwrap_or("not_run")
+/// A block that was measured, if any.
+fn ran(block: &Option<FabricBlock>) -> Option<&FabricBlock> {
+    block.as_ref().filter(|b| b.ran())
 }
 
 /// `Option<T>` blocks written as `{}` when absent, the layout the reference
@@ -161,7 +155,7 @@ mod tests {
         let text = r#"{"version":"0.4.29","server_url":"http://h:1","hostname":"h","uname":"u","env":{},"args":{"concurrency":"1,2"},"nvidia_p2p_override":{"effective":false,"configured":false,"params_path":"p","params_available":false,"modprobe_path":"m","modprobe_available":false,"runtime":{},"expected":{},"missing":[],"mismatched":{},"registry_dwords":"","suggested_modprobe_line":"l","suggested_reload":"r"},"p2pmark":{"status":"not_run"},"amd_fabric":{"status":"not_run"},"nvidia_smi_error":"nvidia-smi not found","later_key":[1]}"#;
         let d: StartupDiagnostics = serde_json::from_str(text).expect("reads");
         assert_eq!(d.gpu_inventory, None);
-        assert!(d.fabric_block("p2pmark").is_none());
+        assert!(d.fabric_blocks().0.is_none());
         assert_eq!(serde_json::to_string(&d).expect("writes"), text);
     }
 }

@@ -193,10 +193,10 @@ pub struct CsDocument {
     pub metadata: CsMetadata,
     /// The NVIDIA P2P override check (same object as decode results).
     pub nvidia_p2p_override: Value,
-    /// Fabric diagnostics: not run by this tool (`null`).
-    pub p2pmark: Value,
+    /// Fabric diagnostics: not run by this mode (`null`, read as `None`).
+    pub p2pmark: Option<ldb_core::document::FabricBlock>,
     /// As `p2pmark`.
-    pub amd_fabric: Value,
+    pub amd_fabric: Option<ldb_core::document::FabricBlock>,
     /// The scout request, if one was sent.
     pub prefill_scout: Option<CsRun>,
     /// Concurrency the statistics are reported at.

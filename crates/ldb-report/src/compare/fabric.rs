@@ -5,6 +5,7 @@
 //! bandwidth, more latency) is a regression, as for cells. Only blocks that
 //! are `ok` in both runs are compared; docs/compare.md.
 
+use ldb_core::document::{FabricBlock, FabricStatus};
 use serde_json::Value;
 
 /// One compared number.
@@ -26,8 +27,8 @@ pub struct FabricRow {
     pub regressed: bool,
 }
 
-fn ok(v: &Value) -> bool {
-    v["status"] == "ok" && v["data"].is_object()
+fn ok(v: &FabricBlock) -> bool {
+    v.status == FabricStatus::Ok && v.data().is_object()
 }
 
 fn row(
@@ -85,9 +86,10 @@ fn matrix_rows(
 /// Every comparable number of the two runs' fabric blocks.
 pub fn compare_fabric(base: &Value, new: &Value, threshold: f64) -> Vec<FabricRow> {
     let mut out = Vec::new();
-    let (bc, nc) = (&base["amd_fabric"], &new["amd_fabric"]);
-    if ok(bc) && ok(nc) {
-        let (b, n) = (&bc["data"], &nc["data"]);
+    let block = |doc: &Value, key: &str| FabricBlock::from_value(&doc[key]);
+    let (bc, nc) = (block(base, "amd_fabric"), block(new, "amd_fabric"));
+    if ok(&bc) && ok(&nc) {
+        let (b, n) = (bc.data(), nc.data());
         for (key, metric, hb) in [
             ("read_gbps", "read GB/s", true),
             ("write_gbps", "write GB/s", true),
@@ -106,9 +108,9 @@ pub fn compare_fabric(base: &Value, new: &Value, threshold: f64) -> Vec<FabricRo
             }
         }
     }
-    let (bg, ng) = (&base["p2pmark"], &new["p2pmark"]);
-    if ok(bg) && ok(ng) {
-        let (b, n) = (&bg["data"], &ng["data"]);
+    let (bg, ng) = (block(base, "p2pmark"), block(new, "p2pmark"));
+    if ok(&bg) && ok(&ng) {
+        let (b, n) = (bg.data(), ng.data());
         matrix_rows(
             &mut out,
             ("gpu", "G"),

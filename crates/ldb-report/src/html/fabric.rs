@@ -7,16 +7,12 @@ use super::Page;
 use super::escape::escape;
 use crate::text::fabric::{FabricTextOptions, render};
 
-fn ran(v: &serde_json::Value) -> bool {
-    v["status"].as_str().is_some_and(|s| s != "not_run")
-}
-
 /// The section, or an empty string.
 pub(crate) fn section(page: &Page<'_>) -> String {
     let with: Vec<_> = page
         .inputs
         .iter()
-        .filter(|i| ran(&i.doc.p2pmark) || ran(&i.doc.amd_fabric))
+        .filter(|i| i.doc.p2pmark.ran() || i.doc.amd_fabric.ran())
         .collect();
     if with.is_empty() {
         return String::new();
@@ -32,12 +28,11 @@ pub(crate) fn section(page: &Page<'_>) -> String {
         cpu_detail: false,
     };
     for i in with {
-        let status = |v: &serde_json::Value| v["status"].as_str().unwrap_or("not_run").to_string();
         out.push_str(&format!(
             "<h3>{}</h3>\n<p>p2pmark: {} · amd_fabric: {}</p>\n<pre>{}</pre>\n",
             escape(i.name),
-            escape(&status(&i.doc.p2pmark)),
-            escape(&status(&i.doc.amd_fabric)),
+            escape(i.doc.p2pmark.status.as_str()),
+            escape(i.doc.amd_fabric.status.as_str()),
             escape(&render(&i.doc.p2pmark, &i.doc.amd_fabric, &opts))
         ));
     }
@@ -49,7 +44,7 @@ pub(crate) fn section(page: &Page<'_>) -> String {
 mod tests {
     use super::*;
     use crate::html::{HtmlOptions, Input};
-    use ldb_core::document::ResultDocument;
+    use ldb_core::document::{FabricBlock, ResultDocument};
 
     #[test]
     fn a_run_with_a_fabric_block_gets_the_section_and_others_do_not() {
@@ -64,7 +59,9 @@ mod tests {
             })
         };
         assert_eq!(page(&doc), "");
-        doc.amd_fabric = serde_json::json!({"status": "timeout", "timeout_seconds": 1.0});
+        doc.amd_fabric = FabricBlock::from_value(
+            &serde_json::json!({"status": "timeout", "timeout_seconds": 1.0}),
+        );
         let s = page(&doc);
         assert!(s.contains("<section id=\"fabric\">"), "{s}");
         assert!(s.contains("amd_fabric: timeout"), "{s}");

@@ -7,6 +7,7 @@
 mod cpu;
 mod p2p;
 
+use ldb_core::document::{FabricBlock, FabricStatus};
 use serde_json::Value;
 
 /// How the fabric reports are laid out.
@@ -21,19 +22,19 @@ pub struct FabricTextOptions {
 }
 
 /// Both reports (nothing for a block that was not run).
-pub fn render(p2pmark: &Value, amd_fabric: &Value, o: &FabricTextOptions) -> String {
+pub fn render(p2pmark: &FabricBlock, amd_fabric: &FabricBlock, o: &FabricTextOptions) -> String {
     let width = usize::from(o.width.max(60)).min(120);
     let mut lines = Vec::new();
-    if ran(p2pmark) {
-        lines.extend(match status(p2pmark) {
-            "ok" => {
+    if p2pmark.ran() {
+        lines.extend(match p2pmark.status {
+            FabricStatus::Ok => {
                 let mut l = p2p::report(p2pmark, o.p2p_detail, width);
                 l.extend(p2p_native_notes(p2pmark, width));
                 l
             }
             // a native run cut by its timeout or an error keeps the blocks
             // it measured
-            "timeout" | "error" if p2pmark["data"].is_object() => {
+            FabricStatus::Timeout | FabricStatus::Error if p2pmark.data().is_object() => {
                 let mut l = failure("P2P Diagnostic", p2pmark, width);
                 l.extend(p2p::report(p2pmark, o.p2p_detail, width));
                 l.extend(p2p_native_notes(p2pmark, width));
@@ -46,11 +47,11 @@ pub fn render(p2pmark: &Value, amd_fabric: &Value, o: &FabricTextOptions) -> Str
             }
         });
     }
-    if ran(amd_fabric) {
-        lines.extend(match status(amd_fabric) {
-            "ok" => cpu::report(amd_fabric, o.cpu_detail, width),
+    if amd_fabric.ran() {
+        lines.extend(match amd_fabric.status {
+            FabricStatus::Ok => cpu::report(amd_fabric, o.cpu_detail, width),
             // a run cut by its timeout still shows the pairs it measured
-            "timeout" if amd_fabric["data"].is_object() => {
+            FabricStatus::Timeout if amd_fabric.data().is_object() => {
                 let mut l = failure("AMD CPU Fabric", amd_fabric, width);
                 l.extend(cpu::report(amd_fabric, o.cpu_detail, width));
                 l
@@ -64,14 +65,6 @@ pub fn render(p2pmark: &Value, amd_fabric: &Value, o: &FabricTextOptions) -> Str
         out.push('\n');
     }
     out
-}
-
-fn status(v: &Value) -> &str {
-    v["status"].as_str().unwrap_or("not_run")
-}
-
-fn ran(v: &Value) -> bool {
-    status(v) != "not_run"
 }
 
 /// A boxed card: title in the top rule, one line per entry (cut to fit).
@@ -98,20 +91,25 @@ pub(crate) fn card(title: &str, body: &[String], width: usize) -> Vec<String> {
 }
 
 /// A diagnostic that did not give a result: status and the reason.
-fn failure(title: &str, v: &Value, width: usize) -> Vec<String> {
-    let mut body = vec![format!("status: {}", status(v))];
-    for key in ["reason", "error", "parse_error", "suggestion"] {
-        if let Some(s) = v[key].as_str() {
+fn failure(title: &str, v: &FabricBlock, width: usize) -> Vec<String> {
+    let mut body = vec![format!("status: {}", v.status.as_str())];
+    for (key, text) in [
+        ("reason", &v.reason),
+        ("error", &v.error),
+        ("parse_error", &v.parse_error),
+        ("suggestion", &v.suggestion),
+    ] {
+        if let Some(s) = text {
             body.push(format!("{key}: {s}"));
         }
     }
-    if let Some(c) = v["returncode"].as_i64() {
+    if let Some(c) = v.returncode {
         body.push(format!("returncode: {c}"));
     }
-    if let Some(t) = v["timeout_seconds"].as_f64() {
+    if let Some(t) = v.timeout_seconds {
         body.push(format!("timeout: {t} s"));
     }
-    if let Some(e) = v["stderr"].as_str().filter(|s| !s.is_empty()) {
+    if let Some(e) = v.stderr.as_deref().filter(|s| !s.is_empty()) {
         body.extend(
             e.lines()
                 .rev()
@@ -131,9 +129,9 @@ fn failure(title: &str, v: &Value, width: usize) -> Vec<String> {
 /// figures (`single_gpu`), the blocks it could not measure
 /// (`data.errors`) and what it found (`machine`: driver, GPUs, NVRTC,
 /// NCCL). Nothing for a helper's result.
-fn p2p_native_notes(v: &Value, width: usize) -> Vec<String> {
+fn p2p_native_notes(v: &FabricBlock, width: usize) -> Vec<String> {
     let mut body = Vec::new();
-    let one = &v["single_gpu"];
+    let one = v.extra_key("single_gpu");
     if one.is_object() {
         let ar = &one["allreduce"];
         body.push(format!(
@@ -155,13 +153,13 @@ fn p2p_native_notes(v: &Value, width: usize) -> Vec<String> {
             );
         }
     }
-    if let Some(e) = v["data"]["errors"].as_object() {
+    if let Some(e) = v.data()["errors"].as_object() {
         body.extend(
             e.iter()
                 .map(|(k, r)| format!("not measured: {k}: {}", r.as_str().unwrap_or(""))),
         );
     }
-    let m = &v["machine"];
+    let m = v.extra_key("machine");
     if m.is_object() {
         for key in ["cuda_driver", "nvrtc", "nccl"] {
             if let Some(t) = m[key].as_str() {

@@ -1,6 +1,7 @@
 //! The CPU/NUMA fabric report: the `AMD CPU Fabric` card and the per-pair
 //! table (compact), or four cards and the matrices (detail).
 
+use ldb_core::document::FabricBlock;
 use serde_json::Value;
 
 use super::super::table::{Cell, Table};
@@ -45,9 +46,9 @@ fn distance_summary(d: &Value) -> String {
     }
 }
 
-fn main_card(v: &Value) -> Vec<String> {
-    let d = &v["data"];
-    let t = &v["topology"];
+fn main_card(v: &FabricBlock) -> Vec<String> {
+    let d = v.data();
+    let t = v.extra_key("topology");
     let mut body = vec![format!(
         "CPU: {}",
         t["cpu_model"].as_str().unwrap_or("unknown")
@@ -124,8 +125,8 @@ fn pair_table(d: &Value) -> Vec<String> {
 }
 
 /// The report of an `ok` block.
-pub(super) fn report(v: &Value, detail: bool, width: usize) -> Vec<String> {
-    let d = &v["data"];
+pub(super) fn report(v: &FabricBlock, detail: bool, width: usize) -> Vec<String> {
+    let d = v.data();
     let mut out = Vec::new();
     if !detail {
         out.extend(card("AMD CPU Fabric", &main_card(v), width));

@@ -3,6 +3,7 @@
 //! is missing), the bandwidth matrix, topology by peer distance and the
 //! allreduce table; detail adds the latency matrix.
 
+use ldb_core::document::FabricBlock;
 use serde_json::Value;
 
 use super::super::table::{Cell, Table};
@@ -55,8 +56,8 @@ fn nums(v: &Value, digits: usize) -> String {
     }
 }
 
-fn cards(v: &Value, width: usize) -> Vec<String> {
-    let d = &v["data"];
+fn cards(v: &FabricBlock, width: usize) -> Vec<String> {
+    let d = v.data();
     let bs = &d["bandwidth_summary"];
     let bt = &d["bandwidth_topology"];
     let lat = &d["latency"];
@@ -74,7 +75,11 @@ fn cards(v: &Value, width: usize) -> Vec<String> {
                 "buffer {} MiB, iters {}, warmup {}, latency reads {}",
                 d["size_mb"], d["iters"], d["warmup"], d["latency_iters"]
             ),
-            format!("elapsed: {} s", num(&v["elapsed_seconds"], 1)),
+            format!(
+                "elapsed: {} s",
+                v.elapsed_seconds
+                    .map_or_else(|| "-".into(), |x| format!("{x:.1}"))
+            ),
         ],
         width,
     );
@@ -221,8 +226,8 @@ fn allreduce_table(ar: &Value) -> Vec<String> {
 }
 
 /// The report of an `ok` block.
-pub(super) fn report(v: &Value, detail: bool, width: usize) -> Vec<String> {
-    let d = &v["data"];
+pub(super) fn report(v: &FabricBlock, detail: bool, width: usize) -> Vec<String> {
+    let d = v.data();
     let mut out = cards(v, width);
     let pa = &d["peer_access"];
     let n = pa.as_array().map_or(0, Vec::len);
