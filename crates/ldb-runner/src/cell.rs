@@ -1,5 +1,6 @@
 //! One sustained-decode cell: scout, ramp-up to readiness, the measurement
-//! window, closing every stream at once, and draining the server.
+//! window (`cell_window.rs`), closing every stream at once, and draining the
+//! server.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
