@@ -68,11 +68,11 @@ main() {
     readelf -d "$bin" | grep NEEDED
     echo "== probe: $size MiB copies, 20 iterations, allreduce sweep 256 B..1 MiB"
     local t0 t1
-    t0=$(date +%s.%N)
+    t0=${EPOCHREALTIME/./}
     timeout 300 "$bin" "$size" 20 0 full >"$out/gpu-fabric-check.json"
     echo "exit code: $?"
-    t1=$(date +%s.%N)
-    echo "wall seconds: $(echo "$t1 - $t0" | bc 2>/dev/null || echo "?")"
+    t1=${EPOCHREALTIME/./}
+    echo "wall ms: $(((t1 - t0) / 1000))"
     python3 - "$out/gpu-fabric-check.json" <<'PY'
 import json, sys
 v = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])

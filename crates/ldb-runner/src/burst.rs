@@ -163,7 +163,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
     );
     cell.hardware_summary = hw;
     cell.warmup_duration = measured_from - cell_start;
-    cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
+    cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.matrix.max_tokens);
     drain(rc).await;
     cell.wall_time = rc.clock.now() - cell_start;
     if let Some(parts) = m.shards.take() {
@@ -209,10 +209,10 @@ pub(crate) struct Batch {
 /// The body options of a burst cell's requests.
 fn options(rc: &RunCtx) -> BodyOptions {
     BodyOptions {
-        max_tokens: rc.cfg.max_tokens,
+        max_tokens: rc.cfg.matrix.max_tokens,
         continuous_usage: false,
-        ignore_eos: !rc.cfg.respect_eos,
-        temperature: rc.cfg.temperature,
+        ignore_eos: !rc.cfg.matrix.respect_eos,
+        temperature: rc.cfg.matrix.temperature,
     }
 }
 
@@ -246,7 +246,7 @@ async fn batch(
             counters: counters.clone(),
             cancel: skip.child_token(),
             text_sink: sinks.get(slot as usize).cloned(),
-            idle_timeout: rc.cfg.idle_timeout(),
+            idle_timeout: rc.cfg.timing.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };

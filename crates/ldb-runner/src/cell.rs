@@ -144,7 +144,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     let bodies = crate::prefix_groups::group_bodies(rc, &spec.messages, decode_options(rc));
     let mut pool = StreamPool::launch(rc, bodies, spec.concurrency, OUTPUT_SLOTS, &skip);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, None).await;
-    let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);
+    let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.timing.max_error_rate);
     if !aborted {
         rc.live.event(ready.event_line(&at));
     }
@@ -186,10 +186,10 @@ pub(crate) fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
 /// The streams' body options.
 fn decode_options(rc: &RunCtx) -> BodyOptions {
     BodyOptions {
-        max_tokens: rc.cfg.max_tokens,
+        max_tokens: rc.cfg.matrix.max_tokens,
         continuous_usage: rc.engine.supports_continuous_usage(),
-        ignore_eos: !rc.cfg.respect_eos,
-        temperature: rc.cfg.temperature,
+        ignore_eos: !rc.cfg.matrix.respect_eos,
+        temperature: rc.cfg.matrix.temperature,
     }
 }
 
@@ -247,13 +247,16 @@ pub(crate) async fn ramp_up(
     let (c, ctx) = (spec.concurrency, spec.context);
     set_stage(rc, spec, CellStage::RampUp, 0.0);
     let prefill_rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
-    let limit = if rc.cfg.cell_warmup_timeout > 0.0 {
-        rc.cfg.cell_warmup_timeout
+    let limit = if rc.cfg.timing.cell_warmup_timeout > 0.0 {
+        rc.cfg.timing.cell_warmup_timeout
     } else {
         auto_limit(c, ctx, prefill_rate)
     };
     let mut readiness = Readiness::new(c, limit)
-        .with_holds(rc.cfg.ready_stable_seconds, rc.cfg.plateau_seconds)
+        .with_holds(
+            rc.cfg.timing.ready_stable_seconds,
+            rc.cfg.timing.plateau_seconds,
+        )
         .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r))
         .with_freeze_gap(RAMP_FREEZE_GAP_S);
     let mut decision = Decision::Wait;
@@ -262,7 +265,7 @@ pub(crate) async fn ramp_up(
             break;
         }
         pool.collect();
-        if pool.hopeless(rc.cfg.max_error_rate) {
+        if pool.hopeless(rc.cfg.timing.max_error_rate) {
             break;
         }
         let elapsed = rc.clock.now() - pool.launch;
@@ -324,11 +327,11 @@ pub(crate) fn finish(
         confirm_scrape: win.confirm.as_ref(),
         producing_samples: &win.producing,
         readiness_failed: ramp.timed_out || ramp.plateau,
-        accept_len_ref: rc.cfg.accept_len_ref,
+        accept_len_ref: rc.cfg.output.accept_len_ref,
         hw: hw_summary.as_ref(),
         gaps: pool.counters.gaps.stats(),
-        ignore_eos: !rc.cfg.respect_eos,
-        max_error_rate: rc.cfg.max_error_rate,
+        ignore_eos: !rc.cfg.matrix.respect_eos,
+        max_error_rate: rc.cfg.timing.max_error_rate,
     });
     cell.ext.client_stall_max_s = round(win.stall, 3);
     cell.ext.client_runqueue_wait_s = win.load.runqueue_wait_s.map(|s| round(s, 3));
@@ -348,7 +351,7 @@ pub(crate) fn finish(
     cell.ready_reason = ramp.ready_reason.clone();
     cell.timeout_reason = ramp.timeout_reason.clone();
     cell.hardware_summary = hw;
-    cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.max_tokens);
+    cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.matrix.max_tokens);
     if let Some(err) = &pool.fatal {
         cell.ext.status = CellStatus::Error;
         cell.ext.status_reason = err.clone();

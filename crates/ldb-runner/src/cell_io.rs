@@ -72,8 +72,8 @@ pub(crate) struct Scouted {
 /// server that answers 200 and then only keep-alive comments held the cell
 /// for the 30-minute first-token limit.
 pub(crate) fn scout_limit(rc: &RunCtx, context: u64) -> Duration {
-    if rc.cfg.cell_warmup_timeout > 0.0 {
-        return rc.cfg.warmup_limit();
+    if rc.cfg.timing.cell_warmup_timeout > 0.0 {
+        return rc.cfg.timing.warmup_limit();
     }
     let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
     Duration::from_secs_f64(WARMUP_LIMIT_S.max(auto_limit(1, context, rate)))
@@ -165,7 +165,7 @@ fn measured_row(
         ));
         return None;
     }
-    let use_server = rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus;
+    let use_server = rc.cfg.prefill.prefill_metric == crate::config::PrefillMetric::Prometheus;
     let mut row = entry(
         ldb_core::result::PrefillMethod::IntegratedScout,
         ctx,

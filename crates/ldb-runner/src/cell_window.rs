@@ -83,7 +83,7 @@ pub(crate) async fn measure_window(
             break;
         }
         pool.collect();
-        if pool.hopeless(rc.cfg.max_error_rate) {
+        if pool.hopeless(rc.cfg.timing.max_error_rate) {
             break;
         }
         let now = rc.clock.now();

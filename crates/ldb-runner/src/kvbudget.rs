@@ -4,7 +4,7 @@ use ldb_client::Http;
 use ldb_client::discovery::Discovery;
 use ldb_core::tokens::thousands;
 
-use crate::config::RunConfig;
+use crate::config::KvConfig;
 
 /// The budget and where it came from.
 #[derive(Debug, Clone, Default)]
@@ -22,7 +22,7 @@ pub struct KvBudget {
 }
 
 /// Decide the budget (see docs/methodology.md, "KV budget").
-pub fn kv_budget(cfg: &RunConfig, d: &Discovery, http: &Http) -> KvBudget {
+pub fn kv_budget(cfg: &KvConfig, d: &Discovery, http: &Http) -> KvBudget {
     let mut kv = KvBudget {
         cp_size: 1,
         cp_source: "default".into(),

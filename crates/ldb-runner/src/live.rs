@@ -67,16 +67,16 @@ pub(crate) fn layout(cfg: &RunConfig, disc: &Discovery, kv_budget: u64) -> RunLa
     let mut l = RunLayout {
         model: disc.model.clone(),
         engine: disc.engine.display_name().into(),
-        server: cfg.server_label.clone(),
+        server: cfg.target.server_label.clone(),
         kv_budget,
-        concurrencies: cfg.concurrency.clone(),
-        contexts: cfg.contexts.clone(),
+        concurrencies: cfg.matrix.concurrency.clone(),
+        contexts: cfg.matrix.contexts.clone(),
         ..RunLayout::default()
     };
-    let cells = if cfg.prefill_only {
+    let cells = if cfg.prefill.prefill_only {
         vec![]
-    } else if cfg.open_loop() {
-        let mut rates = cfg.request_rates.clone();
+    } else if cfg.open_loop.is_on() {
+        let mut rates = cfg.open_loop.request_rates.clone();
         rates.sort_by(f64::total_cmp);
         l.column_labels = rates
             .iter()
@@ -85,9 +85,9 @@ pub(crate) fn layout(cfg: &RunConfig, disc: &Discovery, kv_budget: u64) -> RunLa
         l.concurrencies = (1..=rates.len())
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect();
-        test_order(&l.concurrencies, &cfg.contexts)
+        test_order(&l.concurrencies, &cfg.matrix.contexts)
     } else {
-        test_order(&cfg.concurrency, &cfg.contexts)
+        test_order(&cfg.matrix.concurrency, &cfg.matrix.contexts)
     };
     l.matrix = cells
         .into_iter()
@@ -106,9 +106,15 @@ mod tests {
 
     fn config(conc: &[u32], ctxs: &[u64]) -> RunConfig {
         RunConfig {
-            concurrency: conc.to_vec(),
-            contexts: ctxs.to_vec(),
-            server_label: "http://127.0.0.1:8000".into(),
+            target: crate::config::TargetConfig {
+                server_label: "http://127.0.0.1:8000".into(),
+                ..Default::default()
+            },
+            matrix: crate::config::MatrixConfig {
+                concurrency: conc.to_vec(),
+                contexts: ctxs.to_vec(),
+                ..Default::default()
+            },
             ..RunConfig::default()
         }
     }
@@ -139,12 +145,12 @@ mod tests {
     #[test]
     fn open_loop_columns_are_the_rates_in_order_and_prefill_only_has_no_cell() {
         let mut cfg = config(&[1], &[0]);
-        cfg.request_rates = vec![4.0, 0.5];
+        cfg.open_loop.request_rates = vec![4.0, 0.5];
         let l = layout(&cfg, &disc(), 0);
         assert_eq!(l.column_labels, ["R=0.5/s", "R=4/s"]);
         assert_eq!(l.concurrencies, [1, 2]);
         assert_eq!(l.matrix.len(), 2);
-        cfg.prefill_only = true;
+        cfg.prefill.prefill_only = true;
         assert!(layout(&cfg, &disc(), 0).matrix.is_empty());
     }
 }

@@ -11,6 +11,7 @@ use ldb_core::tokens::format_context;
 
 use crate::burst::{BurstSpec, MODE_BURST, MODE_REQUEST_COUNT, burst_counts, run_burst_cell};
 use crate::cell::{CellOutput, CellSpec, measure_cell, run_cell};
+use crate::config::BurstConfig;
 use crate::ctx::RunCtx;
 use crate::live::Live;
 use crate::plan::{PlannedCell, RunPlan};
@@ -20,7 +21,7 @@ use crate::server_watch;
 
 /// The hidden C=1 cell that warms the decode path; its result is dropped.
 /// Its scout and ramp-up are bounded by the warmup limit each
-/// (`RunConfig::warmup_limit`), its window by its length: past that the
+/// (`TimingConfig::warmup_limit`), its window by its length: past that the
 /// cell is cut as if skipped, the run goes on, and the file says so.
 pub(crate) async fn decode_warmup(
     rc: &RunCtx,
@@ -34,7 +35,7 @@ pub(crate) async fn decode_warmup(
     if rc.controls.stop.is_cancelled() || server_watch::gone(rc).is_some() {
         return;
     }
-    let secs = rc.cfg.decode_warmup_seconds;
+    let secs = rc.cfg.matrix.decode_warmup_seconds;
     rc.live.send(LiveEvent::PhaseChanged(Phase::DecodeWarmup));
     rc.live.event(format!(
         "decode warmup start C=1 ctx={} {secs}s",
@@ -52,7 +53,7 @@ pub(crate) async fn decode_warmup(
     // the readiness limit); a watchdog still cuts the cell (through its
     // skip token) once scout, ramp-up and window had their share, plus time
     // to drain: a long prompt's scout limit may exceed the warmup's.
-    let bound = 2.0 * rc.cfg.warmup_limit().as_secs_f64() + secs + WARMUP_DRAIN_S;
+    let bound = 2.0 * rc.cfg.timing.warmup_limit().as_secs_f64() + secs + WARMUP_DRAIN_S;
     let watchdog = tokio_util::sync::CancellationToken::new();
     let timer = {
         let (done, controls) = (watchdog.clone(), rc.controls.clone());
@@ -110,7 +111,7 @@ pub(crate) async fn decode_matrix(
     prompts: &PromptPlan,
     rec: &mut Recorder,
 ) {
-    let request_mode = rc.cfg.request_count > 0;
+    let request_mode = rc.cfg.matrix.request_count > 0;
     rc.live.send(LiveEvent::PhaseChanged(if request_mode {
         Phase::Burst
     } else {
@@ -118,7 +119,7 @@ pub(crate) async fn decode_matrix(
     }));
     let mut recorded: Vec<u64> = plan.prefill_carried.clone();
     let t0 = rc.clock.now();
-    let passes = rc.cfg.repeat.max(1);
+    let passes = rc.cfg.matrix.repeat.max(1);
     let todo: Vec<&PlannedCell> = plan.cells.iter().filter(|p| p.carried.is_none()).collect();
     let total: f64 = todo
         .iter()
@@ -178,15 +179,15 @@ pub(crate) async fn decode_matrix(
             }
         }
     }
-    if rc.cfg.slo_bisect {
+    if rc.cfg.slo.bisect {
         bisect(rc, prompts, rec).await;
     }
 }
 
 /// `--slo-search`: why the cell is skipped, when the search says so.
 fn search_skip(rc: &RunCtx, rec: &Recorder, c: u32, x: u64) -> Option<String> {
-    let spec = rc.cfg.slo.as_ref().filter(|_| rc.cfg.slo_search)?;
-    crate::slo_search::search_skip(spec, &rc.cfg.concurrency, rec.results(), c, x)
+    let spec = rc.cfg.slo.spec.as_ref().filter(|_| rc.cfg.slo.search)?;
+    crate::slo_search::search_skip(spec, &rc.cfg.matrix.concurrency, rec.results(), c, x)
 }
 
 /// A cell `--slo-search` does not measure.
@@ -209,10 +210,10 @@ fn slo_skip_cell(
 /// level is measured `--repeat` times back to back (the next level depends
 /// on its verdict, so its repeats cannot be spread over passes).
 async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
-    let Some(spec) = rc.cfg.slo.as_ref() else {
+    let Some(spec) = rc.cfg.slo.spec.as_ref() else {
         return;
     };
-    for &x in &rc.cfg.contexts {
+    for &x in &rc.cfg.matrix.contexts {
         // Levels the bisection measured here: never one twice (§7.7).
         let mut tried: Vec<u32> = Vec::new();
         while let Some((pass, fail, mid)) =
@@ -226,7 +227,7 @@ async fn bisect(rc: &RunCtx, prompts: &PromptPlan, rec: &mut Recorder) {
                 "slo bisect ctx={}: C={pass} passes, C={fail} does not, measuring C={mid}",
                 format_context(x)
             ));
-            for repeat in 1..=rc.cfg.repeat.max(1) {
+            for repeat in 1..=rc.cfg.matrix.repeat.max(1) {
                 if rc.controls.stop.is_cancelled() {
                     return;
                 }
@@ -272,13 +273,13 @@ async fn run_planned_cell(
     record_prefill: bool,
 ) -> CellOutput {
     let messages = prompts.messages(x, &format!("ctx{x}"));
-    if rc.cfg.request_count > 0 {
+    if rc.cfg.matrix.request_count > 0 {
         let spec = BurstSpec {
             concurrency: c,
             context: x,
             messages,
-            requests: rc.cfg.request_count,
-            warmup: rc.cfg.warmup_request_count,
+            requests: rc.cfg.matrix.request_count,
+            warmup: rc.cfg.matrix.warmup_request_count,
             mode: MODE_REQUEST_COUNT,
             record_prefill,
         };
@@ -288,8 +289,8 @@ async fn run_planned_cell(
             concurrency: c,
             context: x,
             messages,
-            duration: rc.cfg.duration,
-            auto_stop: rc.cfg.auto_stop,
+            duration: rc.cfg.matrix.duration,
+            auto_stop: rc.cfg.matrix.auto_stop,
             record_prefill,
         };
         measure_cell(rc, spec).await
@@ -303,8 +304,8 @@ fn stopped(rc: &RunCtx, cell: &CellResult) -> bool {
 
 /// `--cell-pause-seconds` between cells.
 async fn pause(rc: &RunCtx) {
-    if rc.cfg.cell_pause_seconds > 0.0 {
-        tokio::time::sleep(Duration::from_secs_f64(rc.cfg.cell_pause_seconds)).await;
+    if rc.cfg.timing.cell_pause_seconds > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(rc.cfg.timing.cell_pause_seconds)).await;
     }
 }
 
@@ -312,11 +313,11 @@ async fn pause(rc: &RunCtx) {
 /// order with the plan's skips.
 pub(crate) async fn burst_matrix(
     rc: &RunCtx,
+    burst: &BurstConfig,
     plan: &RunPlan,
     prompts: &PromptPlan,
     rec: &mut Recorder,
 ) {
-    let cfg = &rc.cfg;
     rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
     rc.live.event("Phase 3: Burst / E2E decode request burst");
     for planned in plan.cells.iter().filter(|p| p.burst_carried.is_none()) {
@@ -326,9 +327,9 @@ pub(crate) async fn burst_matrix(
         let (c, x) = (planned.concurrency, planned.context);
         let (n, w) = burst_counts(
             c,
-            cfg.burst_request_count,
-            cfg.burst_warmup_request_count,
-            cfg.burst_requests_per_concurrency,
+            burst.burst_request_count,
+            burst.burst_warmup_request_count,
+            burst.burst_requests_per_concurrency,
         );
         let mut cell = match (&planned.skip, server_watch::gone(rc)) {
             (Some(inf), _) => {

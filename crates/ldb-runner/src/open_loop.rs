@@ -46,10 +46,10 @@ pub(crate) async fn rate_matrix(
     rec: &mut Recorder,
 ) {
     rc.live.send(LiveEvent::PhaseChanged(Phase::Burst));
-    let mut rates = rc.cfg.request_rates.clone();
+    let mut rates = rc.cfg.open_loop.request_rates.clone();
     rates.sort_by(f64::total_cmp);
     let mut index = 0u64;
-    for &x in &rc.cfg.contexts {
+    for &x in &rc.cfg.matrix.contexts {
         if let Some(reason) = plan
             .rate_skips
             .iter()
@@ -67,7 +67,7 @@ pub(crate) async fn rate_matrix(
             if rc.controls.stop.is_cancelled() {
                 return;
             }
-            if rc.cfg.stop_at_saturation && stop_raising(in_a_row) {
+            if rc.cfg.matrix.stop_at_saturation && stop_raising(in_a_row) {
                 rec.rate_cell(skipped_row(
                     rate,
                     x,
@@ -118,11 +118,12 @@ async fn rate_cell(
     index: u64,
     prompts: &PromptPlan,
 ) -> (RateResult, Option<PrefillEntry>) {
-    let n = requests_per_cell(rate, rc.cfg.rate_request_count, rc.cfg.duration);
+    let ol = &rc.cfg.open_loop;
+    let n = requests_per_cell(rate, ol.rate_request_count, rc.cfg.matrix.duration);
     let at = format!("R={rate} req/s ctx={}", format_context(context));
     rc.live.event(format!(
         "rate cell start {at} requests={n} arrival={}",
-        rc.cfg.arrival
+        ol.arrival
     ));
     let skip = rc.controls.new_skip();
     let mut spec = CellSpec {
@@ -143,10 +144,10 @@ async fn rate_cell(
     // nonce behind the prefixes in turn (`prefix_run.rs`).
     let bodies = crate::prefix_run::RateBodies::new(rc, prompts, (context, index), &spec.messages);
     // A different schedule per cell, the same on every run with this seed.
-    let due = schedule(rate, n, rc.cfg.arrival, rc.cfg.seed.wrapping_add(index));
+    let due = schedule(rate, n, ol.arrival, ol.seed.wrapping_add(index));
     let span = due.last().copied().unwrap_or(0.0);
     // With --shards: the clocks measured and checked before anything is sent.
-    let shards = match RateShards::open(rc, span.max(rc.cfg.duration)).await {
+    let shards = match RateShards::open(rc, span.max(rc.cfg.matrix.duration)).await {
         Ok(s) => s,
         Err(why) => {
             rc.live.event(format!("rate cell error {at}: {why}"));
@@ -196,6 +197,7 @@ async fn send_schedule(
     shards: Option<&RateShards>,
     skip: &CancellationToken,
 ) -> RateSent {
+    let ol = &rc.cfg.open_loop;
     let span = due.last().copied().unwrap_or(0.0);
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
@@ -211,7 +213,7 @@ async fn send_schedule(
     // requests and never answers keeps every --max-in-flight slot taken,
     // and the wait for a free one must end with the cell. Bounded: an
     // overloaded server may hold requests for long.
-    let limit = t0 + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let limit = t0 + span + (3.0 * span).max(ol.open_loop_grace);
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
     // Each shard sends its part of the one schedule (one process: all of it).
@@ -219,7 +221,8 @@ async fn send_schedule(
         Some(s) => s.send_orders(rc, due, (t0, limit), &|i| bodies.body(i)),
         None => (due.iter().copied().enumerate().collect(), HashMap::new()),
     };
-    let cap = shards.map_or(rc.cfg.max_in_flight, |s| s.own_cap(rc.cfg.max_in_flight));
+    let cap = ol.max_in_flight;
+    let cap = shards.map_or(cap, |s| s.own_cap(cap));
     let body = |i| match shards {
         Some(_) => own.get(&i).cloned().unwrap_or_default(),
         None => bodies.body(i),
@@ -233,7 +236,7 @@ async fn send_schedule(
         env: StreamEnv {
             window: window.clone(),
             counters: counters.clone(),
-            idle_timeout: rc.cfg.idle_timeout(),
+            idle_timeout: rc.cfg.timing.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         },
@@ -311,7 +314,7 @@ async fn rate_row(
     let mut row = assemble(&RateInputs {
         rate,
         context,
-        arrival: rc.cfg.arrival,
+        arrival: rc.cfg.open_loop.arrival,
         requests: &requests,
         // Over shards, from the union of the requests on the leader's clock.
         max_in_flight: match shards {
@@ -320,7 +323,7 @@ async fn rate_row(
         },
         in_flight_capped: capped || merged.as_ref().is_some_and(|m| m.capped),
         token_gap_p99: counters.gaps.stats().p99,
-        max_error_rate: rc.cfg.max_error_rate,
+        max_error_rate: rc.cfg.timing.max_error_rate,
         not_sent,
     });
     (row.server_prefix_cache_hit_rate, row.prefix_cache) =

@@ -56,10 +56,19 @@ pub fn max_prefill(model_context: u64) -> u64 {
 
 /// The largest decode context whose single request fits; 0 when none does.
 pub fn warmup_context(cfg: &RunConfig, limits: ServerLimits) -> u64 {
-    let mut ctxs = cfg.contexts.clone();
+    let mut ctxs = cfg.matrix.contexts.clone();
     ctxs.sort_unstable_by(|a, b| b.cmp(a));
     ctxs.into_iter()
-        .find(|&x| check(1, x, cfg.max_tokens, limits.kv_budget, limits.model_context).is_none())
+        .find(|&x| {
+            check(
+                1,
+                x,
+                cfg.matrix.max_tokens,
+                limits.kv_budget,
+                limits.model_context,
+            )
+            .is_none()
+        })
         .unwrap_or(0)
 }
 
@@ -67,8 +76,8 @@ pub fn warmup_context(cfg: &RunConfig, limits: ServerLimits) -> u64 {
 pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
     let max_prefill = max_prefill(limits.model_context);
     let prefill = prefill_plan(cfg, limits, max_prefill);
-    let decode_warmup =
-        (!cfg.prefill_only && cfg.decode_warmup_seconds > 0.0).then(|| warmup_context(cfg, limits));
+    let decode_warmup = (!cfg.prefill.prefill_only && cfg.matrix.decode_warmup_seconds > 0.0)
+        .then(|| warmup_context(cfg, limits));
     let prompt_contexts = prompt_contexts(cfg, limits, &prefill);
     let mut p = RunPlan {
         max_prefill,
@@ -82,7 +91,7 @@ pub fn plan(cfg: &RunConfig, limits: ServerLimits) -> RunPlan {
         cells: decode_cells(cfg, limits),
         prefill_carried: vec![],
         rate_skips: rate_skips(cfg, limits),
-        open_loop: cfg.open_loop().then(|| open_loop_line(cfg)),
+        open_loop: cfg.open_loop.is_on().then(|| open_loop_line(cfg)),
         estimated_seconds: 0.0,
     };
     p.estimated_seconds = estimate_seconds(cfg, &p);
@@ -106,27 +115,29 @@ struct PrefillPlan {
 /// Sort the requested prefill contexts into integrated, scout-only and
 /// standalone rows, and those beyond the limit.
 fn prefill_plan(cfg: &RunConfig, limits: ServerLimits, max_prefill: u64) -> PrefillPlan {
-    let standalone_mode = cfg.standalone_prefill || cfg.prefill_only;
-    let integrated: Vec<u64> = if cfg.skip_prefill || standalone_mode {
+    let standalone_mode = cfg.prefill.standalone_prefill || cfg.prefill.prefill_only;
+    let integrated: Vec<u64> = if cfg.prefill.skip_prefill || standalone_mode {
         vec![]
     } else {
-        cfg.contexts
+        cfg.matrix
+            .contexts
             .iter()
             .copied()
             .filter(|&x| x > 0 && x <= max_prefill)
             .collect()
     };
-    let extras: Vec<u64> = if cfg.skip_prefill || standalone_mode {
+    let extras: Vec<u64> = if cfg.prefill.skip_prefill || standalone_mode {
         vec![]
     } else {
-        cfg.prefill_contexts
+        cfg.prefill
+            .prefill_contexts
             .iter()
             .copied()
-            .filter(|x| !cfg.contexts.contains(x))
+            .filter(|x| !cfg.matrix.contexts.contains(x))
             .collect()
     };
     let cold: Vec<u64> = if standalone_mode {
-        cfg.prefill_contexts.clone()
+        cfg.prefill.prefill_contexts.clone()
     } else {
         vec![]
     };
@@ -166,28 +177,35 @@ fn prefill_plan(cfg: &RunConfig, limits: ServerLimits, max_prefill: u64) -> Pref
 
 /// Open-loop contexts whose single request cannot fit the model, and why.
 fn rate_skips(cfg: &RunConfig, limits: ServerLimits) -> Vec<(u64, String)> {
-    if !cfg.open_loop() {
+    if !cfg.open_loop.is_on() {
         return vec![];
     }
-    cfg.contexts
+    cfg.matrix
+        .contexts
         .iter()
         .filter_map(|&x| {
-            check(1, x, cfg.max_tokens, 0, limits.model_context).map(|inf| (x, inf.reason()))
+            check(1, x, cfg.matrix.max_tokens, 0, limits.model_context).map(|inf| (x, inf.reason()))
         })
         .collect()
 }
 
 /// The decode grid in test order, each cell with its skip reason (if any).
 fn decode_cells(cfg: &RunConfig, limits: ServerLimits) -> Vec<PlannedCell> {
-    if cfg.prefill_only || cfg.open_loop() {
+    if cfg.prefill.prefill_only || cfg.open_loop.is_on() {
         return vec![];
     }
-    test_order(&cfg.concurrency, &cfg.contexts)
+    test_order(&cfg.matrix.concurrency, &cfg.matrix.contexts)
         .into_iter()
         .map(|(c, x)| PlannedCell {
             concurrency: c,
             context: x,
-            skip: check(c, x, cfg.max_tokens, limits.kv_budget, limits.model_context),
+            skip: check(
+                c,
+                x,
+                cfg.matrix.max_tokens,
+                limits.kv_budget,
+                limits.model_context,
+            ),
             carried: None,
             burst_carried: None,
             carried_repeats: 0,
@@ -199,13 +217,14 @@ fn decode_cells(cfg: &RunConfig, limits: ServerLimits) -> Vec<PlannedCell> {
 /// fits the model, and the prefill contexts measured (only prompts that
 /// will be sent).
 fn prompt_contexts(cfg: &RunConfig, limits: ServerLimits, prefill: &PrefillPlan) -> Vec<u64> {
-    let mut out: Vec<u64> = if cfg.prefill_only {
+    let mut out: Vec<u64> = if cfg.prefill.prefill_only {
         vec![]
     } else {
-        cfg.contexts
+        cfg.matrix
+            .contexts
             .iter()
             .copied()
-            .filter(|&x| check(1, x, cfg.max_tokens, 0, limits.model_context).is_none())
+            .filter(|&x| check(1, x, cfg.matrix.max_tokens, 0, limits.model_context).is_none())
             .collect()
     };
     out.extend(&prefill.scout_only);
@@ -217,18 +236,24 @@ fn prompt_contexts(cfg: &RunConfig, limits: ServerLimits, prefill: &PrefillPlan)
 
 /// "rates 2, 8 req/s × contexts 0, 1k: 8 cells (poisson arrivals, seed 42), requests per cell: 60, 240".
 fn open_loop_line(cfg: &RunConfig) -> String {
-    let mut rates = cfg.request_rates.clone();
+    let mut rates = cfg.open_loop.request_rates.clone();
     rates.sort_by(f64::total_cmp);
     let join = |v: Vec<String>| v.join(", ");
     format!(
         "open loop: rates {} req/s × contexts {}: {} cells ({} arrivals, seed {}{}), requests per cell: {}",
         join(rates.iter().map(|r| format!("{r}")).collect()),
-        join(cfg.contexts.iter().map(|&x| format_context(x)).collect()),
-        rates.len() * cfg.contexts.len(),
-        cfg.arrival,
-        cfg.seed,
-        if cfg.max_in_flight > 0 {
-            format!(", at most {} in flight", cfg.max_in_flight)
+        join(
+            cfg.matrix
+                .contexts
+                .iter()
+                .map(|&x| format_context(x))
+                .collect()
+        ),
+        rates.len() * cfg.matrix.contexts.len(),
+        cfg.open_loop.arrival,
+        cfg.open_loop.seed,
+        if cfg.open_loop.max_in_flight > 0 {
+            format!(", at most {} in flight", cfg.open_loop.max_in_flight)
         } else {
             String::new()
         },
@@ -236,8 +261,12 @@ fn open_loop_line(cfg: &RunConfig) -> String {
             rates
                 .iter()
                 .map(|&r| {
-                    crate::open_loop::requests_per_cell(r, cfg.rate_request_count, cfg.duration)
-                        .to_string()
+                    crate::open_loop::requests_per_cell(
+                        r,
+                        cfg.open_loop.rate_request_count,
+                        cfg.matrix.duration,
+                    )
+                    .to_string()
                 })
                 .collect()
         )
@@ -262,12 +291,12 @@ pub fn beyond_prefill_limit(context: u64, max_prefill: u64, model_context: u64) 
 fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
     let measured: f64 = p
         .cells_to_measure()
-        .map(|c| f64::from(cfg.repeat.max(1).saturating_sub(c.carried_repeats)))
+        .map(|c| f64::from(cfg.matrix.repeat.max(1).saturating_sub(c.carried_repeats)))
         .sum();
-    let per_cell = if cfg.request_count > 0 {
+    let per_cell = if cfg.matrix.request_count > 0 {
         CELL_OVERHEAD_S
     } else {
-        cfg.duration + CELL_OVERHEAD_S
+        cfg.matrix.duration + CELL_OVERHEAD_S
     };
     let rows = p
         .scout_only
@@ -277,12 +306,13 @@ fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
         .count() as f64
         + f64::from(u8::from(p.prefill_warmup.is_some()));
     let warmup = if p.decode_warmup.is_some() {
-        cfg.decode_warmup_seconds + CELL_OVERHEAD_S
+        cfg.matrix.decode_warmup_seconds + CELL_OVERHEAD_S
     } else {
         0.0
     };
-    let rate_cells = if cfg.open_loop() {
-        (cfg.contexts.len() - p.rate_skips.len()) as f64 * cfg.request_rates.len() as f64
+    let rate_cells = if cfg.open_loop.is_on() {
+        (cfg.matrix.contexts.len() - p.rate_skips.len()) as f64
+            * cfg.open_loop.request_rates.len() as f64
     } else {
         0.0
     };
@@ -296,12 +326,18 @@ mod tests {
 
     fn cfg(concs: &[u32], ctxs: &[u64]) -> RunConfig {
         RunConfig {
-            concurrency: concs.to_vec(),
-            contexts: ctxs.to_vec(),
-            max_tokens: 1024,
-            duration: 30.0,
-            decode_warmup_seconds: 10.0,
-            prefill_contexts: vec![],
+            matrix: crate::config::MatrixConfig {
+                concurrency: concs.to_vec(),
+                contexts: ctxs.to_vec(),
+                max_tokens: 1024,
+                duration: 30.0,
+                decode_warmup_seconds: 10.0,
+                ..Default::default()
+            },
+            prefill: crate::config::PrefillConfig {
+                prefill_contexts: vec![],
+                ..Default::default()
+            },
             ..RunConfig::default()
         }
     }
@@ -359,7 +395,7 @@ mod tests {
     #[test]
     fn integrated_scout_only_and_skipped_prefill_contexts() {
         let mut c = cfg(&[1], &[0, 4096]);
-        c.prefill_contexts = vec![4096, 65_536, 1024];
+        c.prefill.prefill_contexts = vec![4096, 65_536, 1024];
         let p = plan(&c, LIMITS);
         assert_eq!(p.max_prefill, 32_768 - 64);
         assert_eq!(p.integrated_prefill, vec![4096]);
@@ -382,8 +418,8 @@ mod tests {
     #[test]
     fn prefill_only_plans_no_cells_and_standalone_rows() {
         let mut c = cfg(&[1, 2], &[0, 4096]);
-        c.prefill_only = true;
-        c.prefill_contexts = vec![2048, 200_000];
+        c.prefill.prefill_only = true;
+        c.prefill.prefill_contexts = vec![2048, 200_000];
         let p = plan(&c, ServerLimits::default());
         assert!(p.cells.is_empty());
         assert!(p.integrated_prefill.is_empty() && p.scout_only.is_empty());
@@ -397,8 +433,8 @@ mod tests {
     #[test]
     fn skip_prefill_measures_no_prefill_row() {
         let mut c = cfg(&[1], &[0, 4096]);
-        c.skip_prefill = true;
-        c.prefill_contexts = vec![1024];
+        c.prefill.skip_prefill = true;
+        c.prefill.prefill_contexts = vec![1024];
         let p = plan(&c, LIMITS);
         assert!(p.integrated_prefill.is_empty() && p.scout_only.is_empty());
         assert_eq!(p.prefill_warmup, None);

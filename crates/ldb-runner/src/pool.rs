@@ -52,7 +52,7 @@ impl StreamPool {
         parent: &CancellationToken,
     ) -> StreamPool {
         let base = StreamEnv {
-            idle_timeout: rc.cfg.idle_timeout(),
+            idle_timeout: rc.cfg.timing.idle_timeout(),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };
         Self::launch_spread(

@@ -32,7 +32,7 @@ pub(crate) async fn prefill_phase(
     // A server that answers 200 and then only keep-alive comments would hold
     // the warmup for the 30-minute first-token limit: bound it.
     let jit_env = StreamEnv {
-        first_token_timeout: Some(rc.cfg.warmup_limit()),
+        first_token_timeout: Some(rc.cfg.timing.warmup_limit()),
         ..env.clone()
     };
     let mut jit = probe(&jit_env, &rc.model, &jit_prompt, &rc.controls.stop).await;
@@ -134,7 +134,7 @@ async fn scout_only(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, x: u64) -> 
         x,
         &p,
         validation,
-        rc.cfg.prefill_metric == crate::config::PrefillMetric::Prometheus,
+        rc.cfg.prefill.prefill_metric == crate::config::PrefillMetric::Prometheus,
     );
     if let Some(e) = &p.error {
         row.skipped = true;

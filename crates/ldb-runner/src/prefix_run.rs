@@ -159,10 +159,10 @@ impl<'a> RateBodies<'a> {
         messages: &'a [Message],
     ) -> Self {
         let options = BodyOptions {
-            max_tokens: rc.cfg.max_tokens,
+            max_tokens: rc.cfg.matrix.max_tokens,
             continuous_usage: false,
-            ignore_eos: !rc.cfg.respect_eos,
-            temperature: rc.cfg.temperature,
+            ignore_eos: !rc.cfg.matrix.respect_eos,
+            temperature: rc.cfg.matrix.temperature,
         };
         RateBodies {
             rc,

@@ -18,17 +18,17 @@ use crate::config::RunConfig;
 use crate::live::Live;
 use crate::run::RunError;
 
-/// The replicas of `cfg.metrics_urls`, discovered, with `disc` changed to
+/// The replicas of `cfg.target.metrics_urls`, discovered, with `disc` changed to
 /// describe them together; empty when none is named.
 pub(crate) async fn discover(
     cfg: &RunConfig,
     disc: &mut Discovery,
     live: &Live,
 ) -> Result<Replicas, RunError> {
-    if cfg.metrics_urls.is_empty() {
+    if cfg.target.metrics_urls.is_empty() {
         return Ok(Replicas::default());
     }
-    let mut replicas = Replicas::new(&cfg.metrics_urls, cfg.api_key.clone())?;
+    let mut replicas = Replicas::new(&cfg.target.metrics_urls, cfg.target.api_key.clone())?;
     let found = replicas.discover(Some(disc.model.as_str())).await?;
     apply(disc, &found);
     let urls: Vec<String> = replicas.urls().into_iter().map(redact_url).collect();

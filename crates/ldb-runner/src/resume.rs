@@ -319,9 +319,15 @@ mod tests {
     #[test]
     fn the_resumed_document_keeps_finished_cells_and_appends_the_history() {
         let cfg = RunConfig {
-            concurrency: vec![1, 2],
-            contexts: vec![0, 1024],
-            prefill_contexts: vec![],
+            matrix: crate::config::MatrixConfig {
+                concurrency: vec![1, 2],
+                contexts: vec![0, 1024],
+                ..Default::default()
+            },
+            prefill: crate::config::PrefillConfig {
+                prefill_contexts: vec![],
+                ..Default::default()
+            },
             ..RunConfig::default()
         };
         let mut p = plan(&cfg, ServerLimits::default());

@@ -13,7 +13,7 @@ use ldb_core::hardware::P2pOverride;
 use ldb_core::live::LiveEvent;
 use ldb_core::tokens::format_context;
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, TargetConfig};
 use crate::ctx::{Controls, Hardware, RunCtx};
 use crate::kvbudget::{KvBudget, kv_budget};
 use crate::live::Live;
@@ -95,14 +95,14 @@ fn fabric_blocks(doc: &mut ResultDocument, diagnostics: Option<&StartupDiagnosti
 /// seconds; any other failure, or the time running out, is returned at once.
 pub(crate) async fn discover_when_up(
     http: &Http,
-    cfg: &RunConfig,
+    target: &TargetConfig,
     live: &Live,
 ) -> Result<Discovery, ldb_client::ClientError> {
     use ldb_client::ClientError;
     let start = std::time::Instant::now();
     let mut told = false;
     loop {
-        let err = match discover(http, cfg.model.as_deref()).await {
+        let err = match discover(http, target.model.as_deref()).await {
             Ok(d) => return Ok(d),
             Err(e) => e,
         };
@@ -115,14 +115,14 @@ pub(crate) async fn discover_when_up(
                     ..
                 }
         );
-        let left = cfg.wait_for_server - start.elapsed().as_secs_f64();
+        let left = target.wait_for_server - start.elapsed().as_secs_f64();
         if !starting || left <= 0.0 {
             return Err(err);
         }
         if !told {
             live.event(format!(
                 "server not ready ({err}); waiting up to {:.0} s",
-                cfg.wait_for_server
+                target.wait_for_server
             ));
             told = true;
         }
@@ -139,10 +139,10 @@ pub async fn dry_run(
     resume: Option<&ResultDocument>,
 ) -> Result<(Vec<String>, RunPlan), RunError> {
     let (live, _rx) = Live::new();
-    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), 2)?;
-    live.event(format!("startup server={}", cfg.server_label));
-    let disc = discover_when_up(&http, cfg, &live).await?;
-    let kv = kv_budget(cfg, &disc, &http);
+    let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), 2)?;
+    live.event(format!("startup server={}", cfg.target.server_label));
+    let disc = discover_when_up(&http, &cfg.target, &live).await?;
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     startup_events(&live, &disc, &kv);
     let mut p = plan(cfg, limits(&disc, &kv));
     if let Some(prior) = resume {
@@ -157,9 +157,9 @@ pub async fn dry_run(
 /// metadata it would record, for [`crate::rerun::differences`].
 pub async fn preview(cfg: &RunConfig) -> Result<(RunPlan, Metadata), RunError> {
     let (live, _rx) = Live::new();
-    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), 2)?;
-    let disc = discover_when_up(&http, cfg, &live).await?;
-    let kv = kv_budget(cfg, &disc, &http);
+    let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), 2)?;
+    let disc = discover_when_up(&http, &cfg.target, &live).await?;
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     let p = plan(cfg, limits(&disc, &kv));
     let md = metadata(cfg, &disc, &kv, p.decode_warmup.unwrap_or(0));
     Ok((p, md))
@@ -174,7 +174,7 @@ fn check_settings(cfg: &RunConfig, saved: &Metadata, now: &Metadata) -> Result<(
     Err(RunError::Resume(format!(
         "--resume: {} was made with other settings than this run ({}); rerun the command \
          that wrote it, or drop --resume to start over",
-        cfg.output.display(),
+        cfg.output.output.display(),
         diffs.join("; ")
     )))
 }
@@ -214,7 +214,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
     doc.metadata.startup_diagnostics_available = hooks.diagnostics.is_some();
     fabric_blocks(&mut doc, hooks.diagnostics.as_ref());
     doc.metadata.nvidia_p2p_override_effective = hooks.p2p.as_ref().is_some_and(|p| p.effective);
-    let request_mode = rc.cfg.request_count > 0;
+    let request_mode = rc.cfg.matrix.request_count > 0;
     let mut rec = Recorder::new(
         doc,
         rc.live.clone(),
@@ -232,17 +232,17 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         rc.scraper.stop();
         return Err(e);
     }
-    if rc.cfg.prefill_only {
+    if rc.cfg.prefill.prefill_only {
         return Ok(end_run(&rc, rec, "prefill-only run complete"));
     }
     decode_warmup(&rc, &plan, &prompts, &mut rec).await;
-    if rc.cfg.open_loop() {
+    if rc.cfg.open_loop.is_on() {
         crate::open_loop::rate_matrix(&rc, &plan, &prompts, &mut rec).await;
         return Ok(end_run(&rc, rec, "run complete"));
     }
     decode_matrix(&rc, &plan, &prompts, &mut rec).await;
-    if rc.cfg.run_burst && !request_mode {
-        burst_matrix(&rc, &plan, &prompts, &mut rec).await;
+    if rc.cfg.burst.run_burst && !request_mode {
+        burst_matrix(&rc, &rc.cfg.burst, &plan, &prompts, &mut rec).await;
     }
     Ok(end_run(&rc, rec, "run complete"))
 }
@@ -253,7 +253,7 @@ fn announce_resume(rc: &RunCtx, plan: &RunPlan) {
     let left = plan.cells_to_measure().count();
     rc.live.event(format!(
         "resuming {}: {carried} cells and {} prefill rows carried over, {left} cells to measure",
-        rc.cfg.output.display(),
+        rc.cfg.output.output.display(),
         plan.prefill_carried.len(),
     ));
 }
@@ -273,22 +273,22 @@ pub(crate) async fn start(
 ) -> Result<(RunCtx, Discovery, KvBudget), RunError> {
     let live = hooks.live.clone();
     let clock = RunClock::new();
-    let max_c = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
-    let http = Http::new(&cfg.base_url, cfg.api_key.clone(), max_c + 20)?;
-    live.event(format!("startup server={}", cfg.server_label));
-    let mut disc = discover_when_up(&http, &cfg, &live).await?;
+    let max_c = cfg.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
+    let http = Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), max_c + 20)?;
+    live.event(format!("startup server={}", cfg.target.server_label));
+    let mut disc = discover_when_up(&http, &cfg.target, &live).await?;
     // --metrics-url: the replicas' metrics and KV capacity, summed
     let replicas = crate::replicas::discover(&cfg, &mut disc, &live).await?;
-    let kv = kv_budget(&cfg, &disc, &http);
+    let kv = kv_budget(&cfg.kv, &disc, &http);
     startup_events(&live, &disc, &kv);
     let scraper = Scraper::start_replicas(
         http.clone(),
         disc.engine,
         clock,
         ScrapePace {
-            idle: Duration::from_secs_f64(cfg.scrape_interval),
-            measuring: (cfg.metrics_interval > 0.0)
-                .then(|| Duration::from_secs_f64(cfg.metrics_interval)),
+            idle: Duration::from_secs_f64(cfg.timing.scrape_interval),
+            measuring: (cfg.timing.metrics_interval > 0.0)
+                .then(|| Duration::from_secs_f64(cfg.timing.metrics_interval)),
         },
         disc.metrics_available,
         disc.attn_tp_size,
@@ -327,9 +327,9 @@ pub(crate) async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan)
         &rc.http,
         disc,
         needed,
-        rc.cfg.calibration_context,
-        rc.cfg.calibration_cache.as_deref(),
-        !rc.cfg.estimate_only,
+        rc.cfg.prefill.calibration_context,
+        rc.cfg.prefill.calibration_cache.as_deref(),
+        !rc.cfg.prefill.estimate_only,
         (
             rc.cfg.prefix_cache.shared_prefix_tokens,
             rc.cfg.prefix_cache.groups(),

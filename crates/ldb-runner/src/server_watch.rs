@@ -143,7 +143,7 @@ enum Waited {
 /// `during` names what ran into it, `evidence` the failure that showed it.
 async fn wait_for_return(rc: &RunCtx, during: String, evidence: String) -> Waited {
     let since = unix_now();
-    let grace = rc.cfg.server_down_grace.max(0.0);
+    let grace = rc.cfg.timing.server_down_grace.max(0.0);
     rc.live.event(format!(
         "server down: no answer since {} UTC after {during} failed ({evidence}); waiting up to \
          {grace:.0} s for it to return (--server-down-grace)",

@@ -104,7 +104,7 @@ struct Sample {
 /// Profile one context and return its row.
 pub async fn profile(rc: &RunCtx, env: &StreamEnv, plan: &PromptPlan, ctx: u64) -> PrefillEntry {
     let skip = rc.controls.new_skip();
-    let metric = rc.cfg.prefill_metric;
+    let metric = rc.cfg.prefill.prefill_metric;
     let word = if metric == PrefillMetric::Prometheus {
         "prometheus"
     } else {
@@ -140,10 +140,10 @@ fn announce_start(rc: &RunCtx, ctx: u64, word: &str) {
     rc.live.event(format!(
         "standalone prefill start ctx={} ({word}, {} s)",
         format_context(ctx),
-        rc.cfg.prefill_duration
+        rc.cfg.prefill.prefill_duration
     ));
     let rate = rc.prefill_rate.lock().ok().and_then(|g| *g);
-    let eta = rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill_duration));
+    let eta = rate.map(|r| (ctx as f64 / r).max(rc.cfg.prefill.prefill_duration));
     rc.live.send(LiveEvent::PrefillStarted {
         context: ctx,
         method: word.into(),
@@ -162,13 +162,14 @@ async fn take_samples(
     skip: &CancellationToken,
     word: &str,
 ) -> (Vec<Sample>, Option<String>) {
-    let validate = rc.cfg.prefill_metric != PrefillMetric::Client;
+    let validate = rc.cfg.prefill.prefill_metric != PrefillMetric::Client;
     let t0 = rc.clock.now();
     let mut samples: Vec<Sample> = Vec::new();
     let mut failures_in_row = 0;
     let mut first_error: Option<String> = None;
     for r in 0..MAX_ATTEMPTS {
-        let enough = samples.len() >= MIN_SAMPLES && rc.clock.now() - t0 >= rc.cfg.prefill_duration;
+        let enough =
+            samples.len() >= MIN_SAMPLES && rc.clock.now() - t0 >= rc.cfg.prefill.prefill_duration;
         if skip.is_cancelled() || enough || failures_in_row >= 2 {
             break;
         }
@@ -199,7 +200,7 @@ async fn take_samples(
 fn show_sample(rc: &RunCtx, ctx: u64, word: &str, p: &ProbeResult, ok: usize, elapsed: f64) {
     let tokens = p.prompt_tokens.unwrap_or(ctx) as f64;
     let tps = if p.ttft > 0.0 { tokens / p.ttft } else { 0.0 };
-    let left = (rc.cfg.prefill_duration - elapsed).max(0.0);
+    let left = (rc.cfg.prefill.prefill_duration - elapsed).max(0.0);
     rc.live.send(LiveEvent::PrefillSampled {
         context: ctx,
         ttft: p.ttft,

@@ -64,7 +64,7 @@ async fn a_server_capped_below_c_is_flagged_within_15_s() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.scheduler.max_running = 2).await;
     let mut cfg = config(&sim, &[6], &[0], 3.0);
-    cfg.cell_warmup_timeout = 120.0;
+    cfg.timing.cell_warmup_timeout = 120.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 6, 0);
     assert_eq!(r.ext.status, CellStatus::CapacityLimited);
@@ -148,7 +148,7 @@ async fn prefill_rate_matches_truth_and_is_validated_by_the_server() {
     // inside the tolerance (at 10,000 tok/s they took half of it).
     let sim = start(FLAT, |s| s.scheduler.prefill_tok_s = 5_000.0).await;
     let mut cfg = config(&sim, &[1], &[0, 16384], 1.0);
-    cfg.prefill_contexts = vec![8192, 32768];
+    cfg.prefill.prefill_contexts = vec![8192, 32768];
     let (doc, _) = bench(cfg, Arc::default()).await;
     for ctx in [8192u64, 16384, 32768] {
         let row = doc
@@ -216,7 +216,7 @@ async fn cells_beyond_kv_or_model_context_are_skipped_with_the_reason() {
     })
     .await;
     let mut cfg = config(&sim, &[1, 4], &[0, 8192, 16384], 1.0);
-    cfg.max_tokens = 1024;
+    cfg.matrix.max_tokens = 1024;
     let (doc, _) = bench(cfg, Arc::default()).await;
     assert_eq!(cell(&doc, 1, 16384).ext.status, CellStatus::SkippedContext);
     let kv = cell(&doc, 4, 8192);
@@ -277,7 +277,7 @@ async fn short_requests_restart_from_the_prefix_cache() {
     let mut cfg = config(&sim, &[4], &[4096], 3.0);
     // 64 tokens at ~92 tok/s per stream: every stream restarts about
     // 1.4 times a second, each time on the scout's cached prefix.
-    cfg.max_tokens = 64;
+    cfg.matrix.max_tokens = 64;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 4, 4096);
     assert_eq!(

@@ -33,13 +33,13 @@ async fn steady_server_closes_early_at_the_full_length_value() {
     // A ±2 % target: the simulator closes at ±0.7 % after 3 s on an idle
     // machine; the margin is for a loaded one.
     let mut early_cfg = config(&sim, &[4], &[0], MAX_S);
-    early_cfg.auto_stop = auto(2.0, 3.0);
+    early_cfg.matrix.auto_stop = auto(2.0, 3.0);
     let (doc, _) = bench(early_cfg, Arc::default()).await;
     let early = cell(&doc, 4, 0).clone();
     // The full-length cell: the same rule held open to the maximum, so it
     // records its own interval.
     let mut full_cfg = config(&sim, &[4], &[0], MAX_S);
-    full_cfg.auto_stop = auto(1.0, MAX_S);
+    full_cfg.matrix.auto_stop = auto(1.0, MAX_S);
     let (full_doc, _) = bench(full_cfg, Arc::default()).await;
     let full = cell(&full_doc, 4, 0).clone();
     sim.shutdown().await;
@@ -96,7 +96,7 @@ async fn drifting_server_runs_to_the_maximum() {
     // ldb-core.
     let sim = start(FLAT, |s| s.step_time.drift_per_s = 0.1 / 15.0).await;
     let mut cfg = config(&sim, &[4], &[0], MAX_S);
-    cfg.auto_stop = auto(1.0, 5.0);
+    cfg.matrix.auto_stop = auto(1.0, 5.0);
     let (doc, _) = bench(cfg, Arc::default()).await;
     sim.shutdown().await;
     let r = cell(&doc, 4, 0);

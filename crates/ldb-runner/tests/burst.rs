@@ -24,17 +24,32 @@ async fn start(patch: impl FnOnce(&mut Scenario)) -> SimHandle {
 
 fn config(sim: &SimHandle, conc: &[u32], ctxs: &[u64], max_tokens: u64) -> RunConfig {
     RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: conc.to_vec(),
-        contexts: ctxs.to_vec(),
-        max_tokens,
-        duration: 1.0,
-        decode_warmup_seconds: 0.0,
-        prefill_contexts: vec![],
-        output: std::env::temp_dir().join("ldb-runner-burst-test.json"),
-        calibration_cache: None,
-        cell_pause_seconds: 0.0,
+        target: ldb_runner::config::TargetConfig {
+            base_url: sim.base_url(),
+            server_label: sim.base_url(),
+            ..Default::default()
+        },
+        matrix: ldb_runner::config::MatrixConfig {
+            concurrency: conc.to_vec(),
+            contexts: ctxs.to_vec(),
+            max_tokens,
+            duration: 1.0,
+            decode_warmup_seconds: 0.0,
+            ..Default::default()
+        },
+        prefill: ldb_runner::config::PrefillConfig {
+            prefill_contexts: vec![],
+            calibration_cache: None,
+            ..Default::default()
+        },
+        timing: ldb_runner::config::TimingConfig {
+            cell_pause_seconds: 0.0,
+            ..Default::default()
+        },
+        output: ldb_runner::config::OutputConfig {
+            output: std::env::temp_dir().join("ldb-runner-burst-test.json"),
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -85,12 +100,12 @@ async fn request_count_throughput_matches_the_closed_loop_truth_at_c1_c4_c16() {
     let m = 128;
     let mut cfg = config(&sim, &[1, 4, 16], &[0], m);
     // N = 2·C is two full waves for every C; two warmup requests first.
-    cfg.warmup_request_count = 2;
+    cfg.matrix.warmup_request_count = 2;
     let mut docs = Vec::new();
     for c in [1u32, 4, 16] {
         let mut cfg = cfg.clone();
-        cfg.concurrency = vec![c];
-        cfg.request_count = 2 * u64::from(c);
+        cfg.matrix.concurrency = vec![c];
+        cfg.matrix.request_count = 2 * u64::from(c);
         docs.push((c, bench(cfg).await));
     }
     for (c, doc) in &docs {
@@ -140,8 +155,8 @@ async fn request_count_mode_sends_exactly_warmup_plus_n_requests_per_cell() {
     let sim = start(|_| {}).await;
     let m = 16;
     let mut cfg = config(&sim, &[1, 3], &[0], m);
-    cfg.request_count = 5;
-    cfg.warmup_request_count = 2;
+    cfg.matrix.request_count = 5;
+    cfg.matrix.warmup_request_count = 2;
     let doc = bench(cfg).await;
     let st = sim.stats();
     // One JIT probe (max_tokens 1) before the cells, then W + N per cell; the
@@ -179,8 +194,8 @@ async fn run_burst_appends_the_burst_matrix_after_the_sustained_one() {
     let sim = start(|_| {}).await;
     let m = 64;
     let mut cfg = config(&sim, &[2], &[0], m);
-    cfg.run_burst = true;
-    cfg.burst_requests_per_concurrency = 2; // N = max(C, 2·C) = 4, warmup = C = 2
+    cfg.burst.run_burst = true;
+    cfg.burst.burst_requests_per_concurrency = 2; // N = max(C, 2·C) = 4, warmup = C = 2
     let doc = bench(cfg).await;
     assert_eq!(doc.results.len(), 1);
     assert_eq!(doc.results[0].benchmark_mode, "duration");
@@ -205,10 +220,10 @@ async fn run_burst_appends_the_burst_matrix_after_the_sustained_one() {
 async fn standalone_prefill_is_cold_and_matches_the_prefill_rate_at_three_contexts() {
     let sim = start(|_| {}).await;
     let mut cfg = config(&sim, &[1], &[0], 16);
-    cfg.prefill_only = true;
-    cfg.standalone_prefill = true;
-    cfg.prefill_duration = 1.0;
-    cfg.prefill_contexts = vec![4096, 8192, 16384];
+    cfg.prefill.prefill_only = true;
+    cfg.prefill.standalone_prefill = true;
+    cfg.prefill.prefill_duration = 1.0;
+    cfg.prefill.prefill_contexts = vec![4096, 8192, 16384];
     let doc = bench(cfg).await;
     let st = sim.stats();
     // Every sample starts with its own hash, so none was served from the
@@ -255,10 +270,10 @@ async fn standalone_prefill_is_cold_and_matches_the_prefill_rate_at_three_contex
 async fn standalone_prometheus_headline_is_validated_and_long_contexts_are_recorded_skips() {
     let sim = start(|s| s.max_model_len = 20000).await;
     let mut cfg = config(&sim, &[1], &[0], 16);
-    cfg.standalone_prefill = true;
-    cfg.prefill_metric = ldb_runner::PrefillMetric::Prometheus;
-    cfg.prefill_duration = 0.1;
-    cfg.prefill_contexts = vec![8192, 32768];
+    cfg.prefill.standalone_prefill = true;
+    cfg.prefill.prefill_metric = ldb_runner::PrefillMetric::Prometheus;
+    cfg.prefill.prefill_duration = 0.1;
+    cfg.prefill.prefill_contexts = vec![8192, 32768];
     let doc = bench(cfg).await;
     let row = &doc.prefill[&8192];
     assert_eq!(
@@ -301,7 +316,7 @@ async fn a_capped_server_is_capacity_limited_and_failed_requests_make_the_cell_a
     // The server runs at most 2 requests at once; the batch asks for 4.
     let sim = start(|s| s.scheduler.max_running = 2).await;
     let mut cfg = config(&sim, &[4], &[0], 32);
-    cfg.request_count = 8;
+    cfg.matrix.request_count = 8;
     let doc = bench(cfg).await;
     let r = find(&doc.results, 4, 0);
     assert_eq!(r.ext.status, CellStatus::CapacityLimited);
@@ -324,7 +339,7 @@ async fn a_capped_server_is_capacity_limited_and_failed_requests_make_the_cell_a
     })
     .await;
     let mut cfg = config(&sim, &[2], &[0], 16);
-    cfg.request_count = 4;
+    cfg.matrix.request_count = 4;
     let doc = bench(cfg).await;
     let r = find(&doc.results, 2, 0);
     assert_eq!(r.ext.status, CellStatus::Error);

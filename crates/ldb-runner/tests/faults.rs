@@ -22,8 +22,8 @@ async fn streams_that_go_silent_fail_at_the_idle_limit_and_the_cell_says_why() {
     })
     .await;
     let mut cfg = config(&sim, &[2], &[0], 3.0);
-    cfg.stream_idle_timeout = 1.0;
-    cfg.cell_warmup_timeout = 8.0;
+    cfg.timing.stream_idle_timeout = 1.0;
+    cfg.timing.cell_warmup_timeout = 8.0;
     let t0 = std::time::Instant::now();
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &doc.results[0];
@@ -45,7 +45,7 @@ async fn error_cell_says(fault: impl FnOnce(&mut ldb_sim::Scenario), reason: &st
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, fault).await;
     let mut cfg = config(&sim, &[2], &[0], 2.0);
-    cfg.cell_warmup_timeout = 8.0;
+    cfg.timing.cell_warmup_timeout = 8.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &doc.results[0];
     assert_eq!(r.ext.status, CellStatus::Error, "{:?}", r.ext);
@@ -105,9 +105,9 @@ async fn one_stream_in_n_cut_leaves_the_cell_valid_with_its_error_rate() {
     .await;
     let mut cfg = config(&sim, &[4], &[0], 4.0);
     // Short requests, so each stream sends many and a few are cut.
-    cfg.max_tokens = 32;
-    cfg.max_error_rate = 0.6;
-    cfg.cell_warmup_timeout = 8.0;
+    cfg.matrix.max_tokens = 32;
+    cfg.timing.max_error_rate = 0.6;
+    cfg.timing.cell_warmup_timeout = 8.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &doc.results[0];
     // Valid: `ok`, or `capacity_limited` when the short requests and the
@@ -151,7 +151,7 @@ async fn metrics_lost_after_discovery(how: impl FnOnce(&mut ldb_sim::Scenario), 
         .expect("clock")
         .as_secs_f64();
     let mut cfg = config(&sim, &[2], &[0], 2.0);
-    cfg.cell_warmup_timeout = 8.0;
+    cfg.timing.cell_warmup_timeout = 8.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &doc.results[0];
     assert_eq!(r.ext.status, CellStatus::Ok, "{:?}", r.ext);
@@ -197,8 +197,8 @@ async fn keep_alive_comments_alone_end_the_warmup_at_its_limit_and_label_it() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.faults.keepalive_only_share = 1.0).await;
     let mut cfg = config(&sim, &[1], &[0], 1.0);
-    cfg.cell_warmup_timeout = 2.0;
-    cfg.decode_warmup_seconds = 1.0;
+    cfg.timing.cell_warmup_timeout = 2.0;
+    cfg.matrix.decode_warmup_seconds = 1.0;
     let run = bench(cfg, Arc::default());
     let (doc, _) = tokio::time::timeout(std::time::Duration::from_secs(90), run)
         .await
@@ -258,8 +258,8 @@ async fn a_scout_fed_only_keep_alives_ends_at_the_warmup_limit_and_is_labelled()
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.faults.keepalive_requests = vec![3]).await;
     let mut cfg = config(&sim, &[1], &[8192], 1.5);
-    cfg.cell_warmup_timeout = 5.0;
-    cfg.ready_stable_seconds = 1.0;
+    cfg.timing.cell_warmup_timeout = 5.0;
+    cfg.timing.ready_stable_seconds = 1.0;
     let run = bench(cfg, Arc::default());
     let (doc, _) = tokio::time::timeout(std::time::Duration::from_secs(90), run)
         .await

@@ -51,10 +51,10 @@ async fn a_few_failed_requests_leave_the_cell_valid_and_counted() {
     })
     .await;
     let mut cfg = config(&sim, &[4], &[0], 6.0);
-    cfg.max_tokens = 32;
+    cfg.matrix.max_tokens = 32;
     // Failures are drawn at random: a limit well above 5 % keeps a correct
     // implementation from failing on an unlucky draw (P < 0.001).
-    cfg.max_error_rate = 0.2;
+    cfg.timing.max_error_rate = 0.2;
     let (doc, _) = bench(cfg.clone(), Arc::default()).await;
     let r = cell(&doc, 4, 0);
     // Valid: measured and reported (a stream pausing after a failure may make
@@ -94,9 +94,9 @@ async fn a_few_failed_requests_leave_the_cell_valid_and_counted() {
         s.faults.error_status = 503;
     })
     .await;
-    cfg.base_url = sim.base_url();
-    cfg.duration = 3.0;
-    cfg.max_error_rate = 0.02;
+    cfg.target.base_url = sim.base_url();
+    cfg.matrix.duration = 3.0;
+    cfg.timing.max_error_rate = 0.02;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 4, 0);
     assert_eq!(r.ext.status, CellStatus::Error);
@@ -145,7 +145,7 @@ async fn windowed_latency_leaves_out_the_ramp_up_and_gaps_match_the_step() {
     // Short requests restart inside the window: their TTFTs are the windowed ones.
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[2], &[0], 3.0);
-    cfg.max_tokens = 40;
+    cfg.matrix.max_tokens = 40;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     let ttft = r.latency.ttft.expect("first tokens inside the window");
@@ -165,7 +165,7 @@ async fn reasoning_tokens_are_split_from_the_answer_and_ttfo_follows_them() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.output.reasoning_tokens = 30).await;
     let mut cfg = config(&sim, &[2], &[0], 3.0);
-    cfg.max_tokens = 60;
+    cfg.matrix.max_tokens = 60;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
@@ -228,7 +228,7 @@ async fn a_server_that_ignores_ignore_eos_is_reported() {
     })
     .await;
     let mut cfg = config(&sim, &[2], &[0], 2.0);
-    cfg.max_tokens = 200;
+    cfg.matrix.max_tokens = 200;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     assert!(

@@ -15,19 +15,37 @@ use ldb_sim::SimHandle;
 
 fn config(sim: &SimHandle, rates: &[f64], count: u64, max_tokens: u64) -> RunConfig {
     RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: vec![1],
-        contexts: vec![0],
-        max_tokens,
-        duration: 1.0,
-        decode_warmup_seconds: 0.0,
-        prefill_contexts: vec![],
-        output: std::env::temp_dir().join("ldb-runner-open-loop-test.json"),
-        calibration_cache: None,
-        cell_pause_seconds: 0.0,
-        request_rates: rates.to_vec(),
-        rate_request_count: count,
+        target: ldb_runner::config::TargetConfig {
+            base_url: sim.base_url(),
+            server_label: sim.base_url(),
+            ..Default::default()
+        },
+        matrix: ldb_runner::config::MatrixConfig {
+            concurrency: vec![1],
+            contexts: vec![0],
+            max_tokens,
+            duration: 1.0,
+            decode_warmup_seconds: 0.0,
+            ..Default::default()
+        },
+        prefill: ldb_runner::config::PrefillConfig {
+            prefill_contexts: vec![],
+            calibration_cache: None,
+            ..Default::default()
+        },
+        open_loop: ldb_runner::config::OpenLoopConfig {
+            request_rates: rates.to_vec(),
+            rate_request_count: count,
+            ..Default::default()
+        },
+        timing: ldb_runner::config::TimingConfig {
+            cell_pause_seconds: 0.0,
+            ..Default::default()
+        },
+        output: ldb_runner::config::OutputConfig {
+            output: std::env::temp_dir().join("ldb-runner-open-loop-test.json"),
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }
@@ -84,7 +102,7 @@ async fn constant_arrivals_sit_on_the_grid() {
     let _one = SERIAL.lock().await;
     let sim = common::start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[10.0], 100, 2);
-    cfg.arrival = Arrival::Constant;
+    cfg.open_loop.arrival = Arrival::Constant;
     let doc = bench(cfg).await;
     assert_eq!(doc.rate_results[0].completed, 100);
     let (rate, cv) = gap_stats(&last_arrivals(&sim, 100)).expect("stats");
@@ -104,7 +122,7 @@ async fn an_overloaded_server_shows_its_queue_in_the_latency() {
     let _one = SERIAL.lock().await;
     let sim = common::start(FLAT, |s| s.scheduler.max_running = 2).await;
     let mut cfg = config(&sim, &[3.0, 10.0], 24, 50);
-    cfg.arrival = Arrival::Constant;
+    cfg.open_loop.arrival = Arrival::Constant;
     let before = sim.stats().engine.ttft.clone();
     let doc = bench(cfg).await;
     let after = sim.stats().engine.ttft;
@@ -148,10 +166,10 @@ async fn a_server_that_never_answers_cannot_hold_the_dispatch_past_the_limit() {
     let _one = SERIAL.lock().await;
     let sim = common::start(FLAT, |s| s.faults.keepalive_only_share = 1.0).await;
     let mut cfg = config(&sim, &[20.0], 10, 8);
-    cfg.max_in_flight = 2;
-    cfg.open_loop_grace = 2.0;
+    cfg.open_loop.max_in_flight = 2;
+    cfg.open_loop.open_loop_grace = 2.0;
     // the JIT warmup meets the same server: bound it short too
-    cfg.cell_warmup_timeout = 1.0;
+    cfg.timing.cell_warmup_timeout = 1.0;
     let doc = tokio::time::timeout(std::time::Duration::from_secs(60), bench(cfg))
         .await
         .expect("the cell ends at its limit");

@@ -21,22 +21,39 @@ use ldb_sim::{Personality, SimHandle};
 /// prompt opening with one of two 1,024-token shared prefixes.
 fn config(sim: &SimHandle, rates: &[f64], count: u64, reset: ResetMode) -> RunConfig {
     RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: vec![1],
-        contexts: vec![2048],
-        max_tokens: 4,
-        duration: 1.0,
-        decode_warmup_seconds: 0.0,
-        prefill_contexts: vec![],
-        output: std::env::temp_dir().join("ldb-runner-prefix-cache-test.json"),
-        calibration_cache: None,
-        cell_pause_seconds: 0.0,
-        request_rates: rates.to_vec(),
-        rate_request_count: count,
-        // No prefill row (its server check waits for a scrape): the tests
-        // that want one turn it back on.
-        skip_prefill: true,
+        target: ldb_runner::config::TargetConfig {
+            base_url: sim.base_url(),
+            server_label: sim.base_url(),
+            ..Default::default()
+        },
+        matrix: ldb_runner::config::MatrixConfig {
+            concurrency: vec![1],
+            contexts: vec![2048],
+            max_tokens: 4,
+            duration: 1.0,
+            decode_warmup_seconds: 0.0,
+            ..Default::default()
+        },
+        prefill: ldb_runner::config::PrefillConfig {
+            prefill_contexts: vec![],
+            calibration_cache: None, // No prefill row (its server check waits for a scrape): the tests
+            // that want one turn it back on.
+            skip_prefill: true,
+            ..Default::default()
+        },
+        open_loop: ldb_runner::config::OpenLoopConfig {
+            request_rates: rates.to_vec(),
+            rate_request_count: count,
+            ..Default::default()
+        },
+        timing: ldb_runner::config::TimingConfig {
+            cell_pause_seconds: 0.0,
+            ..Default::default()
+        },
+        output: ldb_runner::config::OutputConfig {
+            output: std::env::temp_dir().join("ldb-runner-prefix-cache-test.json"),
+            ..Default::default()
+        },
         prefix_cache: PrefixCacheSettings {
             shared_prefix_tokens: 1024,
             prefix_groups: 2,
@@ -78,7 +95,7 @@ async fn intended_equals_the_servers_hits_with_room_for_every_prefix() {
         let vllm = p == Personality::Vllm;
         let cell_rates: &[f64] = if vllm { &[20.0, 40.0] } else { &[40.0] };
         let mut cfg = config(&sim, cell_rates, 30, ResetMode::Never);
-        cfg.skip_prefill = !vllm;
+        cfg.prefill.skip_prefill = !vllm;
         let (doc, _) = bench(cfg, Arc::default()).await;
         for r in rows(&doc) {
             let (intended, achieved) = rates(r);
@@ -118,7 +135,7 @@ async fn a_small_cache_shows_eviction_as_achieved_below_intended() {
     let sim = start(FLAT, |s| s.kv.prefix_cache_blocks = Some(40)).await;
     let before = sim.stats().engine;
     let mut cfg = config(&sim, &[2.0], 10, ResetMode::Never);
-    cfg.arrival = ldb_core::arrivals::Arrival::Constant;
+    cfg.open_loop.arrival = ldb_core::arrivals::Arrival::Constant;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = &rows(&doc)[0];
     let (intended, achieved) = rates(r);
@@ -219,9 +236,9 @@ async fn matrix_streams_spread_over_the_prefix_groups() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[], 0, ResetMode::Never);
-    cfg.concurrency = vec![2];
+    cfg.matrix.concurrency = vec![2];
     // Requests of about 0.3 s: each stream sends a few inside the window.
-    cfg.max_tokens = 30;
+    cfg.matrix.max_tokens = 30;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let cell = doc.results.first().expect("one cell");
     let intended = cell
@@ -252,11 +269,11 @@ async fn the_standalone_sweep_measures_the_rest_behind_a_warm_prefix() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[], 0, ResetMode::Never);
-    cfg.prefill_only = true;
-    cfg.standalone_prefill = true;
-    cfg.skip_prefill = false;
-    cfg.prefill_contexts = vec![2048];
-    cfg.prefill_duration = 0.2;
+    cfg.prefill.prefill_only = true;
+    cfg.prefill.standalone_prefill = true;
+    cfg.prefill.skip_prefill = false;
+    cfg.prefill.prefill_contexts = vec![2048];
+    cfg.prefill.prefill_duration = 0.2;
     let before = sim.stats().engine;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let after = sim.stats().engine;

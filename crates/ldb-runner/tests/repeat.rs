@@ -21,7 +21,7 @@ async fn three_repeats_interleave_and_average_to_the_truth() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[1, 4], &[0], 1.5);
-    cfg.repeat = 3;
+    cfg.matrix.repeat = 3;
     let (doc, _) = bench(cfg, Arc::default()).await;
     sim.shutdown().await;
     assert_eq!(doc.metadata.repeat, 3);
@@ -85,9 +85,9 @@ async fn slo_search_skips_and_bisection_finds_the_true_frontier() {
     let sim = start(FLAT, |s| s.step_time.per_seq_s = 0.002).await;
     let mut cfg = config(&sim, &[1, 2, 8, 16, 32], &[0], 1.0);
     let spec = SloSpec::parse("tpot_p99=0.021").expect("spec");
-    cfg.slo = Some(spec.clone());
-    cfg.slo_search = true;
-    cfg.slo_bisect = true;
+    cfg.slo.spec = Some(spec.clone());
+    cfg.slo.search = true;
+    cfg.slo.bisect = true;
     let (mut doc, _) = bench(cfg, Arc::default()).await;
     sim.shutdown().await;
     // 8 and 16 failed: 32 is not measured.

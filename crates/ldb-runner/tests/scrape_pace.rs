@@ -27,7 +27,7 @@ fn reads_between(sim: &SimHandle, from: f64, to: f64) -> usize {
 async fn one_cell(interval: f64, duration: f64) -> (SimHandle, ResultDocument, f64, f64) {
     let sim = start(FLAT, |_| {}).await;
     let mut cfg = config(&sim, &[2], &[0], duration);
-    cfg.metrics_interval = interval;
+    cfg.timing.metrics_interval = interval;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
@@ -88,7 +88,7 @@ async fn a_slow_end_scrape_is_sent_before_the_streams_stop() {
     let _serial = SERIAL.lock().await;
     let sim = start(FLAT, |s| s.faults.metrics_delay_s = 1.0).await;
     let mut cfg = config(&sim, &[2], &[0], 4.0);
-    cfg.metrics_interval = 0.0;
+    cfg.timing.metrics_interval = 0.0;
     let (doc, _) = bench(cfg, Arc::default()).await;
     let r = cell(&doc, 2, 0);
     assert_eq!(r.ext.status, CellStatus::Ok, "{}", r.ext.status_reason);
@@ -118,8 +118,8 @@ async fn a_lone_queue_reading_is_confirmed_or_dismissed_by_one_more_read() {
         })
         .await;
         let mut cfg = config(&sim, &[2], &[0], 6.0);
-        cfg.metrics_interval = 0.0;
-        cfg.ready_stable_seconds = 1.0;
+        cfg.timing.metrics_interval = 0.0;
+        cfg.timing.ready_stable_seconds = 1.0;
         let (doc, _) = bench(cfg, Arc::default()).await;
         let r = cell(&doc, 2, 0);
         let basis = r.ext.server_gauge_basis.clone().expect("basis");

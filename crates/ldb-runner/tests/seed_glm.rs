@@ -22,13 +22,22 @@ async fn glm_scenario_lines_up_with_the_reference_result() {
         .await
         .expect("sim");
     let cfg = RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: vec![1, 2, 4],
-        contexts: vec![0, 65536],
-        max_tokens: 1024,
-        duration: 10.0,
-        calibration_cache: None,
+        target: ldb_runner::config::TargetConfig {
+            base_url: sim.base_url(),
+            server_label: sim.base_url(),
+            ..Default::default()
+        },
+        matrix: ldb_runner::config::MatrixConfig {
+            concurrency: vec![1, 2, 4],
+            contexts: vec![0, 65536],
+            max_tokens: 1024,
+            duration: 10.0,
+            ..Default::default()
+        },
+        prefill: ldb_runner::config::PrefillConfig {
+            calibration_cache: None,
+            ..Default::default()
+        },
         ..RunConfig::default()
     };
     let (live, _rx) = Live::new();

@@ -77,11 +77,19 @@ impl Mode for BenchSession {
     type Measured = Measured;
 
     fn most_streams(&self) -> u64 {
-        u64::from(self.cfg.concurrency.iter().copied().max().unwrap_or(1))
+        u64::from(
+            self.cfg
+                .matrix
+                .concurrency
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(1),
+        )
     }
 
     fn output(&self) -> &Path {
-        &self.cfg.output
+        &self.cfg.output.output
     }
 
     fn writes_result(&self) -> bool {
@@ -90,7 +98,7 @@ impl Mode for BenchSession {
 
     fn check(&mut self) -> Result<(), AppError> {
         if self.resume {
-            self.resumed = Some(load_for_resume(&self.cfg.output)?);
+            self.resumed = Some(load_for_resume(&self.cfg.output.output)?);
         }
         Ok(())
     }
@@ -159,10 +167,10 @@ impl Mode for BenchSession {
         s.watch_stops();
         publish_hardware(&live, &s.startup.monitor);
         let html = self.html.clone().map(|path| save::LiveHtml {
-            name: ldb_report::html::name_of(&self.cfg.output),
+            name: ldb_report::html::name_of(&self.cfg.output.output),
             path,
             live: live.clone(),
-            show_capacity_limited_values: self.cfg.show_capacity_limited_values,
+            show_capacity_limited_values: self.cfg.output.show_capacity_limited_values,
             error: Arc::default(),
         });
         let html_error = html.as_ref().map(|h| h.error.clone());
@@ -173,16 +181,16 @@ impl Mode for BenchSession {
             diagnostics,
             p2p: s.startup.p2p.clone(),
             save: save::hook(
-                self.cfg.output.clone(),
+                self.cfg.output.output.clone(),
                 s.saves.clone(),
-                self.cfg.slo.clone(),
+                self.cfg.slo.spec.clone(),
                 html,
             ),
             resume: self.resumed.take(),
         };
         let opts = ldb_report::text::TextOptions {
             width: crate::app::terminal_width(),
-            show_capacity_limited_values: self.cfg.show_capacity_limited_values,
+            show_capacity_limited_values: self.cfg.output.show_capacity_limited_values,
             color: std::io::stdout().is_terminal(),
         };
         if let Some(l) = &self.leader {
@@ -207,10 +215,10 @@ impl Mode for BenchSession {
     async fn finish(self, m: Measured, s: &Session) -> Result<i32, AppError> {
         let mut outcome = m.result.map_err(run_error)?;
         // The same verdicts the saved file carries (the save hook judged its copy).
-        if let Some(spec) = &self.cfg.slo {
+        if let Some(spec) = &self.cfg.slo.spec {
             ldb_core::slo::evaluate(spec, &mut outcome.doc);
         }
-        let output = &self.cfg.output;
+        let output = &self.cfg.output.output;
         let mut out = std::io::stdout().lock();
         if outcome.interrupted {
             let _ = writeln!(out, "Interrupted by user. Saving partial results...");
@@ -235,7 +243,10 @@ impl Mode for BenchSession {
         }
         drop(out);
         if let (Some(peak), true) = (&self.coding_peak, matrix_done) {
-            let server = (self.cfg.base_url.clone(), self.cfg.api_key.clone());
+            let server = (
+                self.cfg.target.base_url.clone(),
+                self.cfg.target.api_key.clone(),
+            );
             let html = self.html.as_deref();
             let doc = &mut outcome.doc;
             let code =

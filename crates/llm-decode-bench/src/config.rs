@@ -1,11 +1,13 @@
 //! Flags → validated `RunConfig`, before any request is sent.
 
 use ldb_core::tokens::{parse_count_list, parse_token_list, parse_tokens};
+use ldb_runner::config::{MatrixConfig, OpenLoopConfig, PrefillConfig};
 use ldb_runner::{PrefillMetric, RunConfig};
 
 use crate::cli::BenchArgs;
 
 mod duration;
+mod parts;
 
 /// A configuration problem, one line naming the flag.
 #[derive(Debug)]
@@ -61,64 +63,65 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         warm,
     } = m;
     let prefix_cache = crate::cli_prefix::settings(&a.prefix_cache, &contexts)?;
-    let cfg = RunConfig {
-        base_url,
-        server_label,
-        api_key: a.api_key.clone().filter(|k| !k.is_empty()),
-        model: a.model.clone(),
-        concurrency,
-        contexts,
-        max_tokens,
-        duration,
-        auto_stop,
-        decode_warmup_seconds: warm,
-        cell_warmup_timeout: a.cell_warmup_timeout_seconds,
-        prefill_contexts,
-        prefill_metric,
-        skip_prefill: a.skip_prefill,
-        kv_budget: a.kv_budget,
-        max_total_tokens: a.max_total_tokens,
-        dcp_size: a.dcp_size,
-        temperature: a.temperature,
-        respect_eos: a.respect_eos,
-        max_error_rate: a.max_error_rate,
-        wait_for_server: a.wait_for_server,
-        output: a.output.clone(),
-        show_capacity_limited_values: a.show_capacity_limited_values,
-        accept_len_ref: a.accept_len_ref,
-        calibration_context,
-        estimate_only: a.token_targeting.as_deref() == Some("estimate"),
-        stream_idle_timeout: a.stream_idle_timeout,
-        server_down_grace: a.server_down_grace,
-        metrics_interval: a.metrics_interval,
-        metrics_urls: crate::address::metrics_urls(&a.metrics_url)?,
-        calibration_cache,
-        // The simulator drains at once; a short pause keeps the demo run brief.
-        cell_pause_seconds: if sim { 0.5 } else { d.cell_pause_seconds },
-        warmup_request_count: a.warmup_request_count,
-        run_burst: a.run_burst,
-        burst_request_count: a.burst_request_count,
-        burst_warmup_request_count: a.burst_warmup_request_count,
-        burst_requests_per_concurrency: a.burst_requests_per_concurrency,
-        standalone_prefill: standalone,
-        prefill_duration: a.prefill_duration,
-        prefill_only: a.prefill_only,
-        request_rates: open_loop.rates,
-        arrival: open_loop.arrival,
-        seed: open_loop.seed,
-        rate_request_count: open_loop.count,
-        max_in_flight: open_loop.max_in_flight,
-        stop_at_saturation: a.stop_at_saturation,
-        prefix_cache,
-        repeat: repeat(a, open_loop.on)?,
-        slo_search: a.slo_search,
-        slo_bisect: a.slo_bisect,
-        // in open loop --request-count counts each rate cell's requests
-        request_count: if open_loop.on { 0 } else { a.request_count },
-        argv,
-        ..d
+    let metrics_urls = crate::address::metrics_urls(&a.metrics_url)?;
+    let repeat = repeat(a, open_loop.on)?;
+    let replay = crate::workload_config::replay(a)?;
+    // A replay runs no matrix: one context of 0 and one concurrency,
+    // nothing to size, no prefill rows; its in-flight cap is its own.
+    let (concurrency, contexts, prefill_contexts, max_in_flight) = if replay.is_some() {
+        (vec![1], vec![0], Vec::new(), a.max_in_flight.unwrap_or(0))
+    } else {
+        (
+            concurrency,
+            contexts,
+            prefill_contexts,
+            open_loop.max_in_flight,
+        )
     };
-    crate::workload_config::apply(a, cfg)
+    Ok(RunConfig {
+        target: parts::target(a, (base_url, server_label), metrics_urls),
+        matrix: MatrixConfig {
+            concurrency,
+            contexts,
+            max_tokens,
+            duration,
+            auto_stop,
+            decode_warmup_seconds: warm,
+            temperature: a.temperature,
+            respect_eos: a.respect_eos,
+            // in open loop --request-count counts each rate cell's requests
+            request_count: if open_loop.on { 0 } else { a.request_count },
+            warmup_request_count: a.warmup_request_count,
+            stop_at_saturation: a.stop_at_saturation,
+            repeat,
+        },
+        prefill: PrefillConfig {
+            prefill_contexts,
+            prefill_metric,
+            skip_prefill: a.skip_prefill || replay.is_some(),
+            standalone_prefill: standalone,
+            prefill_duration: a.prefill_duration,
+            prefill_only: a.prefill_only,
+            calibration_context,
+            calibration_cache,
+            estimate_only: a.token_targeting.as_deref() == Some("estimate"),
+        },
+        kv: parts::kv(a),
+        burst: parts::burst(a),
+        open_loop: OpenLoopConfig {
+            request_rates: open_loop.rates,
+            arrival: open_loop.arrival,
+            seed: open_loop.seed,
+            rate_request_count: open_loop.count,
+            max_in_flight,
+            ..d.open_loop
+        },
+        slo: parts::slo(a),
+        timing: parts::timing(a, sim),
+        output: parts::output(a, argv),
+        replay,
+        prefix_cache,
+    })
 }
 
 /// The matrix and its windows (`--concurrency`, `--contexts`,
@@ -137,27 +140,32 @@ fn matrix_settings(a: &BenchArgs, sim: bool, d: &RunConfig) -> Result<Matrix, Co
     let concurrency = match &a.concurrency {
         Some(s) => parse_count_list(s).map_err(|e| bad("--concurrency", e))?,
         None if sim => vec![1, 4, 16],
-        None => d.concurrency.clone(),
+        None => d.matrix.concurrency.clone(),
     };
     let contexts = match &a.contexts {
         Some(s) => parse_token_list(s).map_err(|e| bad("--contexts", e))?,
         None if sim => vec![0, 8192],
-        None => d.contexts.clone(),
+        None => d.matrix.contexts.clone(),
     };
     let prefill_contexts = match &a.prefill_contexts {
         Some(s) if s.trim().is_empty() => vec![],
         Some(s) => parse_token_list(s).map_err(|e| bad("--prefill-contexts", e))?,
         None if sim => vec![16384],
-        None => d.prefill_contexts.clone(),
+        None => d.prefill.prefill_contexts.clone(),
     };
-    let max_tokens = a.max_tokens.unwrap_or(if sim { 512 } else { d.max_tokens });
+    let max_tokens = a
+        .max_tokens
+        .unwrap_or(if sim { 512 } else { d.matrix.max_tokens });
     if max_tokens == 0 {
         return Err(bad("--max-tokens", "must be at least 1"));
     }
-    let (duration, auto_stop) = duration::window_settings(a, if sim { 4.0 } else { d.duration })?;
-    let warm = a
-        .decode_warmup_seconds
-        .unwrap_or(if sim { 1.0 } else { d.decode_warmup_seconds });
+    let (duration, auto_stop) =
+        duration::window_settings(a, if sim { 4.0 } else { d.matrix.duration })?;
+    let warm = a.decode_warmup_seconds.unwrap_or(if sim {
+        1.0
+    } else {
+        d.matrix.decode_warmup_seconds
+    });
     if !(warm.is_finite() && warm >= 0.0) {
         return Err(bad("--decode-warmup-seconds", "must be ≥ 0"));
     }
@@ -332,32 +340,38 @@ struct OpenLoop {
 /// More requests than this in one rate cell is surely a typo.
 const MAX_RATE_CELL_REQUESTS: f64 = 10_000_000.0;
 
+/// No `--request-rate`: the flags that only shape open-loop cells are
+/// mistakes (`--max-in-flight` also caps a trace replay).
+fn closed_loop(a: &BenchArgs) -> Result<OpenLoop, ConfigError> {
+    for (given, flag) in [
+        (a.arrival.is_some(), "--arrival"),
+        (a.seed.is_some(), "--seed"),
+        (
+            a.max_in_flight.is_some() && a.workload.trace.is_none(),
+            "--max-in-flight",
+        ),
+        (a.stop_at_saturation, "--stop-at-saturation"),
+    ] {
+        if given {
+            return Err(bad(
+                flag,
+                "only applies to open-loop runs: add --request-rate R1,R2,…",
+            ));
+        }
+    }
+    Ok(OpenLoop {
+        on: false,
+        rates: vec![],
+        arrival: ldb_core::arrivals::Arrival::Poisson,
+        seed: ldb_runner::config::DEFAULT_SEED,
+        count: 0,
+        max_in_flight: 0,
+    })
+}
+
 fn open_loop_settings(a: &BenchArgs, duration: f64) -> Result<OpenLoop, ConfigError> {
     let Some(list) = a.request_rate.as_deref() else {
-        for (given, flag) in [
-            (a.arrival.is_some(), "--arrival"),
-            (a.seed.is_some(), "--seed"),
-            (
-                a.max_in_flight.is_some() && a.workload.trace.is_none(),
-                "--max-in-flight",
-            ),
-            (a.stop_at_saturation, "--stop-at-saturation"),
-        ] {
-            if given {
-                return Err(bad(
-                    flag,
-                    "only applies to open-loop runs: add --request-rate R1,R2,…",
-                ));
-            }
-        }
-        return Ok(OpenLoop {
-            on: false,
-            rates: vec![],
-            arrival: ldb_core::arrivals::Arrival::Poisson,
-            seed: ldb_runner::config::DEFAULT_SEED,
-            count: 0,
-            max_in_flight: 0,
-        });
+        return closed_loop(a);
     };
     let mut rates = Vec::new();
     for item in list.split(',').map(str::trim) {
@@ -467,8 +481,8 @@ mod tests {
         assert!(build(&a, false, vec![]).is_err());
         a.prefill_metric = "aiperf".into();
         let c = build(&a, true, vec![]).unwrap();
-        assert_eq!(c.concurrency, vec![1, 4, 16]);
-        assert_eq!(c.contexts, vec![0, 8192]);
+        assert_eq!(c.matrix.concurrency, vec![1, 4, 16]);
+        assert_eq!(c.matrix.contexts, vec![0, 8192]);
     }
 
     fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
@@ -495,9 +509,16 @@ mod tests {
         ])
         .unwrap();
         let c = build(&a, false, vec![]).unwrap();
-        assert_eq!(c.request_rates, vec![0.5, 2.0, 8.0]);
-        assert_eq!(c.arrival, ldb_core::arrivals::Arrival::Constant);
-        assert_eq!((c.seed, c.max_in_flight, c.rate_request_count), (7, 0, 0));
+        assert_eq!(c.open_loop.request_rates, vec![0.5, 2.0, 8.0]);
+        assert_eq!(c.open_loop.arrival, ldb_core::arrivals::Arrival::Constant);
+        assert_eq!(
+            (
+                c.open_loop.seed,
+                c.open_loop.max_in_flight,
+                c.open_loop.rate_request_count
+            ),
+            (7, 0, 0)
+        );
         let a = parse(&[
             "--request-rate",
             "4",
@@ -510,10 +531,14 @@ mod tests {
         let c = build(&a, false, vec![]).unwrap();
         // --request-count counts each rate cell, not closed-loop batches
         assert_eq!(
-            (c.request_count, c.rate_request_count, c.max_in_flight),
+            (
+                c.matrix.request_count,
+                c.open_loop.rate_request_count,
+                c.open_loop.max_in_flight
+            ),
             (0, 100, 16)
         );
-        assert_eq!(c.seed, ldb_runner::config::DEFAULT_SEED);
+        assert_eq!(c.open_loop.seed, ldb_runner::config::DEFAULT_SEED);
         for (args, want) in [
             (&["--request-rate", "0"][..], "invalid --request-rate"),
             (&["--request-rate=-1"], "invalid --request-rate"),
@@ -554,13 +579,19 @@ mod tests {
     #[test]
     fn burst_and_request_count_flags() {
         let c = build(&parse(&[]).unwrap(), false, vec![]).unwrap();
-        assert_eq!((c.request_count, c.warmup_request_count), (0, 0));
-        assert!(!c.run_burst && !c.standalone_prefill && !c.prefill_only);
-        assert_eq!(c.burst_requests_per_concurrency, 5);
-        assert_eq!(c.prefill_duration, 10.0);
+        assert_eq!(
+            (c.matrix.request_count, c.matrix.warmup_request_count),
+            (0, 0)
+        );
+        assert!(!c.burst.run_burst && !c.prefill.standalone_prefill && !c.prefill.prefill_only);
+        assert_eq!(c.burst.burst_requests_per_concurrency, 5);
+        assert_eq!(c.prefill.prefill_duration, 10.0);
         let a = parse(&["--request-count", "40", "--warmup-request-count", "4"]).unwrap();
         let c = build(&a, false, vec![]).unwrap();
-        assert_eq!((c.request_count, c.warmup_request_count), (40, 4));
+        assert_eq!(
+            (c.matrix.request_count, c.matrix.warmup_request_count),
+            (40, 4)
+        );
         let a = parse(&[
             "--run-burst",
             "--burst-request-count",
@@ -572,13 +603,13 @@ mod tests {
         ])
         .unwrap();
         let c = build(&a, false, vec![]).unwrap();
-        assert!(c.run_burst);
-        assert_eq!(c.burst_request_count, 12);
-        assert_eq!(c.burst_warmup_request_count, 3);
-        assert_eq!(c.burst_requests_per_concurrency, 2);
+        assert!(c.burst.run_burst);
+        assert_eq!(c.burst.burst_request_count, 12);
+        assert_eq!(c.burst.burst_warmup_request_count, 3);
+        assert_eq!(c.burst.burst_requests_per_concurrency, 2);
         // --prefill-only implies the standalone profile.
         let c = build(&parse(&["--prefill-only"]).unwrap(), false, vec![]).unwrap();
-        assert!(c.prefill_only && c.standalone_prefill);
+        assert!(c.prefill.prefill_only && c.prefill.standalone_prefill);
     }
 
     #[test]
@@ -637,10 +668,16 @@ mod tests {
     #[test]
     fn metrics_interval_defaults_to_ten_seconds_and_zero_means_edges_only() {
         let c = build(&parse(&[]).unwrap(), false, vec![]).unwrap();
-        assert_eq!(c.metrics_interval, 10.0);
-        assert_eq!(c.scrape_interval, 0.5, "ramp-up keeps the quick pace");
+        assert_eq!(c.timing.metrics_interval, 10.0);
+        assert_eq!(
+            c.timing.scrape_interval, 0.5,
+            "ramp-up keeps the quick pace"
+        );
         let a = parse(&["--metrics-interval", "0"]).unwrap();
-        assert_eq!(build(&a, false, vec![]).unwrap().metrics_interval, 0.0);
+        assert_eq!(
+            build(&a, false, vec![]).unwrap().timing.metrics_interval,
+            0.0
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub(crate) fn lower(mut a: BenchArgs, argv: Vec<String>) -> Result<CsSession, Ap
     }
     let target = Target::lower(a.sim.as_deref(), a.sim_engine.as_deref())?;
     let base = target.point(cfg.base)?;
-    let startup = crate::invocation::startup_inputs(&a, &base.base_url);
+    let startup = crate::invocation::startup_inputs(&a, &base.target.base_url);
     Ok(CsSession {
         cfg: CsConfig { base, ..cfg },
         target,
@@ -67,7 +67,7 @@ impl Mode for CsSession {
     }
 
     fn output(&self) -> &Path {
-        &self.cfg.base.output
+        &self.cfg.base.output.output
     }
 
     async fn before_startup(&mut self) -> Option<Result<i32, AppError>> {
@@ -110,10 +110,11 @@ impl Mode for CsSession {
                 "{title}: {} @ {}",
                 self.cfg
                     .base
+                    .target
                     .model
                     .as_deref()
                     .unwrap_or("(first listed model)"),
-                self.cfg.base.server_label
+                self.cfg.base.target.server_label
             );
             Arc::new(Progress::default().into_fn())
         };
@@ -122,7 +123,7 @@ impl Mode for CsSession {
         s.watch_stops();
         let hooks = CsHooks {
             stop: s.controls.stop.clone(),
-            save: save_to(self.cfg.base.output.clone(), s.saves.clone()),
+            save: save_to(self.cfg.base.output.output.clone(), s.saves.clone()),
             progress,
             hardware: Some(s.hardware()),
             p2p: s.startup.p2p.clone(),
@@ -138,7 +139,7 @@ impl Mode for CsSession {
     }
 
     async fn finish(self, outcome: CsOutcome, s: &Session) -> Result<i32, AppError> {
-        let output = &self.cfg.base.output;
+        let output = &self.cfg.base.output.output;
         let mut doc = outcome.doc;
         // --compare-baseline: the paired comparison is embedded as `comparison`
         // and the file saved again; one that cannot be made (no common item) is
@@ -197,8 +198,8 @@ fn config_lines(cfg: &ldb_runner::cstats::CsConfig) -> Vec<String> {
         format!("Configuration — {}", t.title),
         format!(
             "  Model: {} @ {}",
-            cfg.base.model.as_deref().unwrap_or("(first listed)"),
-            cfg.base.server_label
+            cfg.base.target.model.as_deref().unwrap_or("(first listed)"),
+            cfg.base.target.server_label
         ),
         format!("  Prompt: {}", t.prompt_source),
     ];

@@ -47,19 +47,24 @@ pub fn from_argv(argv: &[String]) -> Map<String, Value> {
 /// unset matrix flags) written in, as the run will use them.
 pub fn with_presets(mut c: Map<String, Value>, cfg: &ldb_runner::RunConfig) -> Map<String, Value> {
     let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-    let concs: Vec<u64> = cfg.concurrency.iter().map(|&c| u64::from(c)).collect();
+    let concs: Vec<u64> = cfg
+        .matrix
+        .concurrency
+        .iter()
+        .map(|&c| u64::from(c))
+        .collect();
     for (k, v) in [
         ("concurrency", typed(&list(&concs))),
-        ("contexts", typed(&list(&cfg.contexts))),
+        ("contexts", typed(&list(&cfg.matrix.contexts))),
         (
             "prefill-contexts",
-            Value::String(list(&cfg.prefill_contexts)),
+            Value::String(list(&cfg.prefill.prefill_contexts)),
         ),
-        ("max-tokens", Value::from(cfg.max_tokens)),
-        ("duration", Value::from(cfg.duration)),
+        ("max-tokens", Value::from(cfg.matrix.max_tokens)),
+        ("duration", Value::from(cfg.matrix.duration)),
         (
             "decode-warmup-seconds",
-            Value::from(cfg.decode_warmup_seconds),
+            Value::from(cfg.matrix.decode_warmup_seconds),
         ),
     ] {
         if c.contains_key(k) {

@@ -171,11 +171,17 @@ fn lower_bench(
     }
     let target = Target::lower(a.sim.as_deref(), a.sim_engine.as_deref())?;
     let cfg = target.point(ldb_runner::RunConfig {
-        slo,
-        effective_config,
+        slo: ldb_runner::config::SloConfig {
+            spec: slo,
+            ..built.slo
+        },
+        output: ldb_runner::config::OutputConfig {
+            effective_config,
+            ..built.output
+        },
         ..built
     })?;
-    let startup = startup_inputs(&a, &cfg.base_url);
+    let startup = startup_inputs(&a, &cfg.target.base_url);
     let shard = crate::shard::lower(&a, &cfg)?;
     let coding_peak = a
         .coding_peak
@@ -290,20 +296,28 @@ mod tests {
         };
         assert!(b.target.in_process());
         assert!(
-            b.cfg.base_url.starts_with("http://127.0.0.1:"),
+            b.cfg.target.base_url.starts_with("http://127.0.0.1:"),
             "{}",
-            b.cfg.base_url
+            b.cfg.target.base_url
         );
-        assert!(!b.cfg.base_url.ends_with(":0"));
-        assert!(b.cfg.server_label.ends_with("(simulator: quickstart)"));
-        assert_eq!(b.cfg.sim_scenario, "quickstart");
+        assert!(!b.cfg.target.base_url.ends_with(":0"));
         assert!(
-            b.cfg.slo.is_some(),
+            b.cfg
+                .target
+                .server_label
+                .ends_with("(simulator: quickstart)")
+        );
+        assert_eq!(b.cfg.target.sim_scenario, "quickstart");
+        assert!(
+            b.cfg.slo.spec.is_some(),
             "the SLO is part of the built configuration"
         );
-        assert!(!b.cfg.effective_config.is_empty());
+        assert!(!b.cfg.output.effective_config.is_empty());
         // the diagnostics record the simulator's address as the host
-        assert_eq!(b.startup.args[0].1, Value::from(b.cfg.base_url.clone()));
+        assert_eq!(
+            b.startup.args[0].1,
+            Value::from(b.cfg.target.base_url.clone())
+        );
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub(crate) fn lower(a: &BenchArgs, cfg: &RunConfig) -> Result<ShardPlan, AppErro
         )));
     }
     unsupported(a, cfg)?;
-    let digest = auth::flags_digest(&digest_flags(&cfg.effective_config));
+    let digest = auth::flags_digest(&digest_flags(&cfg.output.effective_config));
     if let Some(t) = s.start_at {
         if !t.is_finite() || t <= 0.0 {
             return Err(AppError::config(format!(
@@ -214,17 +214,17 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         Some(
             "--sim (each shard would measure its own simulator: start `llm-decode-bench sim` once and pass --host)",
         )
-    } else if cfg.open_loop() && a.shard.start_at.is_some() {
+    } else if cfg.open_loop.is_on() && a.shard.start_at.is_some() {
         Some(
             "--request-rate with --start-at (an offline shard cannot share a schedule; use a coordinator)",
         )
     } else if cfg.replay.is_some() {
         Some("--trace or --sessions (a replay runs in one process)")
-    } else if (cfg.request_count > 0 || cfg.run_burst) && a.shard.start_at.is_some() {
+    } else if (cfg.matrix.request_count > 0 || cfg.burst.run_burst) && a.shard.start_at.is_some() {
         Some(
             "--request-count or --run-burst with --start-at (a batch has no fixed end; use a coordinator)",
         )
-    } else if cfg.auto_stop.is_some() && a.shard.start_at.is_some() {
+    } else if cfg.matrix.auto_stop.is_some() && a.shard.start_at.is_some() {
         Some("--duration auto with --start-at (offline shards close their windows on a fixed grid)")
     } else {
         None
@@ -237,11 +237,14 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
     // Each shard sends its part of an open-loop schedule with its part of
     // --max-in-flight (split like C): every shard needs one slot at least.
     let shards = u64::from(a.shard.shards.unwrap_or(1));
-    if cfg.open_loop() && cfg.max_in_flight > 0 && cfg.max_in_flight < shards {
+    if cfg.open_loop.is_on()
+        && cfg.open_loop.max_in_flight > 0
+        && cfg.open_loop.max_in_flight < shards
+    {
         return Err(AppError::Config(format!(
             "invalid --max-in-flight {}: below --shards {shards} (it is split over the shards, \
              and each needs a slot)",
-            cfg.max_in_flight
+            cfg.open_loop.max_in_flight
         )));
     }
     Ok(())
@@ -320,10 +323,10 @@ async fn resolve(addr: &str) -> Result<(), AppError> {
 /// A follower's run: join, follow, keep a record of every cell next to
 /// `--output` (`out.shard-I.json`), and end with the documented code.
 pub(crate) async fn follow(s: FollowerSettings, cfg: &RunConfig) -> Result<i32, AppError> {
-    let most = cfg.concurrency.iter().copied().max().unwrap_or(1) as usize;
-    let http = ldb_client::Http::new(&cfg.base_url, cfg.api_key.clone(), most + 20)
+    let most = cfg.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
+    let http = ldb_client::Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), most + 20)
         .map_err(|e| AppError::Config(format!("invalid --host: {e}")))?;
-    let path = record_path(&cfg.output, s.index);
+    let path = record_path(&cfg.output.output, s.index);
     let mut rec = ShardRecordFile {
         shard_record_version: RECORD_VERSION,
         mode: "coordinated".into(),
@@ -334,7 +337,7 @@ pub(crate) async fn follow(s: FollowerSettings, cfg: &RunConfig) -> Result<i32, 
         ..ShardRecordFile::default()
     };
     let mut save_error: Option<String> = None;
-    let (end, cells) = ldb_runner::shard::follow(&s, http, cfg.idle_timeout(), |cells| {
+    let (end, cells) = ldb_runner::shard::follow(&s, http, cfg.timing.idle_timeout(), |cells| {
         let r = ShardRecordFile {
             cells: cells.to_vec(),
             ..rec.clone()
@@ -407,7 +410,7 @@ pub(crate) async fn offline(o: &Offline, cfg: RunConfig) -> Result<i32, AppError
         start_at: o.start_at,
         ramp_seconds: o.ramp_seconds,
         flags_digest: o.digest.clone(),
-        record_path: record_path(&cfg.output, o.index),
+        record_path: record_path(&cfg.output.output, o.index),
     };
     let (live, _rx) = ldb_runner::Live::new();
     let hooks = ldb_runner::RunHooks {

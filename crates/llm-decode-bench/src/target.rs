@@ -6,6 +6,7 @@
 //! that socket just before the startup.
 
 use ldb_runner::RunConfig;
+use ldb_runner::config::TargetConfig;
 
 use crate::error::AppError;
 
@@ -63,9 +64,12 @@ impl Target {
                     .local_addr()
                     .map_err(|e| AppError::config(format!("cannot start the simulator: {e}")))?;
                 Ok(RunConfig {
-                    base_url: format!("http://{addr}"),
-                    server_label: format!("{addr} (simulator: {})", s.name),
-                    sim_scenario: s.name.clone(),
+                    target: TargetConfig {
+                        base_url: format!("http://{addr}"),
+                        server_label: format!("{addr} (simulator: {})", s.name),
+                        sim_scenario: s.name.clone(),
+                        ..cfg.target
+                    },
                     ..cfg
                 })
             }

@@ -4,7 +4,6 @@
 
 use ldb_core::replay::session::ThinkTime;
 use ldb_core::trace::{TraceFormat, TraceOptions};
-use ldb_runner::config::RunConfig;
 use ldb_runner::replay::{ReplayConfig, SessionConfig, TraceConfig, scan};
 
 use crate::cli::BenchArgs;
@@ -136,9 +135,9 @@ fn corpus(w: &WorkloadArgs) -> Result<Option<ldb_runner::replay::PromptCorpus>, 
         .map_err(ConfigError)
 }
 
-/// The replay the flags ask for, if any, set into `cfg` (which then runs
-/// no matrix: one context of 0 and one concurrency, nothing to size).
-pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, ConfigError> {
+/// The replay the flags ask for, if any (the configuration built around
+/// it then runs no matrix: `config::build` sizes nothing).
+pub(crate) fn replay(a: &BenchArgs) -> Result<Option<ReplayConfig>, ConfigError> {
     let w = &a.workload;
     if w.trace.is_none()
         && let Some(flag) = trace_flags_without_trace(w)
@@ -165,7 +164,7 @@ pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, Conf
                 "only applies to --trace or --sessions (the matrix's prompts are not built from it yet)",
             ));
         }
-        (None, None) => return Ok(cfg),
+        (None, None) => return Ok(None),
     };
     for (given, flag) in [
         (a.request_rate.is_some(), "--request-rate"),
@@ -177,17 +176,11 @@ pub(crate) fn apply(a: &BenchArgs, mut cfg: RunConfig) -> Result<RunConfig, Conf
             return Err(bad(flag, "cannot be combined with --trace or --sessions"));
         }
     }
-    cfg.max_in_flight = a.max_in_flight.unwrap_or(0);
-    if cfg.max_in_flight == 0 && a.max_in_flight.is_some() {
+    if a.max_in_flight == Some(0) {
         return Err(bad(
             "--max-in-flight",
             "must be at least 1 (leave it out for no cap)",
         ));
     }
-    cfg.contexts = vec![0];
-    cfg.concurrency = vec![1];
-    cfg.prefill_contexts = Vec::new();
-    cfg.skip_prefill = true;
-    cfg.replay = Some(replay);
-    Ok(cfg)
+    Ok(Some(replay))
 }

@@ -106,7 +106,7 @@ pub(crate) async fn run_batch(
     let runs: Arc<Mutex<Vec<CsRun>>> = Arc::default();
     let counters = Arc::new(CellCounters::default());
     let window = Arc::new(SharedWindow::default());
-    let idle = env.cfg.base.stream_idle_timeout;
+    let idle = env.cfg.base.timing.stream_idle_timeout;
     let registry: Registry = Arc::default();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..concurrency.clamp(1, count.max(1)) {

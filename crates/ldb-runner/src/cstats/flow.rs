@@ -75,13 +75,13 @@ impl State {
 pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOutcome, RunError> {
     let note = |s: String| (hooks.progress)(CsEvent::Note(s));
     let http = Http::new(
-        &cfg.base.base_url,
-        cfg.base.api_key.clone(),
+        &cfg.base.target.base_url,
+        cfg.base.target.api_key.clone(),
         cfg.max_concurrency() + 2,
     )?;
     let (live, _rx) = Live::new();
-    let disc = crate::run::discover_when_up(&http, &cfg.base, &live).await?;
-    let kv = kv_budget(&cfg.base, &disc, &http);
+    let disc = crate::run::discover_when_up(&http, &cfg.base.target, &live).await?;
+    let kv = kv_budget(&cfg.base.kv, &disc, &http);
     note(format!(
         "server {} {} model {}",
         disc.engine.display_name(),

@@ -24,7 +24,7 @@ pub(crate) fn metadata(
         version: env!("CARGO_PKG_VERSION").into(),
         mode: "completion_stats".into(),
         interrupted: false,
-        server: ldb_core::redact::redact_url(&cfg.base.base_url),
+        server: ldb_core::redact::redact_url(&cfg.base.target.base_url),
         engine: d.engine.as_str().into(),
         server_version: Some(d.engine_version.clone()).filter(|v| !v.is_empty()),
         kv_budget: (kv.budget > 0).then_some(kv.budget),

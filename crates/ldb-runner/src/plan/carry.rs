@@ -28,8 +28,8 @@ fn finished(cells: &[CellResult], c: u32, x: u64) -> Option<CellStatus> {
 /// The warmups stay as planned while anything is left to measure, and are
 /// dropped when nothing is; the estimate counts only what is left.
 pub fn mark_carried(plan: &mut RunPlan, cfg: &RunConfig, doc: &ResultDocument) {
-    let burst = cfg.run_burst && cfg.request_count == 0;
-    let wanted = cfg.repeat.max(1);
+    let burst = cfg.burst.run_burst && cfg.matrix.request_count == 0;
+    let wanted = cfg.matrix.repeat.max(1);
     for cell in &mut plan.cells {
         let (c, x) = (cell.concurrency, cell.context);
         cell.carried = finished(&doc.results, c, x);
@@ -87,12 +87,18 @@ mod tests {
 
     fn cfg() -> RunConfig {
         RunConfig {
-            concurrency: vec![1, 2],
-            contexts: vec![0, 1024],
-            max_tokens: 128,
-            duration: 2.0,
-            decode_warmup_seconds: 1.0,
-            prefill_contexts: vec![2048, 65_536],
+            matrix: crate::config::MatrixConfig {
+                concurrency: vec![1, 2],
+                contexts: vec![0, 1024],
+                max_tokens: 128,
+                duration: 2.0,
+                decode_warmup_seconds: 1.0,
+                ..Default::default()
+            },
+            prefill: crate::config::PrefillConfig {
+                prefill_contexts: vec![2048, 65_536],
+                ..Default::default()
+            },
             ..RunConfig::default()
         }
     }
@@ -192,7 +198,7 @@ mod tests {
     #[test]
     fn cells_with_fewer_repeats_than_asked_are_measured_for_the_rest() {
         let mut cfg = cfg();
-        cfg.repeat = 3;
+        cfg.matrix.repeat = 3;
         let mut p = plan(&cfg, LIMITS);
         let fresh = p.clone();
         let mut two = cell(1, 0, CellStatus::Ok);
@@ -229,7 +235,7 @@ mod tests {
     #[test]
     fn burst_cells_are_carried_on_their_own() {
         let mut cfg = cfg();
-        cfg.run_burst = true;
+        cfg.burst.run_burst = true;
         let mut p = plan(&cfg, LIMITS);
         let mut doc = ResultDocument::default();
         for c in [1, 2] {

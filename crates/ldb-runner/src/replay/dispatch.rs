@@ -71,8 +71,8 @@ impl Dispatcher {
             start,
             deadline,
             skip: rc.controls.new_skip(),
-            cap: (rc.cfg.max_in_flight > 0)
-                .then(|| Arc::new(Semaphore::new(rc.cfg.max_in_flight as usize))),
+            cap: (rc.cfg.open_loop.max_in_flight > 0)
+                .then(|| Arc::new(Semaphore::new(rc.cfg.open_loop.max_in_flight as usize))),
             window,
             counters: Arc::new(CellCounters::default()),
             tx,
@@ -133,7 +133,7 @@ impl Dispatcher {
             window: self.window.clone(),
             counters: self.counters.clone(),
             cancel: self.skip.child_token(),
-            idle_timeout: rc.cfg.idle_timeout(),
+            idle_timeout: rc.cfg.timing.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
         };

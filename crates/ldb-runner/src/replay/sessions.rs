@@ -79,7 +79,7 @@ pub(super) struct Turn {
 
 /// The turns of `--sessions`' session `id`.
 fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(rc.cfg.seed.wrapping_add(id));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id));
     (1..=sh.cfg.turns)
         .map(|turn| {
             let words = if turn == 1 {
@@ -93,7 +93,7 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
                 due: Due::AfterReply(sh.cfg.think_time.sample(rng.random::<f64>())),
                 adds: super::check::user(user_text(sh, id, turn, words)),
                 built_tokens: words + if turn == 1 { sh.template } else { 0 },
-                max_tokens: rc.cfg.max_tokens,
+                max_tokens: rc.cfg.matrix.max_tokens,
             }
         })
         .collect()
@@ -131,14 +131,14 @@ pub(super) async fn session(
             BodyOptions {
                 max_tokens: plan.max_tokens,
                 continuous_usage: false,
-                ignore_eos: !rc.cfg.respect_eos,
-                temperature: rc.cfg.temperature,
+                ignore_eos: !rc.cfg.matrix.respect_eos,
+                temperature: rc.cfg.matrix.temperature,
             },
         );
         let texts = Arc::new(Mutex::new(ChannelTexts::default()));
         let env = StreamEnv {
             cancel: sh.skip.child_token(),
-            idle_timeout: rc.cfg.idle_timeout(),
+            idle_timeout: rc.cfg.timing.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
             texts: Some(texts.clone()),
             ..StreamEnv::new(rc.http.clone(), rc.clock)
@@ -313,15 +313,15 @@ async fn run_with(
         requests: &requests,
         scheduled: total,
         max_in_flight: sessions,
-        slo: rc.cfg.slo.as_ref(),
-        max_error_rate: rc.cfg.max_error_rate,
+        slo: rc.cfg.slo.spec.as_ref(),
+        max_error_rate: rc.cfg.timing.max_error_rate,
         ..ReplayInputs::default()
     });
     if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
         status = CellStatus::SkippedUser;
         why = "cut short by the user".into();
     }
-    let slo = rc.cfg.slo.as_ref();
+    let slo = rc.cfg.slo.spec.as_ref();
     let (tps, done, good) = per_session_of(
         &all,
         |id| expected.get(id as usize).copied().unwrap_or(0),
@@ -340,7 +340,7 @@ async fn run_with(
         sessions,
         turns,
         user_tokens: cfg.user_tokens,
-        output_tokens: rc.cfg.max_tokens,
+        output_tokens: rc.cfg.matrix.max_tokens,
         think_time: cfg.think_time,
         status,
         status_reason: why,

@@ -6,18 +6,14 @@
 
 use ldb_client::discovery::Discovery;
 use ldb_client::scrape::Scrape;
-use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::prefix_cache::{IntendedPrefixCache, Segment};
 use ldb_core::prompt::Message;
 use ldb_core::replay::{
-    LengthCheck, PrefixCacheCheck, PromptCorpusInfo, ReplayInputs, ReplayRequest, TraceResult,
-    TraceSource, assemble,
+    LengthCheck, PrefixCacheCheck, ReplayInputs, ReplayRequest, TraceResult, TraceSource, assemble,
 };
 use ldb_core::result::{CellStatus, ResetStatus};
 use ldb_core::trace::prompt::PromptBuilder;
 use ldb_core::trace::{TracePrompt, TraceRequest};
-use ldb_core::window::WindowBounds;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::check::{count_chat, errors, template_tokens, user};
@@ -145,8 +141,8 @@ async fn send_all(
             BodyOptions {
                 max_tokens: r.output_tokens,
                 continuous_usage: false,
-                ignore_eos: !rc.cfg.respect_eos,
-                temperature: rc.cfg.temperature,
+                ignore_eos: !rc.cfg.matrix.respect_eos,
+                temperature: rc.cfg.matrix.temperature,
             },
         );
         match d.send(rc, s.intended_tokens.len(), r.at_s, body).await {
@@ -225,94 +221,6 @@ pub(super) fn achieved(
 
 /// Replays the trace and returns its result.
 pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> TraceResult {
-    let (mut builder, corpus) = prompt_builder(rc, disc, cfg).await;
-    let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
-    let granularity = rc.cache_granularity();
-    let mut cache = IntendedPrefixCache::new(granularity);
-    let run = run_schedule(rc, disc, cfg, &mut builder, &mut cache).await;
-    let mut result = TraceResult {
-        source: trace_source(cfg),
-        prompt_corpus: corpus,
-        ..TraceResult::default()
-    };
-    let sent = match run.sent {
-        Ok(s) => s,
-        Err(e) => {
-            result.status = CellStatus::Error;
-            result.status_reason = e;
-            return result;
-        }
-    };
-    let (start, limit, span) = (run.start, run.limit, cfg.scan.span_s);
-    let overdue = format!(
-        "did not finish within {:.0} s after the last request was due",
-        limit - start - span
-    );
-    let w = run.window.get();
-    let outs = &run.outs;
-    let requests: Vec<_> = outs
-        .iter()
-        .map(|(_, due, o)| rate_request(o, *due, w, run.timed_out.then_some(&*overdue)))
-        .collect();
-    let (summary, mut status, mut why) = assemble(&ReplayInputs {
-        start,
-        requests: &requests,
-        scheduled: cfg.scan.requests,
-        skipped_too_long: sent.too_long,
-        not_sent: sent.not_sent,
-        max_in_flight: run.most_seen,
-        capped: run.capped,
-        token_gap_p99: run.counters.gaps.stats().p99,
-        slo: rc.cfg.slo.as_ref(),
-        max_error_rate: rc.cfg.max_error_rate,
-    });
-    if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
-        status = CellStatus::SkippedUser;
-        why = "cut short by the user".into();
-    }
-    let (usage, reported) = prompt_reports(outs, w, &sent.intended_tokens);
-    let output_short = output_short(rc, &requests, outs, &sent.output_tokens);
-    let (achieved_rate, source) = achieved(run.before.as_ref(), run.after.as_ref(), usage);
-    let (tokenized, tmax, tmean) = errors(&pairs);
-    let (reported_n, rmax, _) = errors(&reported);
-    result.status = status;
-    result.status_reason = why;
-    result.summary = summary;
-    result.prefix_cache = PrefixCacheCheck {
-        prefix_cache_intended: if sent.literal { None } else { cache.hit_rate() },
-        granularity: Some(granularity),
-        server_prefix_cache_hit_rate: achieved_rate,
-        achieved_source: source,
-        prefix_cache_reset: run.reset,
-        ..PrefixCacheCheck::default()
-    }
-    .judge();
-    if run.reset == Some(ResetStatus::Done) {
-        note_first_request(
-            rc,
-            &mut result.prefix_cache,
-            first_cached(outs, run.counted),
-        );
-    }
-    result.lengths = LengthCheck {
-        tokenized,
-        tokenized_max_error: tmax,
-        tokenized_mean_error: tmean,
-        reported: reported_n,
-        reported_max_error: rmax,
-        output_short,
-    };
-    note_done(rc, &result);
-    result
-}
-
-/// The replay's prompt builder: the chat template's tokens measured (and
-/// said in the event log) and the text source chosen, corpus or word list.
-async fn prompt_builder(
-    rc: &RunCtx,
-    disc: &Discovery,
-    cfg: &TraceConfig,
-) -> (PromptBuilder, Option<PromptCorpusInfo>) {
     let salt: u64 = rand::random();
     let (template, how) = template_tokens(&rc.http, disc, salt).await;
     rc.live.event(format!(
@@ -322,62 +230,22 @@ async fn prompt_builder(
     ));
     let (source, corpus) =
         super::corpus::source(rc, disc, cfg.corpus.as_ref(), template.tokens).await;
-    let builder = PromptBuilder::new(salt, template.tokens)
+    let mut builder = PromptBuilder::new(salt, template.tokens)
         .with_trailing_template(template.trailing)
         .with_source(source);
-    (builder, corpus)
-}
-
-/// The replay's span as it ran: what was sent, what came back, and the
-/// server's counters around it.
-struct Replayed {
-    /// The sending loop's account (Err: the trace could not be read).
-    sent: Result<Sent, String>,
-    /// Cached tokens the server counted for the first request after a
-    /// prefix-cache reset.
-    counted: Option<f64>,
-    /// Every request that ended, in the order they ended.
-    outs: Vec<Finished>,
-    /// The time limit came with requests open.
-    timed_out: bool,
-    /// The span every request counts in.
-    window: Arc<SharedWindow>,
-    /// Token counts and gaps of the replay's streams.
-    counters: Arc<CellCounters>,
-    /// A request waited for a `--max-in-flight` slot.
-    capped: bool,
-    /// The most requests in flight at once.
-    most_seen: u64,
-    /// `/metrics` before the first request and after the last.
-    before: Option<Scrape>,
-    after: Option<Scrape>,
-    /// Run-clock time of schedule time 0, and the replay's time limit.
-    start: f64,
-    limit: f64,
-    /// The prefix-cache reset before the replay.
-    reset: Option<ResetStatus>,
-}
-
-/// Send every request of the trace at its time (feeding the intended
-/// `cache` in send order), wait for them all until the time limit, and
-/// scrape the server before and after.
-async fn run_schedule(
-    rc: &RunCtx,
-    disc: &Discovery,
-    cfg: &TraceConfig,
-    builder: &mut PromptBuilder,
-    cache: &mut IntendedPrefixCache,
-) -> Replayed {
+    let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
+    let granularity = rc.cache_granularity();
+    let mut cache = IntendedPrefixCache::new(granularity);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
-    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop_grace);
+    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
     let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
     let reset = rc.prefix.run_reset();
     let watch = FirstRequestWatch::new(&d);
     let sending = async {
-        let sent = send_all(rc, disc, cfg, &mut d, builder, cache).await;
+        let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
         watch.sending_done.store(true, Ordering::SeqCst);
         sent
     };
@@ -390,46 +258,87 @@ async fn run_schedule(
     let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
     drop(measuring);
     let after = super::trace::scrape_if(rc).await;
-    Replayed {
-        sent,
-        counted,
-        outs,
-        timed_out,
-        window,
-        counters,
-        capped,
-        most_seen,
-        before,
-        after,
+    let mut result = TraceResult {
+        source: trace_source(cfg),
+        prompt_corpus: corpus,
+        ..TraceResult::default()
+    };
+    let sent = match sent {
+        Ok(s) => s,
+        Err(e) => {
+            result.status = CellStatus::Error;
+            result.status_reason = e;
+            return result;
+        }
+    };
+    let overdue = format!(
+        "did not finish within {:.0} s after the last request was due",
+        limit - start - span
+    );
+    let w = window.get();
+    let requests: Vec<_> = outs
+        .iter()
+        .map(|(_, due, o)| rate_request(o, *due, w, timed_out.then_some(&*overdue)))
+        .collect();
+    let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start,
-        limit,
-        reset,
+        requests: &requests,
+        scheduled: cfg.scan.requests,
+        skipped_too_long: sent.too_long,
+        not_sent: sent.not_sent,
+        max_in_flight: most_seen,
+        capped,
+        token_gap_p99: counters.gaps.stats().p99,
+        slo: rc.cfg.slo.spec.as_ref(),
+        max_error_rate: rc.cfg.timing.max_error_rate,
+    });
+    if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
+        status = CellStatus::SkippedUser;
+        why = "cut short by the user".into();
     }
-}
-
-/// What the answers reported of their prompts: (cached, prompt) tokens
-/// summed over the answers that gave a cached count, and (reported,
-/// intended) prompt tokens of each request whose prompt the tool built.
-fn prompt_reports(
-    outs: &[Finished],
-    w: WindowBounds,
-    intended: &[Option<u64>],
-) -> ((u64, u64), Vec<(u64, u64)>) {
     let mut usage = (0u64, 0u64);
     let mut reported = Vec::new();
-    for (i, _, o) in outs {
+    for (i, _, o) in &outs {
         let prompt = o.track.to_sample(0.0, w).input_tokens;
         if let Some(c) = o.cached_tokens {
             usage.0 += c;
             usage.1 += prompt;
         }
-        if let Some(Some(want)) = intended.get(*i)
+        if let Some(Some(want)) = sent.intended_tokens.get(*i)
             && prompt > 0
         {
             reported.push((prompt, *want));
         }
     }
-    (usage, reported)
+    let output_short = output_short(rc, &requests, &outs, &sent.output_tokens);
+    let (achieved_rate, source) = achieved(before.as_ref(), after.as_ref(), usage);
+    let (tokenized, tmax, tmean) = errors(&pairs);
+    let (reported_n, rmax, _) = errors(&reported);
+    result.status = status;
+    result.status_reason = why;
+    result.summary = summary;
+    result.prefix_cache = PrefixCacheCheck {
+        prefix_cache_intended: if sent.literal { None } else { cache.hit_rate() },
+        granularity: Some(granularity),
+        server_prefix_cache_hit_rate: achieved_rate,
+        achieved_source: source,
+        prefix_cache_reset: reset,
+        ..PrefixCacheCheck::default()
+    }
+    .judge();
+    if reset == Some(ResetStatus::Done) {
+        note_first_request(rc, &mut result.prefix_cache, first_cached(&outs, counted));
+    }
+    result.lengths = LengthCheck {
+        tokenized,
+        tokenized_max_error: tmax,
+        tokenized_mean_error: tmean,
+        reported: reported_n,
+        reported_max_error: rmax,
+        output_short,
+    };
+    note_done(rc, &result);
+    result
 }
 
 /// Completed requests that came back with fewer output tokens than the

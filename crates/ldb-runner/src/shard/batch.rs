@@ -103,7 +103,7 @@ impl BatchShards {
                 workers: workers as u32,
                 requests,
                 body: text.clone(),
-                idle_timeout_s: rc.cfg.idle_timeout().map(|d| d.as_secs_f64()),
+                idle_timeout_s: rc.cfg.timing.idle_timeout().map(|d| d.as_secs_f64()),
             };
             leader.send(i, Msg::BatchStart(Box::new(order)));
         }

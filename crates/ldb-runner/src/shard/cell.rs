@@ -87,7 +87,7 @@ pub(crate) async fn run_sharded_cell(
                 cell: id,
                 concurrency: share(c, n, rank as u32 + 1),
                 body: text.clone(),
-                idle_timeout_s: rc.cfg.idle_timeout().map(|d| d.as_secs_f64()),
+                idle_timeout_s: rc.cfg.timing.idle_timeout().map(|d| d.as_secs_f64()),
             },
         );
     }
@@ -95,7 +95,7 @@ pub(crate) async fn run_sharded_cell(
     let mut pool = StreamPool::launch(rc, vec![body], mine, OUTPUT_SLOTS, &skip);
     let peers = || peer_progress(leader, &members, id);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, Some(&peers)).await;
-    let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.max_error_rate);
+    let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.timing.max_error_rate);
     let planned = (!aborted).then(|| {
         rc.live.event(ready.event_line(&at));
         let start = rc.clock.now() + ANNOUNCE_LEAD_S;

@@ -76,12 +76,12 @@ pub async fn run_offline(
         model: disc.model.clone(),
         engine: disc.engine.as_str().into(),
         ended: "running".into(),
-        max_error_rate: rc.cfg.max_error_rate,
-        ignore_eos: !rc.cfg.respect_eos,
+        max_error_rate: rc.cfg.timing.max_error_rate,
+        ignore_eos: !rc.cfg.matrix.respect_eos,
         metadata: Some(md),
         cells: Vec::new(),
     };
-    let slot = o.ramp_seconds + rc.cfg.duration + SLOT_TAIL_S;
+    let slot = o.ramp_seconds + rc.cfg.matrix.duration + SLOT_TAIL_S;
     for (k, cell) in plan.cells_to_measure().enumerate() {
         if rc.controls.stop.is_cancelled() {
             break;
@@ -100,7 +100,7 @@ pub async fn run_offline(
             concurrency: cell.concurrency,
             context: cell.context,
             messages: prompts.messages(cell.context, &format!("ctx{}", cell.context)),
-            duration: rc.cfg.duration,
+            duration: rc.cfg.matrix.duration,
             auto_stop: None,
             record_prefill: false,
         };
@@ -111,7 +111,7 @@ pub async fn run_offline(
         let origin = rc.clock.unix(0.0);
         let (ws, we) = (
             begin + o.ramp_seconds,
-            begin + o.ramp_seconds + rc.cfg.duration,
+            begin + o.ramp_seconds + rc.cfg.matrix.duration,
         );
         pool.window.close(we - origin);
         pool.window.open(ws - origin);

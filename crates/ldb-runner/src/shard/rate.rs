@@ -180,11 +180,11 @@ impl RateShards {
                     .collect(),
                 body_of,
                 max_in_flight: u64::from(share(
-                    rc.cfg.max_in_flight as u32,
+                    rc.cfg.open_loop.max_in_flight as u32,
                     self.count(),
                     rank as u32 + 1,
                 )),
-                idle_timeout_s: rc.cfg.idle_timeout().map(|d| d.as_secs_f64()),
+                idle_timeout_s: rc.cfg.timing.idle_timeout().map(|d| d.as_secs_f64()),
             };
             self.leader.send(i, Msg::RateStart(Box::new(order)));
         }

@@ -48,17 +48,32 @@ pub async fn start(toml: &str, patch: impl FnOnce(&mut Scenario)) -> SimHandle {
 
 pub fn config(sim: &SimHandle, conc: &[u32], ctxs: &[u64], duration: f64) -> RunConfig {
     RunConfig {
-        base_url: sim.base_url(),
-        server_label: sim.base_url(),
-        concurrency: conc.to_vec(),
-        contexts: ctxs.to_vec(),
-        max_tokens: 4096,
-        duration,
-        decode_warmup_seconds: 0.0,
-        prefill_contexts: vec![],
-        output: std::env::temp_dir().join("ldb-runner-test.json"),
-        calibration_cache: None,
-        cell_pause_seconds: 0.0,
+        target: ldb_runner::config::TargetConfig {
+            base_url: sim.base_url(),
+            server_label: sim.base_url(),
+            ..Default::default()
+        },
+        matrix: ldb_runner::config::MatrixConfig {
+            concurrency: conc.to_vec(),
+            contexts: ctxs.to_vec(),
+            max_tokens: 4096,
+            duration,
+            decode_warmup_seconds: 0.0,
+            ..Default::default()
+        },
+        prefill: ldb_runner::config::PrefillConfig {
+            prefill_contexts: vec![],
+            calibration_cache: None,
+            ..Default::default()
+        },
+        timing: ldb_runner::config::TimingConfig {
+            cell_pause_seconds: 0.0,
+            ..Default::default()
+        },
+        output: ldb_runner::config::OutputConfig {
+            output: std::env::temp_dir().join("ldb-runner-test.json"),
+            ..Default::default()
+        },
         ..RunConfig::default()
     }
 }

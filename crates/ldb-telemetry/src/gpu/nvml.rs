@@ -74,43 +74,41 @@ impl NvmlSource {
 
     /// One sample of every GPU. A GPU that cannot be opened is skipped; a
     /// value a GPU does not support is `None`.
+    ///
+    /// Each GPU is read on a thread of its own: NVML measures PCIe
+    /// throughput over a 20 ms window per call, so one GPU's sample takes
+    /// about 45 ms (measured on an H200, docs/telemetry.md), and reading
+    /// eight GPUs one after another would take most of a 0.5 s interval
+    /// and spread one sample's readings over 360 ms.
     pub fn sample(&mut self) -> Result<Vec<GpuSample>, TelemetryError> {
-        let mut out = Vec::with_capacity(self.count as usize);
+        let nvml = &self.nvml;
+        let results: Vec<Result<GpuSample, String>> = std::thread::scope(|scope| {
+            let pending: Vec<_> = (0..self.count)
+                .map(|index| {
+                    std::thread::Builder::new()
+                        .name(format!("nvml-gpu{index}"))
+                        .spawn_scoped(scope, move || sample_one(nvml, index))
+                        .map_err(|_| index)
+                })
+                .collect();
+            pending
+                .into_iter()
+                .map(|p| match p {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|_| Err("GPU sampling thread panicked".to_string())),
+                    // no thread to be had: read this GPU here instead
+                    Err(index) => sample_one(nvml, index),
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(results.len());
         let mut last_error = None;
-        for index in 0..self.count {
-            let d = match self.nvml.device_by_index(index) {
-                Ok(d) => d,
-                Err(e) => {
-                    last_error = Some(e.to_string());
-                    continue;
-                }
-            };
-            let util = d.utilization_rates().ok();
-            let mem = d.memory_info().ok();
-            let kb_s = |c| d.pcie_throughput(c).ok().map(|v| f64::from(v) / 1024.0);
-            out.push(GpuSample {
-                index,
-                util_pct: util.as_ref().map(|u| f64::from(u.gpu)),
-                mem_util_pct: util.as_ref().map(|u| f64::from(u.memory)),
-                vram_used_mb: mem.as_ref().map(|m| m.used as f64 / MIB),
-                vram_total_mb: mem.as_ref().map(|m| m.total as f64 / MIB),
-                power_w: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
-                power_limit_w: d
-                    .enforced_power_limit()
-                    .ok()
-                    .map(|mw| f64::from(mw) / 1000.0),
-                temp_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
-                sm_clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
-                mem_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
-                pcie_rx_mb_s: kb_s(PcieUtilCounter::Receive),
-                pcie_tx_mb_s: kb_s(PcieUtilCounter::Send),
-                pcie_gen: d.current_pcie_link_gen().ok(),
-                pcie_width: d.current_pcie_link_width().ok(),
-                throttle_reasons: d
-                    .current_throttle_reasons()
-                    .ok()
-                    .map(|r| ThrottleReason::from_bits(r.bits())),
-            });
+        for r in results {
+            match r {
+                Ok(sample) => out.push(sample),
+                Err(e) => last_error = Some(e),
+            }
         }
         match (out.is_empty(), last_error) {
             (true, Some(e)) => Err(TelemetryError::Nvml(e)),
@@ -139,4 +137,35 @@ impl NvmlSource {
             })
             .collect()
     }
+}
+
+/// Reads one GPU; `Err` when NVML cannot open it.
+fn sample_one(nvml: &Nvml, index: u32) -> Result<GpuSample, String> {
+    let d = nvml.device_by_index(index).map_err(|e| e.to_string())?;
+    let util = d.utilization_rates().ok();
+    let mem = d.memory_info().ok();
+    let kb_s = |c| d.pcie_throughput(c).ok().map(|v| f64::from(v) / 1024.0);
+    Ok(GpuSample {
+        index,
+        util_pct: util.as_ref().map(|u| f64::from(u.gpu)),
+        mem_util_pct: util.as_ref().map(|u| f64::from(u.memory)),
+        vram_used_mb: mem.as_ref().map(|m| m.used as f64 / MIB),
+        vram_total_mb: mem.as_ref().map(|m| m.total as f64 / MIB),
+        power_w: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
+        power_limit_w: d
+            .enforced_power_limit()
+            .ok()
+            .map(|mw| f64::from(mw) / 1000.0),
+        temp_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
+        sm_clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
+        mem_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
+        pcie_rx_mb_s: kb_s(PcieUtilCounter::Receive),
+        pcie_tx_mb_s: kb_s(PcieUtilCounter::Send),
+        pcie_gen: d.current_pcie_link_gen().ok(),
+        pcie_width: d.current_pcie_link_width().ok(),
+        throttle_reasons: d
+            .current_throttle_reasons()
+            .ok()
+            .map(|r| ThrottleReason::from_bits(r.bits())),
+    })
 }
