@@ -192,6 +192,13 @@ pub struct TraceResult {
     /// The corpus the prompt text was cut from (absent: the word list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_corpus: Option<PromptCorpusInfo>,
+    /// `--shards N` only: what each shard sent (`concurrency` holds its
+    /// requests of the trace), index order; empty for one process.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<crate::shard::ShardCellRecord>,
+    /// `--shards N` only: shards lost during the replay (it is then `error`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_lost: Vec<u32>,
 }
 
 /// What every replay (trace or sessions) measures.

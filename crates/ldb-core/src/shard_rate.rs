@@ -9,6 +9,11 @@
 //! single-process schedule itself, whatever the arrival process: for a
 //! Poisson schedule a Poisson stream at λ, for constant spacing an evenly
 //! spaced one (each shard every n/λ seconds, shard k offset by k/λ).
+//!
+//! A trace replay (`--trace`) is dealt by conversation instead
+//! ([`deal_by_session`]): the rows that share a session id stay on one
+//! shard, and a row without one is a conversation of its own, so a trace
+//! without session ids is dealt by request index like a rate schedule.
 
 /// Which shard of `shards` sends request `index` of a schedule.
 pub fn owner(index: usize, shards: u32) -> u32 {
@@ -27,6 +32,38 @@ pub fn deal(due: &[f64], shards: u32) -> Vec<Vec<(usize, f64)>> {
     let mut out = vec![Vec::with_capacity(due.len() / n + 1); n];
     for (i, &d) in due.iter().enumerate() {
         out[owner(i, shards) as usize].push((i, d));
+    }
+    out
+}
+
+/// A trace's requests (`due`, seconds after the replay's start; `session`,
+/// each request's session id where it has one) dealt to `shards` by
+/// conversation: conversations are numbered in the order of their first
+/// request, a request without a session id is one of its own, and
+/// conversation `k` goes to shard `k mod n`. Per shard, its requests as
+/// (request index, due time) in trace order. Without session ids this is
+/// [`deal`]; with them it balances conversations, not requests.
+pub fn deal_by_session(
+    due: &[f64],
+    session: &[Option<&str>],
+    shards: u32,
+) -> Vec<Vec<(usize, f64)>> {
+    let n = shards.max(1) as usize;
+    let mut out = vec![Vec::with_capacity(due.len() / n + 1); n];
+    let mut numbered: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut conversations = 0usize;
+    for (i, &d) in due.iter().enumerate() {
+        let k = match session.get(i).copied().flatten() {
+            Some(id) => *numbered.entry(id).or_insert_with(|| {
+                conversations += 1;
+                conversations - 1
+            }),
+            None => {
+                conversations += 1;
+                conversations - 1
+            }
+        };
+        out[owner(k, shards) as usize].push((i, d));
     }
     out
 }
@@ -81,6 +118,32 @@ mod tests {
             deal(&due, 1),
             vec![(0..10).zip(due.clone()).collect::<Vec<_>>()]
         );
+    }
+
+    #[test]
+    fn a_trace_is_dealt_by_conversation_and_without_sessions_like_a_schedule() {
+        let due: Vec<f64> = (0..7).map(|i| f64::from(i) * 0.5).collect();
+        // No session ids: request index mod n, exactly the rate deal.
+        assert_eq!(deal_by_session(&due, &[None; 7], 3), deal(&due, 3));
+        // Sessions a, b, a, (none), b, c, a: conversations a=0, b=1, row 3=2, c=3.
+        let ids = [
+            Some("a"),
+            Some("b"),
+            Some("a"),
+            None,
+            Some("b"),
+            Some("c"),
+            Some("a"),
+        ];
+        let parts = deal_by_session(&due, &ids, 2);
+        let idx = |p: &Vec<(usize, f64)>| p.iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(idx(&parts[0]), [0, 2, 3, 6], "a and the lone row 3");
+        assert_eq!(idx(&parts[1]), [1, 4, 5], "b and c");
+        // Every request once, with its due time.
+        let mut union: Vec<(usize, f64)> = parts.concat();
+        union.sort_by_key(|p| p.0);
+        assert_eq!(union.iter().map(|p| p.1).collect::<Vec<_>>(), due);
+        assert_eq!(deal_by_session(&due, &ids, 1)[0].len(), 7);
     }
 
     #[test]

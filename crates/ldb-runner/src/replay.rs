@@ -13,6 +13,7 @@ mod progress;
 mod sessions;
 mod trace;
 mod trace_sessions;
+mod trace_shards;
 
 pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
 pub use corpus::{PromptCorpus, load as load_corpus};

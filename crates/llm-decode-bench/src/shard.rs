@@ -208,6 +208,23 @@ fn shard_index(flag: Option<u32>) -> Result<u32, AppError> {
     ))
 }
 
+/// Why a replay cannot run over shards yet: sessions (a turn waits for the
+/// reply before it, so the conversation is not one schedule to deal), or a
+/// trace on offline shards (no shared start or clock offsets).
+fn replay_refusal(cfg: &RunConfig, offline: bool) -> Option<&'static str> {
+    use ldb_runner::replay::ReplayConfig;
+    match cfg.replay.as_ref()? {
+        ReplayConfig::Sessions(_) => Some("--sessions (a session replay runs in one process)"),
+        ReplayConfig::Trace(t) if t.sessions => {
+            Some("--trace-sessions (a session replay runs in one process)")
+        }
+        ReplayConfig::Trace(_) if offline => Some(
+            "--trace with --start-at (an offline shard cannot share a schedule; use a coordinator)",
+        ),
+        ReplayConfig::Trace(_) => None,
+    }
+}
+
 /// The modes a sharded run does not split yet.
 fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
     let why = if a.sim.is_some() {
@@ -218,8 +235,8 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
         Some(
             "--request-rate with --start-at (an offline shard cannot share a schedule; use a coordinator)",
         )
-    } else if cfg.replay.is_some() {
-        Some("--trace or --sessions (a replay runs in one process)")
+    } else if let Some(why) = replay_refusal(cfg, a.shard.start_at.is_some()) {
+        Some(why)
     } else if (cfg.matrix.request_count > 0 || cfg.burst.run_burst) && a.shard.start_at.is_some() {
         Some(
             "--request-count or --run-burst with --start-at (a batch has no fixed end; use a coordinator)",
@@ -234,10 +251,11 @@ fn unsupported(a: &BenchArgs, cfg: &RunConfig) -> Result<(), AppError> {
             "--shards does not support {w} yet"
         )));
     }
-    // Each shard sends its part of an open-loop schedule with its part of
-    // --max-in-flight (split like C): every shard needs one slot at least.
+    // Each shard sends its part of an open-loop schedule or a trace with its
+    // part of --max-in-flight (split like C): every shard needs one slot at
+    // least (a part of 0 would mean no cap).
     let shards = u64::from(a.shard.shards.unwrap_or(1));
-    if cfg.open_loop.is_on()
+    if (cfg.open_loop.is_on() || cfg.replay.is_some())
         && cfg.open_loop.max_in_flight > 0
         && cfg.open_loop.max_in_flight < shards
     {

@@ -19,45 +19,17 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::{bin, free_port, text, tmp};
 use serde_json::Value;
 
 const STREAMS: u32 = 10_000;
 
-/// The scale scenario: the paced firehose at a 100 ms step.
-const SCENARIO: &str = r#"
-name = "scale-10k"
-description = "vLLM personality, 100 ms step, 10,000 running, instant prefill (scale test)"
-personality = "vllm"
-model = "sim-firehose"
-max_model_len = 1048576
-seed = 1
-
-[scheduler]
-max_running = 10000
-prefill_tok_s = 1.0e12
-prefill_chunk_tokens = 1048576
-stream_interval = 1
-
-[step_time]
-base_s = 0.1
-
-[kv]
-block_size = 256
-num_blocks = 1048576
-cp = 1
-prefix_caching = true
-
-[tokenizer]
-chars_per_token = 4.0
-tokens_per_request = 8
-tokens_per_message = 4
-
-[server]
-created = 1700000000
-"#;
+/// The scale scenario: every stream 10 tok/s (a 100 ms step), 10,000
+/// running, a KV cache for all of them.
+fn scale_scenario() -> String {
+    common::paced_scenario(0.1, STREAMS, 1_048_576)
+}
 
 /// The hard open-file limit of this process (None if unknown or unlimited).
 fn hard_nofile() -> Option<u64> {
@@ -117,11 +89,7 @@ fn a_low_soft_limit_is_raised_when_the_hard_one_allows() {
     let port = free_port();
     let mut sim = common::spawn_sim(port);
     let url = format!("http://127.0.0.1:{port}");
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "simulator up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_listening(port);
     let o = with_limits(
         1024,
         None,
@@ -146,7 +114,7 @@ fn a_low_soft_limit_is_raised_when_the_hard_one_allows() {
 fn ten_thousand_streams_are_counted_within_one_percent() {
     let (dir, out) = tmp("scale.json");
     let scenario = dir.path().join("scale-10k.toml");
-    std::fs::write(&scenario, SCENARIO).expect("scenario written");
+    std::fs::write(&scenario, scale_scenario()).expect("scenario written");
     let port = free_port();
     // The simulator's process needs a descriptor per stream too.
     let mut sim = Command::new("sh")
@@ -160,11 +128,7 @@ fn ten_thousand_streams_are_counted_within_one_percent() {
         .stderr(Stdio::null())
         .spawn()
         .expect("simulator starts");
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "simulator up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_listening(port);
     let url = format!("http://127.0.0.1:{port}");
     let c = STREAMS.to_string();
     let o = bin()

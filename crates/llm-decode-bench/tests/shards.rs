@@ -30,7 +30,7 @@ impl Drop for Sim {
 fn sim() -> Sim {
     let dir = tempfile::tempdir().expect("tmp");
     let scenario = dir.path().join("shard-paced.toml");
-    std::fs::write(&scenario, common::PACED_SCENARIO).expect("scenario");
+    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
     let port = free_port();
     let child = bin()
         .args(["sim", "--scenario"])
@@ -40,11 +40,7 @@ fn sim() -> Sim {
         .stderr(Stdio::null())
         .spawn()
         .expect("simulator starts");
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "simulator up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_listening(port);
     Sim {
         child,
         url: format!("http://127.0.0.1:{port}"),
@@ -410,7 +406,10 @@ fn bad_shard_flags_are_one_line_before_any_request() {
     let busy = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
     let busy_port = busy.local_addr().expect("addr").port();
     let url = "http://127.0.0.1:9";
-    let cases: [(&[&str], i32, &str); 6] = [
+    let (_trace_dir, trace) = tmp("t.jsonl");
+    conversation_trace(&trace);
+    let trace = trace.to_str().expect("path");
+    let cases: [(&[&str], i32, &str); 9] = [
         (
             &["--shards", "2", "--shard-index", "2"],
             2,
@@ -471,7 +470,48 @@ fn bad_shard_flags_are_one_line_before_any_request() {
         (
             &["--shards", "2", "--shard-index", "0", "--sessions", "4"],
             2,
-            "does not support --trace or --sessions",
+            "does not support --sessions",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "0",
+                "--trace",
+                trace,
+                "--trace-sessions",
+            ],
+            2,
+            "does not support --trace-sessions",
+        ),
+        (
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "1",
+                "--trace",
+                trace,
+                "--start-at",
+                "1",
+            ],
+            2,
+            "does not support --trace with --start-at",
+        ),
+        (
+            &[
+                "--shards",
+                "3",
+                "--shard-index",
+                "0",
+                "--trace",
+                trace,
+                "--max-in-flight",
+                "2",
+            ],
+            2,
+            "invalid --max-in-flight 2: below --shards 3",
         ),
     ];
     for (args, code, needle) in cases {
@@ -819,4 +859,152 @@ fn two_shards_close_one_auto_window_from_their_summed_rate() {
         "auto window {secs:.2} s, client/simulator {:.4}, pacing {paced:.4}",
         client / server
     );
+}
+
+/// A trace of six conversations (`session_id` s0…s5) of five turns each,
+/// one request every 0.1 s (3 s): dealt by conversation over three shards,
+/// s0 and s3 go to the leader and ask for 10 tokens (0.2 s at the pacing),
+/// the others to the followers and ask for 30 (0.6 s).
+fn conversation_trace(path: &Path) {
+    let rows: String = (0..30u32)
+        .map(|i| {
+            let s = i % 6;
+            let out = if s % 3 == 0 { 10 } else { 30 };
+            format!(
+                "{{\"timestamp\": {}, \"input_tokens\": 200, \"output_tokens\": {out}, \
+                 \"session_id\": \"s{s}\"}}\n",
+                f64::from(i) * 0.1
+            )
+        })
+        .collect();
+    std::fs::write(path, rows).expect("trace");
+}
+
+#[test]
+fn three_shards_replay_one_trace_like_one_process() {
+    let s = sim();
+    let (dir, single_out) = tmp("single.json");
+    let trace = dir.path().join("conversations.jsonl");
+    conversation_trace(&trace);
+    let flags: Vec<String> = [
+        "--host",
+        &s.url,
+        "--trace",
+        trace.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    let codes: Vec<Option<i32>> = kids
+        .iter_mut()
+        .map(|k| wait(k, Duration::from_secs(120)))
+        .collect();
+    let all = logs(dir.path(), 3);
+    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let t = &doc["trace_results"][0];
+    let sum = &t["summary"];
+    assert_eq!(t["status"], "ok", "{t}\n{all}");
+    assert_eq!((num(sum, "scheduled"), num(sum, "completed")), (30.0, 30.0));
+    // A conversation stays on one shard: two of the six on each.
+    let shards = t["shards"].as_array().expect("shards");
+    let parts: Vec<u64> = shards
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(parts, [10, 10, 10], "{t}");
+    // Truth: every request's output length (10 × 10 + 20 × 30 tokens).
+    let tokens: Vec<f64> = shards.iter().map(|s| num(s, "delivered_tokens")).collect();
+    assert_eq!(tokens, [100.0, 300.0, 300.0], "{t}");
+    let requests: f64 = shards.iter().map(|s| num(s, "requests")).sum();
+    assert_eq!(
+        requests,
+        num(sum, "completed"),
+        "the union is every shard's"
+    );
+    for (i, entry) in shards.iter().enumerate().skip(1) {
+        assert!(num(entry, "clock_uncertainty_s") <= 0.002, "{entry}");
+        let rec = read(&dir.path().join(format!("r.shard-{i}.json")));
+        let n = rec["cells"][0]["outcomes"].as_array().map_or(0, Vec::len);
+        assert_eq!(n as f64, num(entry, "requests"), "shard {i}");
+    }
+    // Percentiles from the union of every shard's requests, never averaged:
+    // 10 requests of 0.2 s (the leader's) and 20 of 0.6 s make a median of
+    // 0.6 s; the mean of the three shards' medians would be 0.47 s.
+    let e2e = &sum["e2e"];
+    assert!((num(e2e, "p50") / 0.6 - 1.0).abs() <= 0.1, "{e2e}");
+    assert!(
+        (num(e2e, "mean") / (14.0 / 30.0) - 1.0).abs() <= 0.1,
+        "{e2e}"
+    );
+    // One process replaying the same trace against the same simulator.
+    let single = alone(&flags, &single_out);
+    let one = &single["trace_results"][0];
+    assert_eq!(one["status"], "ok", "{one}");
+    for k in ["output_tps", "achieved_rate"] {
+        let ratio = num(sum, k) / num(&one["summary"], k);
+        eprintln!("sharded/single trace {k}: {ratio:.4}");
+        assert!((ratio - 1.0).abs() <= 0.01, "sharded/single {k} {ratio}");
+    }
+    let p50 = num(e2e, "p50") / num(&one["summary"]["e2e"], "p50");
+    assert!((p50 - 1.0).abs() <= 0.05, "e2e p50 sharded/single {p50}");
+    let intended = |d: &Value| d["prefix_cache"]["prefix_cache_intended"].clone();
+    assert_eq!(intended(t), intended(one), "the same prompts' sharing");
+}
+
+#[test]
+fn a_follower_killed_mid_replay_labels_the_trace_result() {
+    let s = sim();
+    let (dir, trace) = tmp("conversations.jsonl");
+    conversation_trace(&trace);
+    let flags: Vec<String> = [
+        "--host",
+        &s.url,
+        "--trace",
+        trace.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let coord = format!("127.0.0.1:{}", free_port());
+    let mut kids: Vec<Child> = (0..3)
+        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
+        .collect();
+    wait_for_line(
+        &dir.path().join("shard-0.out"),
+        "trace replay over 3 shards: parts 10/10/10",
+        Duration::from_secs(60),
+    );
+    // The orders are out: the replay starts 0.5 s later and lasts 3.6 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = kids[2].kill();
+    let _ = kids[2].wait();
+    let leader = wait(&mut kids[0], Duration::from_secs(120));
+    let follower = wait(&mut kids[1], Duration::from_secs(30));
+    let all = logs(dir.path(), 3);
+    assert_eq!((leader, follower), (Some(0), Some(0)), "{all}");
+    let doc = read(&dir.path().join("r.json"));
+    common::assert_valid(&doc);
+    let t = &doc["trace_results"][0];
+    assert_eq!(t["shards_lost"], serde_json::json!([2]), "{t}");
+    assert_eq!(t["status"], "error", "{t}");
+    let why = t["status_reason"].as_str().unwrap_or_default();
+    assert!(why.starts_with("shards_lost: shard 2"), "{why}");
+    let shards = t["shards"].as_array().expect("shards");
+    assert_eq!(shards.len(), 3, "{t}");
+    assert_eq!(shards[2]["lost"], true, "{t}");
+    // The two shards left: their requests counted, the lost one's not.
+    let counted: f64 = shards[..2].iter().map(|s| num(s, "requests")).sum();
+    assert_eq!(counted, num(&t["summary"], "sent"), "{t}");
 }

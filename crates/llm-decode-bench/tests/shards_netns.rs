@@ -118,7 +118,7 @@ fn shards_in_separate_namespaces_align_their_windows_through_a_known_clock_offse
     }
     let (dir, out) = common::tmp("r.json");
     let scenario = dir.path().join("s.toml");
-    std::fs::write(&scenario, common::PACED_SCENARIO).expect("scenario");
+    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
     let mut sim = in_ns(&net.names[0])
         .args(["sim", "--scenario"])
         .arg(&scenario)

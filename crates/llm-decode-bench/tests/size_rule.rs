@@ -23,8 +23,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/ldb-client/src/lean.rs", "", 612),
     ("crates/ldb-client/src/stream.rs", "run_stream", 135),
     ("crates/ldb-client/src/stream.rs", "on_payload", 102),
-    // trace replay and sessions (issue 25), merged long: to split next
-    ("crates/ldb-runner/src/replay/trace.rs", "replay", 135),
 ];
 
 /// One item over its limit.

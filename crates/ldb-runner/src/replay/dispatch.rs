@@ -87,6 +87,12 @@ impl Dispatcher {
         (d, rx)
     }
 
+    /// Caps this process's requests in flight at `cap` (0: no cap) instead
+    /// of `--max-in-flight`: over shards each has its part of it.
+    pub fn set_cap(&mut self, cap: u64) {
+        self.cap = (cap > 0).then(|| Arc::new(Semaphore::new(cap as usize)));
+    }
+
     /// Most requests in flight at once so far.
     pub fn most(&self) -> u64 {
         self.most.load(Ordering::Relaxed)

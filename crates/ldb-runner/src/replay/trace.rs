@@ -25,13 +25,14 @@ use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::counted_hits;
 use crate::prompts::{BodyOptions, chat_body};
+use crate::shard::rate::ORDER_LEAD_S;
 
 /// A request made ready to send: its messages, its prompt tokens and
 /// segments when the tool built the prompt.
-struct Ready {
-    messages: Vec<Message>,
-    tokens: Option<u64>,
-    segments: Option<Vec<Segment>>,
+pub(super) struct Ready {
+    pub(super) messages: Vec<Message>,
+    pub(super) tokens: Option<u64>,
+    pub(super) segments: Option<Vec<Segment>>,
 }
 
 pub(super) fn role(r: &str) -> &'static str {
@@ -43,7 +44,7 @@ pub(super) fn role(r: &str) -> &'static str {
     }
 }
 
-fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Ready {
+pub(super) fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Ready {
     match &r.prompt {
         TracePrompt::Tokens(n) => {
             let built = if r.hash_ids.is_empty() {
@@ -101,12 +102,27 @@ async fn tokenize_sample(
 
 /// What the sending loop leaves behind.
 #[derive(Default)]
-struct Sent {
-    intended_tokens: Vec<Option<u64>>,
-    output_tokens: Vec<u64>,
-    too_long: u64,
-    not_sent: u64,
-    literal: bool,
+pub(super) struct Sent {
+    pub(super) intended_tokens: Vec<Option<u64>>,
+    pub(super) output_tokens: Vec<u64>,
+    pub(super) too_long: u64,
+    pub(super) not_sent: u64,
+    pub(super) literal: bool,
+}
+
+/// The request body of a trace row: its messages, `max_tokens` = the
+/// trace's output length.
+pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::Bytes {
+    chat_body(
+        &rc.model,
+        &rd.messages,
+        BodyOptions {
+            max_tokens: r.output_tokens,
+            continuous_usage: false,
+            ignore_eos: !rc.cfg.matrix.respect_eos,
+            temperature: rc.cfg.matrix.temperature,
+        },
+    )
 }
 
 async fn send_all(
@@ -135,16 +151,7 @@ async fn send_all(
             break;
         }
         Counters::bump(&d.progress.due);
-        let body = chat_body(
-            &rc.model,
-            &rd.messages,
-            BodyOptions {
-                max_tokens: r.output_tokens,
-                continuous_usage: false,
-                ignore_eos: !rc.cfg.matrix.respect_eos,
-                temperature: rc.cfg.matrix.temperature,
-            },
-        );
+        let body = request_body(rc, &rd, &r);
         match d.send(rc, s.intended_tokens.len(), r.at_s, body).await {
             Ok(()) => {}
             Err(NotSent::NoSlot) | Err(NotSent::Stopped) => {
@@ -219,6 +226,66 @@ pub(super) fn achieved(
     (None, None)
 }
 
+/// What one replay's sending left behind, on the leader's clock: every
+/// request that went out, and how the sending went.
+pub(super) struct Ran {
+    /// The prompts' bookkeeping (Err: the trace could not be read).
+    pub sent: Result<Sent, String>,
+    /// Every request sent (over shards: the union of every shard's).
+    pub outs: Vec<Finished>,
+    /// The time limit came before every request ended.
+    pub timed_out: bool,
+    /// Most requests in flight at once.
+    pub most: u64,
+    /// A request waited for a `--max-in-flight` slot.
+    pub capped: bool,
+    /// Token-gap p99 (over shards: from the summed histograms).
+    pub gap_p99: Option<f64>,
+    /// The span's window, for each request's sample.
+    pub window: ldb_core::window::WindowBounds,
+    /// The first request's prefix hits, counted alone (after a reset).
+    pub counted: Option<f64>,
+    /// `--shards`: each shard's part and the shards lost, else `None`.
+    pub shards: Option<super::trace_shards::ShardsPart>,
+}
+
+/// Sends the whole trace from this process.
+async fn run_alone(
+    rc: &RunCtx,
+    disc: &Discovery,
+    cfg: &TraceConfig,
+    (builder, cache): (&mut PromptBuilder, &mut IntendedPrefixCache),
+    (start, limit): (f64, f64),
+    before: Option<&Scrape>,
+) -> Ran {
+    let progress = trace_progress(cfg.scan.requests, cfg.scan.span_s);
+    let (mut d, rx) = Dispatcher::new(rc, start, limit, progress);
+    let watch = FirstRequestWatch::new(&d);
+    let sending = async {
+        let sent = send_all(rc, disc, cfg, &mut d, builder, cache).await;
+        watch.sending_done.store(true, Ordering::SeqCst);
+        sent
+    };
+    let (sent, counted) = match rc.prefix.run_reset() {
+        Some(ResetStatus::Done) => tokio::join!(sending, watch.counted_hits(rc, before)),
+        _ => (sending.await, None),
+    };
+    let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
+    let most = d.most();
+    let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
+    Ran {
+        sent,
+        outs,
+        timed_out,
+        most,
+        capped,
+        gap_p99: counters.gaps.stats().p99,
+        window: window.get(),
+        counted,
+        shards: None,
+    }
+}
+
 /// Replays the trace and returns its result.
 pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> TraceResult {
     let salt: u64 = rand::random();
@@ -238,57 +305,83 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     let mut cache = IntendedPrefixCache::new(granularity);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
-    let start = rc.clock.now() + 0.2;
     let span = cfg.scan.span_s;
-    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
-    let (mut d, rx) = Dispatcher::new(rc, start, limit, trace_progress(cfg.scan.requests, span));
-    let reset = rc.prefix.run_reset();
-    let watch = FirstRequestWatch::new(&d);
-    let sending = async {
-        let sent = send_all(rc, disc, cfg, &mut d, &mut builder, &mut cache).await;
-        watch.sending_done.store(true, Ordering::SeqCst);
-        sent
-    };
-    let (sent, counted) = match reset {
-        Some(ResetStatus::Done) => tokio::join!(sending, watch.counted_hits(rc, before.as_ref())),
-        _ => (sending.await, None),
-    };
-    let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
-    let most_seen = d.most();
-    let (outs, timed_out) = d.collect(rc, rx, limit, |_| {}).await;
-    drop(measuring);
-    let after = super::trace::scrape_if(rc).await;
     let mut result = TraceResult {
         source: trace_source(cfg),
         prompt_corpus: corpus,
         ..TraceResult::default()
     };
-    let sent = match sent {
+    // Over shards the clocks are measured and checked first, and the
+    // schedule starts late enough for every follower to hold its part.
+    let shards = match super::trace_shards::open(rc, span).await {
         Ok(s) => s,
-        Err(e) => {
+        Err(why) => {
             result.status = CellStatus::Error;
-            result.status_reason = e;
+            result.status_reason = why;
             return result;
         }
     };
+    let lead = if shards.is_some() { ORDER_LEAD_S } else { 0.2 };
+    let start = rc.clock.now() + lead;
+    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
+    let parts = (&mut builder, &mut cache);
+    let ran = match shards {
+        Some(s) => super::trace_shards::run(rc, disc, cfg, parts, (start, limit), s).await,
+        None => run_alone(rc, disc, cfg, parts, (start, limit), before.as_ref()).await,
+    };
+    drop(measuring);
+    let after = super::trace::scrape_if(rc).await;
     let overdue = format!(
         "did not finish within {:.0} s after the last request was due",
         limit - start - span
     );
-    let w = window.get();
+    let scrapes = (before.as_ref(), after.as_ref());
+    if let Err(e) = finish(
+        rc,
+        &mut result,
+        ran,
+        (start, &overdue, cfg.scan.requests),
+        scrapes,
+        &cache,
+    ) {
+        result.status = CellStatus::Error;
+        result.status_reason = e;
+        return result;
+    }
+    let (tokenized, tmax, tmean) = errors(&pairs);
+    result.lengths.tokenized = tokenized;
+    result.lengths.tokenized_max_error = tmax;
+    result.lengths.tokenized_mean_error = tmean;
+    result.prefix_cache.granularity = Some(granularity);
+    note_done(rc, &result);
+    result
+}
+
+/// The result from what the sending left: the summary from every request,
+/// the intended hit rate beside the achieved one, the prompts' lengths.
+fn finish(
+    rc: &RunCtx,
+    result: &mut TraceResult,
+    ran: Ran,
+    (start, overdue, scheduled): (f64, &str, u64),
+    (before, after): (Option<&Scrape>, Option<&Scrape>),
+    cache: &IntendedPrefixCache,
+) -> Result<(), String> {
+    let sent = ran.sent?;
+    let (outs, w) = (&ran.outs, ran.window);
     let requests: Vec<_> = outs
         .iter()
-        .map(|(_, due, o)| rate_request(o, *due, w, timed_out.then_some(&*overdue)))
+        .map(|(_, due, o)| rate_request(o, *due, w, ran.timed_out.then_some(overdue)))
         .collect();
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start,
         requests: &requests,
-        scheduled: cfg.scan.requests,
+        scheduled,
         skipped_too_long: sent.too_long,
         not_sent: sent.not_sent,
-        max_in_flight: most_seen,
-        capped,
-        token_gap_p99: counters.gaps.stats().p99,
+        max_in_flight: ran.most,
+        capped: ran.capped,
+        token_gap_p99: ran.gap_p99,
         slo: rc.cfg.slo.spec.as_ref(),
         max_error_rate: rc.cfg.timing.max_error_rate,
     });
@@ -298,7 +391,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     }
     let mut usage = (0u64, 0u64);
     let mut reported = Vec::new();
-    for (i, _, o) in &outs {
+    for (i, _, o) in outs {
         let prompt = o.track.to_sample(0.0, w).input_tokens;
         if let Some(c) = o.cached_tokens {
             usage.0 += c;
@@ -310,16 +403,15 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
             reported.push((prompt, *want));
         }
     }
-    let output_short = output_short(rc, &requests, &outs, &sent.output_tokens);
-    let (achieved_rate, source) = achieved(before.as_ref(), after.as_ref(), usage);
-    let (tokenized, tmax, tmean) = errors(&pairs);
+    let output_short = output_short(rc, &requests, outs, &sent.output_tokens);
+    let (achieved_rate, source) = achieved(before, after, usage);
     let (reported_n, rmax, _) = errors(&reported);
     result.status = status;
     result.status_reason = why;
     result.summary = summary;
+    let reset = rc.prefix.run_reset();
     result.prefix_cache = PrefixCacheCheck {
         prefix_cache_intended: if sent.literal { None } else { cache.hit_rate() },
-        granularity: Some(granularity),
         server_prefix_cache_hit_rate: achieved_rate,
         achieved_source: source,
         prefix_cache_reset: reset,
@@ -327,18 +419,22 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     }
     .judge();
     if reset == Some(ResetStatus::Done) {
-        note_first_request(rc, &mut result.prefix_cache, first_cached(&outs, counted));
+        note_first_request(
+            rc,
+            &mut result.prefix_cache,
+            first_cached(outs, ran.counted),
+        );
     }
     result.lengths = LengthCheck {
-        tokenized,
-        tokenized_max_error: tmax,
-        tokenized_mean_error: tmean,
         reported: reported_n,
         reported_max_error: rmax,
         output_short,
+        ..LengthCheck::default()
     };
-    note_done(rc, &result);
-    result
+    if let Some(part) = ran.shards {
+        super::trace_shards::label(result, part);
+    }
+    Ok(())
 }
 
 /// Completed requests that came back with fewer output tokens than the

@@ -127,9 +127,7 @@ impl BatchShards {
 
     /// Tell every follower to stop its part now (the cell was skipped).
     pub(crate) fn stop_parts(&self) {
-        for &i in &self.members {
-            self.leader.send(i, Msg::CellEnd { cell: self.cell });
-        }
+        super::cell::stop_parts(&self.leader, &self.members, self.cell);
     }
 
     /// Every follower's requests put on the leader's clock into `done`;

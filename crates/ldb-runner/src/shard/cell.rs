@@ -105,9 +105,7 @@ pub(crate) async fn run_sharded_cell(
         Planned::new((start, end), early)
     });
     let mut win = measure_window(rc, &spec, &skip, &mut pool, aborted, planned.as_ref()).await;
-    for &i in &members {
-        leader.send(i, Msg::CellEnd { cell: id });
-    }
+    stop_parts(leader, &members, id);
     set_stage(rc, &spec, CellStage::Drain, 0.0);
     pool.join(|| {
         rc.live
@@ -201,6 +199,14 @@ pub(crate) fn clock_refusal(
         )),
         Some(_) => None,
     })
+}
+
+/// Tell every follower in `members` to stop its part of cell `cell` now:
+/// what it measured still comes back (every kind of cell ends this way).
+pub(crate) fn stop_parts(leader: &ShardLeader, members: &[u32], cell: u64) {
+    for &i in members {
+        leader.send(i, Msg::CellEnd { cell });
+    }
 }
 
 /// The other shards' producing streams and tokens in this cell.

@@ -146,14 +146,34 @@ impl RateShards {
         &self,
         rc: &RunCtx,
         due: &[f64],
+        times: (f64, f64),
+        body: &dyn Fn(usize) -> Bytes,
+    ) -> (Vec<(usize, f64)>, HashMap<usize, Bytes>) {
+        self.send_parts(rc, deal(due, self.count()), times, body)
+    }
+
+    /// Send every follower its part of a schedule already split, `parts[0]`
+    /// the leader's and `parts[r]` the follower of rank `r` (its times on
+    /// its clock); return the leader's own requests with their bodies.
+    /// Each part lists (index in the schedule, due seconds after `t0`).
+    pub(crate) fn send_parts(
+        &self,
+        rc: &RunCtx,
+        parts: Vec<Vec<(usize, f64)>>,
         (t0, limit): (f64, f64),
         body: &dyn Fn(usize) -> Bytes,
     ) -> (Vec<(usize, f64)>, HashMap<usize, Bytes>) {
         // Every body built in schedule order, as one process builds them
         // while it sends: the intended prefix cache admits them in that order.
-        let mut built: Vec<Option<Bytes>> = (0..due.len()).map(|k| Some(body(k))).collect();
+        let n = parts
+            .iter()
+            .flatten()
+            .map(|&(k, _)| k + 1)
+            .max()
+            .unwrap_or(0);
+        let mut built: Vec<Option<Bytes>> = (0..n).map(|k| Some(body(k))).collect();
         let mut take = |k: usize| built.get_mut(k).and_then(Option::take).unwrap_or_default();
-        let mut parts = deal(due, self.count()).into_iter();
+        let mut parts = parts.into_iter();
         let mine = parts.next().unwrap_or_default();
         for ((rank, &i), part) in self.members.iter().enumerate().zip(parts) {
             let off = self.leader.clock(i).map_or(0.0, |e| e.offset_s);
@@ -195,9 +215,7 @@ impl RateShards {
     /// Tell every follower to stop its part now (the user skipped the cell
     /// or the run stops): what was sent still comes back.
     pub(crate) fn stop_parts(&self) {
-        for &i in &self.members {
-            self.leader.send(i, Msg::CellEnd { cell: self.cell });
-        }
+        super::cell::stop_parts(&self.leader, &self.members, self.cell);
     }
 
     /// Every follower's part, until each answered, was lost, or the limit
@@ -251,20 +269,26 @@ impl RateShards {
         m
     }
 
-    /// Record each shard's part on the row; a cell that lost a shard is an
-    /// error (part of the schedule was never sent), and `--on-shard-loss
-    /// stop` ends the run after it.
-    pub(crate) fn label(&self, rc: &RunCtx, row: &mut RateResult, m: Merged) {
+    /// Shards taking part, the leader included.
+    pub(crate) fn shard_count(&self) -> u32 {
+        self.count()
+    }
+
+    /// Each shard's part with a record of each lost one, and, when a shard
+    /// was lost, why the cell is an error (`what` names the part that was
+    /// not counted); `--on-shard-loss stop` then ends the run.
+    pub(crate) fn close(&self, rc: &RunCtx, m: Merged, what: &str) -> Closed {
         let mut records = m.records;
         super::cell::with_lost(&self.leader, &mut records, &m.lost);
-        row.shards = records;
         if m.lost.is_empty() {
-            return;
+            return Closed {
+                records,
+                lost: m.lost,
+                reason: None,
+            };
         }
-        row.shards_lost = m.lost.clone();
-        row.status = CellStatus::Error;
-        row.status_reason = format!(
-            "shards_lost: shard {} lost during the cell; its part of the schedule is not \
+        let reason = format!(
+            "shards_lost: shard {} lost during the cell; its part of the {what} is not \
              counted, so the offered rate was below the rate asked for",
             m.lost
                 .iter()
@@ -272,13 +296,9 @@ impl RateShards {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        row.achieved_rate = None;
-        row.offered_rate_measured = None;
         if self.leader.settings().stop_on_loss {
-            rc.live.event(format!(
-                "run stopped: {} (--on-shard-loss stop)",
-                row.status_reason
-            ));
+            rc.live
+                .event(format!("run stopped: {reason} (--on-shard-loss stop)"));
             rc.controls.stop.cancel();
         } else {
             rc.live.event(format!(
@@ -286,7 +306,36 @@ impl RateShards {
                 m.lost
             ));
         }
+        Closed {
+            records,
+            lost: m.lost,
+            reason: Some(reason),
+        }
     }
+
+    /// Record each shard's part on the row; a cell that lost a shard is an
+    /// error (part of the schedule was never sent), and `--on-shard-loss
+    /// stop` ends the run after it.
+    pub(crate) fn label(&self, rc: &RunCtx, row: &mut RateResult, m: Merged) {
+        let closed = self.close(rc, m, "schedule");
+        row.shards = closed.records;
+        let Some(reason) = closed.reason else {
+            return;
+        };
+        row.shards_lost = closed.lost;
+        row.status = CellStatus::Error;
+        row.status_reason = reason;
+        row.achieved_rate = None;
+        row.offered_rate_measured = None;
+    }
+}
+
+/// A sharded open-loop part after its end: each shard's record (the lost
+/// ones included), the shards lost, and the error it makes of the cell.
+pub(crate) struct Closed {
+    pub records: Vec<ShardCellRecord>,
+    pub lost: Vec<u32>,
+    pub reason: Option<String>,
 }
 
 /// One shard's part as a record: its requests of the schedule, the ones it

@@ -83,28 +83,32 @@ pub fn signal(child: &Child, sig: &str) {
     assert!(st.success(), "kill {sig} {}", child.id());
 }
 
-/// A vLLM simulator whose every stream makes 50 tok/s (20 ms step, one token
-/// per chunk) with instant prefill: a known truth for the shard tests.
-pub const PACED_SCENARIO: &str = r#"
-name = "paced-20ms"
-description = "vLLM personality, 20 ms step, instant prefill (shard tests)"
+/// A vLLM simulator scenario whose every stream makes one token per
+/// `step_s` (one token per chunk) with instant prefill, up to
+/// `max_running` streams in a KV cache of `num_blocks` 256-token blocks: a
+/// known truth (1 / `step_s` tok/s a stream) for the shard and scale tests.
+pub fn paced_scenario(step_s: f64, max_running: u32, num_blocks: u64) -> String {
+    format!(
+        r#"
+name = "paced"
+description = "vLLM personality, {step_s} s step, instant prefill (paced tests)"
 personality = "vllm"
-model = "sim-shards"
+model = "sim-paced"
 max_model_len = 1048576
 seed = 1
 
 [scheduler]
-max_running = 256
+max_running = {max_running}
 prefill_tok_s = 1.0e12
 prefill_chunk_tokens = 1048576
 stream_interval = 1
 
 [step_time]
-base_s = 0.02
+base_s = {step_s}
 
 [kv]
 block_size = 256
-num_blocks = 65536
+num_blocks = {num_blocks}
 cp = 1
 prefix_caching = true
 
@@ -115,4 +119,24 @@ tokens_per_message = 4
 
 [server]
 created = 1700000000
-"#;
+"#
+    )
+}
+
+/// The shard tests' simulator: every stream 50 tok/s (a 20 ms step).
+pub fn paced_50_tok_s() -> String {
+    paced_scenario(0.02, 256, 65536)
+}
+
+/// Wait (at most 30 s) until something accepts connections on loopback
+/// `port`: a simulator just started.
+pub fn wait_listening(port: u16) {
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "nothing listens on port {port} after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
