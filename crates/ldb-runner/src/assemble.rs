@@ -5,18 +5,18 @@ mod server;
 
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::StreamOutcome;
-use ldb_core::cellstats::{LatencyScope, latency_stats};
 use ldb_core::engine::Engine;
 use ldb_core::gaps::GapStats;
 use ldb_core::hardware::HardwareSummary;
 use ldb_core::result::{
-    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, ServerClientMismatch,
+    AggregateSource, CellExtras, CellResult, CellStatus, DecodeMode, SchedulerFields,
+    ServerClientMismatch,
 };
-use ldb_core::window::WindowBounds;
 
-use client::{active_seconds, channel_split, client_count};
+use client::client_side;
 use server::{
-    capacity_reason, gauge_basis, kv_usage, prefix_hit_rate, scheduler, server_count, spec_fields,
+    ServerCount, capacity_reason, gauge_basis, kv_usage, prefix_hit_rate, scheduler, server_count,
+    spec_fields,
 };
 
 /// Everything measured in one cell.
@@ -60,24 +60,9 @@ pub struct CellInputs<'a> {
 
 /// Build the cell result (status Ok / CapacityLimited / NoTokens / Error).
 pub fn assemble(i: CellInputs<'_>) -> CellResult {
-    let window = WindowBounds {
-        start: Some(i.window_start),
-        end: Some(i.window_end),
-    };
     let wall = (i.window_end - i.window_start).max(1e-9);
-    let tracks: Vec<_> = i.outcomes.iter().map(|o| &o.track).collect();
-    let count = client_count(&tracks);
-    let tokens = count.tokens;
-    let active_secs = active_seconds(&tracks, i.window_start);
-    let (reasoning_tokens, split_source) = channel_split(&tracks, &count);
-    let samples: Vec<_> = i
-        .outcomes
-        .iter()
-        .map(|o| o.track.to_sample(i.window_start, window))
-        .collect();
-    let latency = latency_stats(samples.iter().filter(|s| s.in_window), LatencyScope::Window);
-    let all_latency = latency_stats(samples.iter(), LatencyScope::All);
-
+    let client = client_side(&i);
+    let tokens = client.count.tokens;
     let server = server_count(&i);
     let sched = scheduler(&i);
     let (kv_mean, kv_max) = kv_usage(&i);
@@ -91,14 +76,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
     } else {
         f64::from(i.concurrency)
     };
-    let status_reason = match status {
-        CellStatus::NoTokens => "no output token arrived inside the measurement window".into(),
-        CellStatus::CapacityLimited => capacity_reason(&i, &sched),
-        CellStatus::Error => errors.reason.clone(),
-        _ => String::new(),
-    };
-    let count_of =
-        |f: &dyn Fn(&StreamOutcome) -> bool| i.outcomes.iter().filter(|o| f(o)).count() as u64;
+    let tally = &client.tally;
     CellResult {
         concurrency: i.concurrency,
         context_tokens: i.context,
@@ -110,29 +88,29 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
         aggregate_source: if tokens == 0 {
             AggregateSource::None
         } else {
-            count.source
+            client.count.source
         },
         aggregate_tps: aggregate.filter(|_| !errors.over_limit),
         per_request_avg_tps: aggregate.filter(|_| !errors.over_limit).map(|a| a / denom),
-        latency,
+        latency: client.latency,
         total_tokens: tokens,
-        num_completed: count_of(&|o| o.track.to_sample(0.0, window).completed),
-        num_errors: count_of(&|o| o.track.error().is_some()),
+        num_completed: tally.completed,
+        num_errors: tally.errors,
         server_gen_throughput: server.rate,
         server_utilization: kv_mean,
         spec,
         ext: CellExtras {
             status,
-            status_reason,
-            active_decode_tps: if active_secs > 0.0 {
-                tokens as f64 / active_secs
+            status_reason: status_reason(status, &i, &sched, &errors),
+            active_decode_tps: if client.active_secs > 0.0 {
+                tokens as f64 / client.active_secs
             } else {
                 0.0
             },
-            measurement_active_seconds: active_secs,
-            usage_mode: count.usage_mode,
+            measurement_active_seconds: client.active_secs,
+            usage_mode: client.count.usage_mode,
             requests_started: i.outcomes.len() as u64,
-            requests_cancelled: count_of(&|o| o.cancelled),
+            requests_cancelled: tally.cancelled,
             server_utilization_max: kv_max,
             server_steps_source: steps_source,
             server_prefix_cache_hit_rate: prefix_hit_rate(&i),
@@ -141,48 +119,56 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
                 .hw
                 .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
                 .unwrap_or(0.0),
-            all_samples_latency: all_latency,
+            all_samples_latency: client.all_latency,
             token_gap_p50: i.gaps.p50,
             token_gap_p90: i.gaps.p90,
             token_gap_p99: i.gaps.p99,
             token_gap_max: i.gaps.max,
-            reasoning_tokens,
-            content_tokens: tokens - reasoning_tokens,
-            channel_split_source: split_source.into(),
+            reasoning_tokens: client.reasoning_tokens,
+            content_tokens: tokens - client.reasoning_tokens,
+            channel_split_source: client.split_source.into(),
             error_rate: errors.rate,
             error_reasons: errors.reasons,
-            early_stop_requests: if i.ignore_eos {
-                samples.iter().filter(|s| s.finish_reason == "stop").count() as u64
-            } else {
-                0
-            },
-            usage_anomalies: tracks
-                .iter()
-                .filter(|t| t.usage_anomaly().is_some())
-                .count() as u64,
-            server_client_mismatch: aggregate.and_then(|client| {
-                let rate = server.counter_rate?;
-                let (low, high) = server.counter_bounds?;
-                mismatch(client, rate, (low, high.unwrap_or(f64::INFINITY)))
-            }),
+            early_stop_requests: tally.early_stops,
+            usage_anomalies: tally.usage_anomalies,
+            server_client_mismatch: aggregate.and_then(|client| counter_mismatch(client, &server)),
             server_gen_throughput_low: server.counter_bounds.map(|(low, _)| low),
             server_gen_throughput_high: server.counter_bounds.and_then(|(_, high)| high),
             server_tokens_source: server.source,
             ..CellExtras::default()
         },
-        request_samples: samples,
+        request_samples: client.samples,
         sched,
         ..CellResult::default()
     }
 }
 
+/// Why the cell has its status, in words (empty for an ok cell).
+fn status_reason(
+    status: CellStatus,
+    i: &CellInputs<'_>,
+    sched: &SchedulerFields,
+    errors: &ErrorSummary,
+) -> String {
+    match status {
+        CellStatus::NoTokens => "no output token arrived inside the measurement window".into(),
+        CellStatus::CapacityLimited => capacity_reason(i, sched),
+        CellStatus::Error => errors.reason.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The client's rate against the server's token counter, when the server
+/// exports one (see [`mismatch`]).
+fn counter_mismatch(client: f64, server: &ServerCount) -> Option<ServerClientMismatch> {
+    let rate = server.counter_rate?;
+    let (low, high) = server.counter_bounds?;
+    mismatch(client, rate, (low, high.unwrap_or(f64::INFINITY)))
+}
+
 /// The cell's status: failures beyond the limit, then no tokens, then
 /// capacity, else ok.
-fn verdict(
-    tokens: u64,
-    sched: &ldb_core::result::SchedulerFields,
-    errors: &ErrorSummary,
-) -> CellStatus {
+fn verdict(tokens: u64, sched: &SchedulerFields, errors: &ErrorSummary) -> CellStatus {
     if errors.over_limit {
         CellStatus::Error
     } else if tokens == 0 {

@@ -1,5 +1,6 @@
 //! One sustained-decode cell: scout, ramp-up to readiness, the measurement
-//! window, closing every stream at once, and draining the server.
+//! window (`cell_window.rs`), closing every stream at once, and draining the
+//! server.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,8 +8,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ldb_client::scrape::Scrape;
-use ldb_core::client_load::ClientLoad;
-use ldb_core::headroom::Headroom;
 use ldb_core::live::{CellStage, LiveEvent};
 use ldb_core::prompt::Message;
 use ldb_core::readiness::{Decision, Observation, Readiness, auto_limit};
@@ -18,16 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::assemble::{CellInputs, assemble};
 use crate::cell_io::{Opened, abort_sglang, drain, open_cell};
-use crate::cell_view::{CellProgress, RateTrace, set_stage, update_live};
-use crate::client_load::{read_client_load, usable_cpus};
-use crate::confirm_read::edge_reads;
+use crate::cell_view::{CellProgress, set_stage, update_live};
+use crate::cell_window::{WindowRecord, measure_window};
 use crate::ctx::RunCtx;
-use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
 use crate::prompts::{BodyOptions, chat_body};
-use crate::shard::planned::{Planned, window_closes};
-use crate::stall::StallWatch;
-use crate::window_stop::WindowStop;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -309,138 +303,6 @@ pub(crate) async fn ramp_up(
 /// The other shards' producing streams and tokens received, for readiness.
 pub(crate) type Peers<'a> = Option<&'a dyn Fn() -> (u32, u64)>;
 
-/// What the window saw, besides the streams' own counts.
-pub(crate) struct WindowRecord {
-    start: f64,
-    end: f64,
-    start_scrape: Option<Scrape>,
-    end_scrape: Option<Scrape>,
-    /// Periodic scrapes sent inside the window.
-    sched: Vec<Scrape>,
-    /// The confirming read of a lone queue reading (`confirm_read.rs`).
-    confirm: Option<Scrape>,
-    /// Producing streams at each pass.
-    pub(crate) producing: Vec<f64>,
-    /// Longest lateness of the driver (see `stall.rs`).
-    stall: f64,
-    /// The benchmark's own load over the window (see `client_load.rs`).
-    load: ClientLoad,
-    /// Whether the benchmark kept up (see `ldb_core::headroom`).
-    pub(crate) headroom: Headroom,
-    hw_start: Option<usize>,
-    hw_end: Option<usize>,
-    /// Why the window closed, and its rate's interval under `--duration auto`.
-    stop: WindowStop,
-}
-
-/// The measurement window: open it, follow it for `spec.duration` (or until
-/// its rate is known, `--duration auto`: `window_stop.rs`), close it and send
-/// the end scrape, then drop every stream once it has answered. A sharded
-/// cell passes its `planned` window `[start, end]` (run clock, announced to
-/// every shard before it starts): it opens and closes exactly there.
-pub(crate) async fn measure_window(
-    rc: &RunCtx,
-    spec: &CellSpec,
-    skip: &CancellationToken,
-    pool: &mut StreamPool,
-    aborted: bool,
-    planned: Option<&Planned<'_>>,
-) -> WindowRecord {
-    // From here to the end scrape the server is measured: background
-    // /metrics reads slow to --metrics-interval.
-    let _measuring = rc.scraper.measuring();
-    let edges = || planned.map(|p| p.edges());
-    let ws = crate::shard::cell::open_window(rc, skip, pool, edges()).await;
-    // The driver's own lateness from the window's first instant: each pass
-    // should follow the last by one tick. A much longer gap means this
-    // process was not running, so tokens piled up unread and the window's
-    // client count is wrong.
-    let mut stall = StallWatch::new(ws, TICK.as_secs_f64());
-    let hw_start = rc.hw_mark();
-    let load_start = read_client_load();
-    let lag_probe = LagProbe::start();
-    // The start scrape runs beside the loop, not awaited here: a freeze of
-    // this process while it waited for the answer would hide from the stall
-    // watch (and a slow /metrics must not pass for one).
-    let start_scrape = spawn_scrape(rc, !aborted);
-    let mut sched: Vec<Scrape> = Vec::new();
-    let mut producing: Vec<f64> = Vec::new();
-    // Periodic scrapes count from 1; the edge scrapes carry 0.
-    let mut last_seq = 0;
-    let mut trace = RateTrace::new(ws);
-    let mut stop = WindowStop::new(spec.auto_stop, spec.duration);
-    loop {
-        if aborted || crate::shard::cell::tick_within(rc, skip, edges()).await {
-            break;
-        }
-        pool.collect();
-        if pool.hopeless(rc.cfg.timing.max_error_rate) {
-            break;
-        }
-        let now = rc.clock.now();
-        stall.pass(now);
-        if let Some(s) = rc.scraper.latest()
-            && s.seq != last_seq
-            && s.sent >= ws
-        {
-            last_seq = s.seq;
-            sched.push((*s).clone());
-        }
-        let now_producing = pool.producing();
-        producing.push(f64::from(now_producing));
-        trace.sample(now, pool.counters.window_tokens.load(Ordering::Relaxed));
-        let latest = rc.scraper.latest();
-        let obs = Observation {
-            elapsed: now - pool.launch,
-            running: latest.as_ref().and_then(|s| s.snap.running),
-            waiting: latest.as_ref().and_then(|s| s.snap.waiting),
-            producing: now_producing,
-            any_tokens: true,
-        };
-        let progress = CellProgress {
-            stage: CellStage::Window,
-            stage_elapsed: now - ws,
-            window_elapsed: now - ws,
-            obs: &obs,
-            trace: Some(&trace.values),
-        };
-        update_live(rc, spec, pool, &progress);
-        if window_closes(rc, planned, &mut stop, now - ws, pool) {
-            break;
-        }
-    }
-    let we = edges().map_or_else(|| rc.clock.now(), |(_, e)| e.min(rc.clock.now()));
-    pool.window.close(we);
-    // The end scrape is sent at the window's end, while the streams still
-    // run: the server reads its counters somewhere between the sending and
-    // the answer, and that whole span must still be generating like the
-    // window, or a slow /metrics reads a rate that already fell.
-    let end_scrape = spawn_scrape(rc, !aborted);
-    let load = read_client_load().since(&load_start);
-    let lag = lag_probe.finish().await;
-    let headroom = Headroom::measure(load.cpu_s, we - ws, usable_cpus(), &lag);
-    // Hardware covers the window only, like the tokens it is divided into:
-    // not the end scrape, the stream shutdown or the drain.
-    let hw_end = rc.hw_mark();
-    let (start_scrape, end_scrape, confirm) =
-        edge_reads(rc, [start_scrape, end_scrape], &sched, pool).await;
-    WindowRecord {
-        start: ws,
-        end: we,
-        start_scrape,
-        end_scrape,
-        sched,
-        confirm,
-        producing,
-        stall: stall.worst(),
-        load,
-        headroom,
-        hw_start,
-        hw_end,
-        stop,
-    }
-}
-
 /// The cell result from the streams' outcomes and the window's record.
 pub(crate) fn finish(
     rc: &RunCtx,
@@ -562,24 +424,6 @@ pub(crate) async fn tick(skip: &CancellationToken) -> bool {
     tokio::select! {
         _ = skip.cancelled() => true,
         _ = tokio::time::sleep(TICK) => false,
-    }
-}
-
-/// One scrape sent now on its own task (none without metrics or `wanted`).
-fn spawn_scrape(rc: &RunCtx, wanted: bool) -> Option<tokio::task::JoinHandle<Option<Scrape>>> {
-    (rc.metrics && wanted).then(|| {
-        let scraper = rc.scraper.clone();
-        tokio::spawn(async move { scraper.scrape_once().await })
-    })
-}
-
-/// The answer of a scrape sent on its own task (None: failed, or no task).
-pub(crate) async fn join_scrape(
-    task: Option<tokio::task::JoinHandle<Option<Scrape>>>,
-) -> Option<Scrape> {
-    match task {
-        Some(task) => task.await.ok().flatten(),
-        None => None,
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use ldb_client::scrape::Scrape;
 
-use crate::cell::join_scrape;
+use crate::cell_window::{ScrapeTask, join_scrape};
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
 
@@ -58,9 +58,6 @@ pub(crate) async fn confirm_lone_queue(
     }
     rc.scraper.scrape_once().await
 }
-
-/// A scrape sent on its own task.
-type ScrapeTask = Option<tokio::task::JoinHandle<Option<Scrape>>>;
 
 /// At the window's end, streams still running: the answers of the start
 /// and end scrapes, then the confirming read when one reading alone saw a

@@ -13,6 +13,7 @@ mod calibration_cache;
 pub mod cell;
 mod cell_io;
 mod cell_view;
+mod cell_window;
 pub mod client_load;
 pub mod coding_peak;
 mod cold;

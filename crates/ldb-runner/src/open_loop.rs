@@ -108,7 +108,7 @@ fn skipped_row(rate: f64, context: u64, status: CellStatus, reason: &str) -> Rat
     }
 }
 
-/// One rate × context cell.
+/// One rate × context cell: scout, schedule, send and wait, then the row.
 async fn rate_cell(
     rc: &RunCtx,
     rate: f64,
@@ -154,6 +154,51 @@ async fn rate_cell(
             return (skipped_row(rate, context, CellStatus::Error, &why), prefill);
         }
     };
+    let sent = send_schedule(rc, &due, &bodies, shards.as_ref(), &skip).await;
+    let row = rate_row(rc, (rate, context), sent, shards.as_ref(), (&skip, &at)).await;
+    announce_row(rc, &at, &row);
+    (row, prefill)
+}
+
+/// A cell's requests once every one has ended or been given up.
+struct RateSent {
+    /// This process's requests: (index in the schedule, due time, outcome).
+    outs: Vec<(usize, f64, StreamOutcome)>,
+    /// The server's scheduler over the cell.
+    sched: Vec<SchedSample>,
+    /// Over shards: the followers' parts as collected.
+    others: Option<Collected>,
+    /// The span every request of the cell counts in.
+    window: Arc<SharedWindow>,
+    /// Token counts and gaps of the cell's streams.
+    counters: Arc<CellCounters>,
+    /// The most requests in flight at once (this process).
+    most: Arc<AtomicU64>,
+    /// A request waited for a free `--max-in-flight` slot.
+    capped: bool,
+    /// Requests never sent: every slot still taken at the cell's limit.
+    not_sent: u64,
+    /// The first due time and the cell's time limit (run clock).
+    t0: f64,
+    limit: f64,
+    /// The last request's due time after `t0`.
+    span: f64,
+    /// The prefix caches' state when the span opened.
+    prefix_start: crate::prefix_run::SpanStart,
+}
+
+/// Open the cell's window, send every request of this process's part of
+/// `due` at its time, and wait for them all (and, over shards, the
+/// followers' parts), cancelling what is open at the cell's limit.
+async fn send_schedule(
+    rc: &RunCtx,
+    due: &[f64],
+    bodies: &crate::prefix_run::RateBodies<'_>,
+    shards: Option<&RateShards>,
+    skip: &CancellationToken,
+) -> RateSent {
+    let ol = &rc.cfg.open_loop;
+    let span = due.last().copied().unwrap_or(0.0);
     let window = Arc::new(SharedWindow::default());
     let counters = Arc::new(CellCounters::default());
     let most = Arc::new(AtomicU64::new(0));
@@ -172,13 +217,13 @@ async fn rate_cell(
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
     // Each shard sends its part of the one schedule (one process: all of it).
-    let (mine, own) = match &shards {
-        Some(s) => s.send_orders(rc, &due, (t0, limit), &|i| bodies.body(i)),
+    let (mine, own) = match shards {
+        Some(s) => s.send_orders(rc, due, (t0, limit), &|i| bodies.body(i)),
         None => (due.iter().copied().enumerate().collect(), HashMap::new()),
     };
     let cap = ol.max_in_flight;
-    let cap = shards.as_ref().map_or(cap, |s| s.own_cap(cap));
-    let body = |i| match &shards {
+    let cap = shards.map_or(cap, |s| s.own_cap(cap));
+    let body = |i| match shards {
         Some(_) => own.get(&i).cloned().unwrap_or_default(),
         None => bodies.body(i),
     };
@@ -186,7 +231,7 @@ async fn rate_cell(
         due: &mine,
         t0,
         deadline,
-        skip: &skip,
+        skip,
         cap: (cap > 0).then(|| Arc::new(Semaphore::new(cap as usize))),
         env: StreamEnv {
             window: window.clone(),
@@ -201,11 +246,50 @@ async fn rate_cell(
         most: most.clone(),
     })
     .await;
-    let (mut outs, sched, others) = gather(rc, rx, (t0, limit), &skip, shards.as_ref()).await;
+    let (outs, sched, others) = gather(rc, rx, (t0, limit), skip, shards).await;
     window.close(rc.clock.now());
     drop(measuring);
+    RateSent {
+        outs,
+        sched,
+        others,
+        window,
+        counters,
+        most,
+        capped,
+        not_sent,
+        t0,
+        limit,
+        span,
+        prefix_start,
+    }
+}
+
+/// The cell's row from its requests: the followers' parts merged in, the
+/// core's assembly, the prefix caches over the span, the server's
+/// scheduler, the shards' labels, and a user's cut.
+async fn rate_row(
+    rc: &RunCtx,
+    (rate, context): (f64, u64),
+    sent: RateSent,
+    shards: Option<&RateShards>,
+    (skip, at): (&CancellationToken, &str),
+) -> RateResult {
+    let RateSent {
+        mut outs,
+        sched,
+        others,
+        window,
+        counters,
+        most,
+        capped,
+        not_sent,
+        t0,
+        limit,
+        span,
+        prefix_start,
+    } = sent;
     let merged = shards
-        .as_ref()
         .zip(others)
         .map(|(s, got)| s.merge(rc, got, &mut outs, &counters));
     let not_sent = not_sent + merged.as_ref().map_or(0, |m| m.not_sent);
@@ -230,10 +314,10 @@ async fn rate_cell(
     let mut row = assemble(&RateInputs {
         rate,
         context,
-        arrival: ol.arrival,
+        arrival: rc.cfg.open_loop.arrival,
         requests: &requests,
         // Over shards, from the union of the requests on the leader's clock.
-        max_in_flight: match &shards {
+        max_in_flight: match shards {
             Some(_) => most_in_flight(&outs),
             None => most.load(Ordering::Relaxed),
         },
@@ -245,15 +329,14 @@ async fn rate_cell(
     (row.server_prefix_cache_hit_rate, row.prefix_cache) =
         crate::prefix_run::rate_span_end(rc, prefix_start, &outs, window.get()).await;
     scheduler_into(&mut row, &sched);
-    if let Some((s, m)) = shards.as_ref().zip(merged) {
+    if let Some((s, m)) = shards.zip(merged) {
         s.label(rc, &mut row, m);
     }
     if skip.is_cancelled() && !timed_out {
         row.status = CellStatus::SkippedUser;
         row.status_reason = "cut short by the user".into();
     }
-    announce_row(rc, &at, &row);
-    (row, prefill)
+    row
 }
 
 /// The server's running and queued requests over the cell, from its scrapes.

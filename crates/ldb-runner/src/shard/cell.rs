@@ -17,11 +17,11 @@ use super::leader::ShardLeader;
 use super::planned::Planned;
 use super::wire::{Msg, ShardCellData};
 use crate::cell::{
-    CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, measure_window,
-    ramp_up, skipped,
+    CellOutput, CellSpec, OUTPUT_SLOTS, announce_done, decode_body, finish, ramp_up, skipped,
 };
 use crate::cell_io::{Opened, abort_sglang, drain, open_cell};
 use crate::cell_view::set_stage;
+use crate::cell_window::measure_window;
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
 
