@@ -880,15 +880,11 @@ fn conversation_trace(path: &Path) {
     std::fs::write(path, rows).expect("trace");
 }
 
-#[test]
-fn three_shards_replay_one_trace_like_one_process() {
-    let s = sim();
-    let (dir, single_out) = tmp("single.json");
-    let trace = dir.path().join("conversations.jsonl");
-    conversation_trace(&trace);
-    let flags: Vec<String> = [
+/// The flags of a plain trace replay against `url`.
+fn trace_flags(url: &str, trace: &Path) -> Vec<String> {
+    [
         "--host",
-        &s.url,
+        url,
         "--trace",
         trace.to_str().expect("path"),
         "--display-mode",
@@ -897,11 +893,25 @@ fn three_shards_replay_one_trace_like_one_process() {
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect();
+    .collect()
+}
+
+/// Three shard processes replaying with `flags` through one coordinator.
+fn three_trace_shards(dir: &Path, flags: &[String]) -> Vec<Child> {
     let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..3)
-        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
-        .collect();
+    (0..3)
+        .map(|i| shard(dir, flags, 3, i, &coord, &[]))
+        .collect()
+}
+
+#[test]
+fn three_shards_replay_one_trace_like_one_process() {
+    let s = sim();
+    let (dir, single_out) = tmp("single.json");
+    let trace = dir.path().join("conversations.jsonl");
+    conversation_trace(&trace);
+    let flags = trace_flags(&s.url, &trace);
+    let mut kids = three_trace_shards(dir.path(), &flags);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -965,22 +975,8 @@ fn a_follower_killed_mid_replay_labels_the_trace_result() {
     let s = sim();
     let (dir, trace) = tmp("conversations.jsonl");
     conversation_trace(&trace);
-    let flags: Vec<String> = [
-        "--host",
-        &s.url,
-        "--trace",
-        trace.to_str().expect("path"),
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..3)
-        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
-        .collect();
+    let flags = trace_flags(&s.url, &trace);
+    let mut kids = three_trace_shards(dir.path(), &flags);
     wait_for_line(
         &dir.path().join("shard-0.out"),
         "trace replay over 3 shards: parts 10/10/10",
