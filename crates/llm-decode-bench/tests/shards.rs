@@ -137,6 +137,24 @@ fn logs(dir: &Path, n: u32) -> String {
         .collect()
 }
 
+/// `n` shard processes with `flags` through one coordinator.
+fn start_shards(dir: &Path, flags: &[String], n: u32) -> Vec<Child> {
+    let coord = format!("127.0.0.1:{}", free_port());
+    (0..n)
+        .map(|i| shard(dir, flags, n, i, &coord, &[]))
+        .collect()
+}
+
+/// Kills shard 2 of three, then waits for the leader (120 s) and the other
+/// follower (30 s): their exit codes and every shard's log.
+fn kill_the_third(dir: &Path, kids: &mut [Child]) -> (Option<i32>, Option<i32>, String) {
+    let _ = kids[2].kill();
+    let _ = kids[2].wait();
+    let leader = wait(&mut kids[0], Duration::from_secs(120));
+    let follower = wait(&mut kids[1], Duration::from_secs(30));
+    (leader, follower, logs(dir, 3))
+}
+
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
@@ -163,10 +181,7 @@ fn four_shards_measure_one_cell_like_one_process_and_the_simulator() {
     let s = sim();
     let (dir, single_out) = tmp("single.json");
     let flags = bench_flags(&s.url, "12", "2000");
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..4)
-        .map(|i| shard(dir.path(), &flags, 4, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 4);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -289,10 +304,7 @@ fn followers_stop_and_keep_their_record_when_the_leader_is_killed() {
     let s = sim();
     let (dir, _) = tmp("x");
     let flags = bench_flags(&s.url, "4", "2000");
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..2)
-        .map(|i| shard(dir.path(), &flags, 2, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 2);
     wait_for_line(
         &dir.path().join("shard-0.out"),
         "ready C=4",
@@ -645,10 +657,7 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
     // 10 req/s for 5 s: 50 requests of 20 tokens, each 0.4 s at the
     // simulator's 50 tok/s.
     let flags = rate_flags(&s.url, "10", "20");
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..3)
-        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 3);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -712,21 +721,14 @@ fn a_follower_killed_mid_rate_cell_labels_it_and_the_next_rate_runs_on_the_shard
         .position(|f| f == "--duration")
         .expect("duration");
     flags[d + 1] = "3".into();
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..3)
-        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 3);
     wait_for_line(
         &dir.path().join("shard-0.out"),
         "rate cell start R=5",
         Duration::from_secs(60),
     );
     std::thread::sleep(Duration::from_millis(1500));
-    let _ = kids[2].kill();
-    let _ = kids[2].wait();
-    let leader = wait(&mut kids[0], Duration::from_secs(120));
-    let follower = wait(&mut kids[1], Duration::from_secs(30));
-    let all = logs(dir.path(), 3);
+    let (leader, follower, all) = kill_the_third(dir.path(), &mut kids);
     // An open-loop row in error does not change the exit code (as for one
     // process); `--on-shard-loss stop` would exit 6.
     assert_eq!(leader, Some(0), "{all}");
@@ -756,10 +758,7 @@ fn three_shards_run_one_request_count_batch_like_one_process() {
     // C = 6, N = 12 of 100 tokens (2 s each at 50 tok/s): two waves.
     let mut flags = bench_flags(&s.url, "6", "100");
     flags.extend(["--request-count", "12"].map(String::from));
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..3)
-        .map(|i| shard(dir.path(), &flags, 3, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 3);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -823,10 +822,7 @@ fn two_shards_close_one_auto_window_from_their_summed_rate() {
         ]
         .map(String::from),
     );
-    let coord = format!("127.0.0.1:{}", free_port());
-    let mut kids: Vec<Child> = (0..2)
-        .map(|i| shard(dir.path(), &flags, 2, i, &coord, &[]))
-        .collect();
+    let mut kids = start_shards(dir.path(), &flags, 2);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -896,14 +892,6 @@ fn trace_flags(url: &str, trace: &Path) -> Vec<String> {
     .collect()
 }
 
-/// Three shard processes replaying with `flags` through one coordinator.
-fn three_trace_shards(dir: &Path, flags: &[String]) -> Vec<Child> {
-    let coord = format!("127.0.0.1:{}", free_port());
-    (0..3)
-        .map(|i| shard(dir, flags, 3, i, &coord, &[]))
-        .collect()
-}
-
 #[test]
 fn three_shards_replay_one_trace_like_one_process() {
     let s = sim();
@@ -911,7 +899,7 @@ fn three_shards_replay_one_trace_like_one_process() {
     let trace = dir.path().join("conversations.jsonl");
     conversation_trace(&trace);
     let flags = trace_flags(&s.url, &trace);
-    let mut kids = three_trace_shards(dir.path(), &flags);
+    let mut kids = start_shards(dir.path(), &flags, 3);
     let codes: Vec<Option<i32>> = kids
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
@@ -976,7 +964,7 @@ fn a_follower_killed_mid_replay_labels_the_trace_result() {
     let (dir, trace) = tmp("conversations.jsonl");
     conversation_trace(&trace);
     let flags = trace_flags(&s.url, &trace);
-    let mut kids = three_trace_shards(dir.path(), &flags);
+    let mut kids = start_shards(dir.path(), &flags, 3);
     wait_for_line(
         &dir.path().join("shard-0.out"),
         "trace replay over 3 shards: parts 10/10/10",
@@ -984,11 +972,7 @@ fn a_follower_killed_mid_replay_labels_the_trace_result() {
     );
     // The orders are out: the replay starts 0.5 s later and lasts 3.6 s.
     std::thread::sleep(Duration::from_millis(1500));
-    let _ = kids[2].kill();
-    let _ = kids[2].wait();
-    let leader = wait(&mut kids[0], Duration::from_secs(120));
-    let follower = wait(&mut kids[1], Duration::from_secs(30));
-    let all = logs(dir.path(), 3);
+    let (leader, follower, all) = kill_the_third(dir.path(), &mut kids);
     assert_eq!((leader, follower), (Some(0), Some(0)), "{all}");
     let doc = read(&dir.path().join("r.json"));
     common::assert_valid(&doc);
