@@ -145,10 +145,7 @@ impl FabricBlock {
     /// The block read from a JSON value (`null` or a non-object reads as
     /// a block never filled in).
     pub fn from_value(v: &Value) -> FabricBlock {
-        match v {
-            Value::Object(m) => FabricBlock::from_map(m.clone()),
-            _ => FabricBlock::default(),
-        }
+        FabricBlock::from(v.clone())
     }
 
     /// The block as a JSON value, keys in the order they were read.
