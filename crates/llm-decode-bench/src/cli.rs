@@ -82,6 +82,12 @@ pub struct CompletionsArgs {
 /// `rerun` flags.
 #[derive(Debug, Args)]
 pub struct RerunArgs {
+    /// Also replay the recorded flags a stranger's file must not set: programs, local
+    /// files read or written, listening ports, shard roles, endpoints other than the
+    /// server, and the server itself (which then receives the API key). Only for a result
+    /// file you trust (docs/security.md).
+    #[arg(long)]
+    pub trust_recorded_flags: bool,
     /// A result file written by a run of this tool.
     #[arg(value_name = "RESULT")]
     pub result: PathBuf,
