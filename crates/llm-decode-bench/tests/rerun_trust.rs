@@ -101,6 +101,14 @@ fn helper(dir: &Path) -> (PathBuf, PathBuf) {
     (script, mark)
 }
 
+/// The helper's mark is absent and none of the named files exists.
+fn nothing_ran_nor_was_written(mark: &Path, named: &[PathBuf]) {
+    assert!(!mark.exists(), "a recorded helper program ran");
+    for p in named {
+        assert!(!p.exists(), "{} was written", p.display());
+    }
+}
+
 fn s(p: &Path) -> String {
     p.display().to_string()
 }
@@ -148,10 +156,7 @@ fn rerun_of_a_strangers_file_runs_no_program_writes_nothing_it_names_and_contact
     }
     let o = child.wait_with_output().expect("ends");
     let err = text(&o.stderr);
-    assert!(!mark.exists(), "the recorded helper program ran");
-    for p in &named {
-        assert!(!p.exists(), "{} was written", p.display());
-    }
+    nothing_ran_nor_was_written(&mark, &named);
     assert!(d.join("theirs-rerun.json").exists(), "{err}");
     assert!(!listened, "the recorded --metrics-listen port was opened");
     assert!(metrics.heads().is_empty(), "{:?}", metrics.heads());
@@ -299,9 +304,6 @@ fn report_and_compare_act_on_nothing_a_file_names() {
         let o = bin().args(&args).output().expect("runs");
         assert!(o.status.code().is_some(), "{args:?} was killed");
     }
-    assert!(!mark.exists(), "a recorded program ran");
-    for p in &named {
-        assert!(!p.exists(), "{} was written", p.display());
-    }
+    nothing_ran_nor_was_written(&mark, &named);
     assert!(theirs.heads().is_empty(), "{:?}", theirs.heads());
 }
