@@ -19,6 +19,18 @@ const NEVER_REPLAYED: &[&str] = &["resume", "output", "print-config", "config"];
 /// The opt-in that replays the flags a stranger's file must not set.
 const TRUST_FLAG: &str = "--trust-recorded-flags";
 
+/// Each credential the environment may hold, with the flags naming the
+/// endpoints it goes to: taken from the environment, it never goes to one
+/// of them that came from the file (trusted or not).
+const CREDENTIAL_ENDPOINTS: &[(&str, &str, &[&str])] = &[
+    (
+        "api-key",
+        "LLM_BENCH_API_KEY",
+        &["host", "port", "metrics-url"],
+    ),
+    ("shard-secret", "LDB_SHARD_SECRET", &["coordinator"]),
+];
+
 /// The benchmark's flags and argv for the rerun, and the recorded document.
 /// Prints, before anything is sent, what was left out and why, and the
 /// exact command line that runs (secrets redacted).
@@ -70,7 +82,7 @@ pub(crate) fn prepare(
         );
     }
     let mut argv = vec![program];
-    let mut left_out = Vec::new();
+    let (mut left_out, mut replayed) = (Vec::new(), Vec::new());
     // another server given: the recorded built-in simulator is not started
     let new_server = set("host") || set("port");
     for token in recorded {
@@ -91,6 +103,10 @@ pub(crate) fn prepare(
             }
             continue;
         }
+        // (a default, such as localhost, is not the file's choice)
+        if !set(name) && !is_default(name, value) {
+            replayed.push(name.to_string());
+        }
         argv.push(token);
     }
     if !set("output") {
@@ -100,9 +116,42 @@ pub(crate) fn prepare(
     let m = Cli::command()
         .try_get_matches_from(&argv)
         .map_err(|e| AppError::Config(format!("rerun: {}", first_line(&e.to_string()))))?;
-    let cli = Cli::from_arg_matches(&m).map_err(|e| AppError::Config(e.to_string()))?;
+    let mut cli = Cli::from_arg_matches(&m).map_err(|e| AppError::Config(e.to_string()))?;
     tell(&path, trust, &left_out, &command_line(&argv, &m));
+    withhold_env_credentials(&mut cli.bench, &m, &replayed, &path);
     Ok((cli.bench, argv, prior))
+}
+
+/// A credential taken from the environment is dropped when an endpoint it
+/// would go to came from the file (possible only with the opt-in): the user
+/// names the endpoint again, or types the credential on the command line.
+fn withhold_env_credentials(
+    bench: &mut crate::cli::BenchArgs,
+    m: &clap::ArgMatches,
+    replayed: &[String],
+    path: &str,
+) {
+    for (credential, var, endpoints) in CREDENTIAL_ENDPOINTS {
+        let from_env = arg_id(credential)
+            .is_some_and(|id| m.value_source(&id) == Some(ValueSource::EnvVariable));
+        let chosen: Vec<String> = endpoints
+            .iter()
+            .filter(|e| replayed.iter().any(|r| r == *e))
+            .map(|e| format!("--{e}"))
+            .collect();
+        if !from_env || chosen.is_empty() {
+            continue;
+        }
+        match *credential {
+            "api-key" => bench.api_key = None,
+            _ => bench.shard.shard_secret = None,
+        }
+        eprintln!(
+            "rerun: {var} is not sent to the {} recorded in {path}: name it again after {path}, \
+             or give --{credential} on the command line",
+            chosen.join(", ")
+        );
+    }
 }
 
 /// A result file does not choose the server (it would also receive the API

@@ -216,18 +216,26 @@ fn a_strangers_file_cannot_choose_the_server_nor_send_it_the_key() {
         "the stranger's host was contacted: {:?}",
         theirs.heads()
     );
-    // with the opt-in, the file is trusted: its server gets the request and the key
+    // with the opt-in, the file is trusted: its server gets the request, but
+    // never the key from the environment
     let o = bin()
         .args(["rerun", "--trust-recorded-flags", &s(&r), "--dry-run"])
         .env("LLM_BENCH_API_KEY", KEY)
         .output()
         .expect("runs");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("LLM_BENCH_API_KEY is not sent"), "{err}");
+    let heads = theirs.heads();
+    assert!(!heads.is_empty() && !heads.iter().any(|h| h.contains(KEY)));
+    // only a key typed on this command line goes there
+    let o = bin()
+        .args(["rerun", "--trust-recorded-flags", &s(&r), "--dry-run"])
+        .args(["--api-key", KEY])
+        .output()
+        .expect("runs");
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
-    assert!(
-        theirs.heads().iter().any(|h| h.contains(KEY)),
-        "{:?}",
-        theirs.heads()
-    );
+    assert!(theirs.heads().iter().any(|h| h.contains(KEY)));
 }
 
 #[test]
