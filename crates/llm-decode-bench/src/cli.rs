@@ -60,8 +60,10 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
     Man,
-    /// Run the flags recorded in a result file again (planning afresh); flags after the
-    /// file override them (e.g. --host, --output).
+    /// Run the measurement flags recorded in a result file again (planning afresh); flags
+    /// after the file override them (e.g. --host, --output). Flags that run programs, touch
+    /// local files or ports, or choose the server are left out unless given again
+    /// (docs/security.md).
     Rerun(RerunArgs),
     /// Print what runs a sharded benchmark on a cluster: a Kubernetes Indexed Job
     /// (`deploy k8s`) or an sbatch script (`deploy slurm`); benchmark flags after `--`.
@@ -82,6 +84,12 @@ pub struct CompletionsArgs {
 /// `rerun` flags.
 #[derive(Debug, Args)]
 pub struct RerunArgs {
+    /// Also replay the recorded flags a stranger's file must not set: programs, local
+    /// files read or written, listening ports, shard roles, endpoints other than the
+    /// server, and the server itself (which then receives the API key). Only for a result
+    /// file you trust (docs/security.md).
+    #[arg(long)]
+    pub trust_recorded_flags: bool,
     /// A result file written by a run of this tool.
     #[arg(value_name = "RESULT")]
     pub result: PathBuf,

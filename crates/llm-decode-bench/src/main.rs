@@ -32,6 +32,7 @@ mod metrics_listen;
 mod paired;
 mod report;
 mod rerun;
+mod rerun_policy;
 mod selftest;
 mod session;
 mod shard;
