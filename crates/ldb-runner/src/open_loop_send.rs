@@ -137,7 +137,10 @@ mod tests {
         });
         tokio::pin!(send);
         // One poll: the loop is now parked in the capped wait.
-        if tokio::time::timeout(Duration::ZERO, &mut send).await.is_ok() {
+        if tokio::time::timeout(Duration::ZERO, &mut send)
+            .await
+            .is_ok()
+        {
             return None;
         }
         // The thread sleeps without polling: when the loop runs again, the

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use common::{bin, free_port, text, tmp};
 use serde_json::Value;
 
+/// A join secret strong enough (128 bits of hex).
+const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
 /// The simulator as its own process; killed on drop.
 struct Sim {
     child: Child,
@@ -95,7 +98,7 @@ fn shard(
         .args(["--output"])
         .arg(dir.join("r.json"))
         .args(extra)
-        .env("LDB_SHARD_SECRET", "test-secret")
+        .env("LDB_SHARD_SECRET", SECRET)
         .stdout(log("out"))
         .stderr(log("err"))
         .spawn()
@@ -340,7 +343,7 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
             "--coordinator",
             &coord,
         ])
-        .args(["--shard-join-timeout", "12", "--shard-secret", "right"])
+        .args(["--shard-join-timeout", "12", "--shard-secret", SECRET])
         .arg("--output")
         .arg(dir.path().join("r.json"))
         .stdout(Stdio::null())
@@ -377,16 +380,18 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
         Option<(&'a str, &'a str)>,
         &'a str,
     );
-    let cases: [Case; 4] = [
-        (Some("wrong"), &[], None, "wrong shard secret"),
-        (Some("right"), &["--max-tokens", "7"], None, "flags differ"),
+    let other = "ffeeddccbbaa99887766554433221100";
+    let cases: [Case; 5] = [
+        (Some(other), &[], None, "did not prove the shard secret"),
+        (Some(SECRET), &["--max-tokens", "7"], None, "flags differ"),
         (
-            Some("right"),
+            Some(SECRET),
             &[],
             Some(("LDB_TEST_SHARD_VERSION", "shard-protocol-0/0.0.0")),
             "version",
         ),
         (None, &[], None, "needs a join secret"),
+        (Some("right"), &[], None, "openssl rand -hex 32"),
     ];
     for (secret, extra, env, needle) in cases {
         let o = follower(secret, extra, env);
@@ -394,7 +399,7 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{needle}: {err}");
         assert!(err.contains(needle), "{needle}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-        assert!(!err.contains("right"), "the secret is never printed: {err}");
+        assert!(!err.contains(SECRET), "the secret is never printed: {err}");
     }
     let code = wait(&mut leader, Duration::from_secs(40));
     let mut err = String::new();
@@ -530,7 +535,7 @@ fn bad_shard_flags_are_one_line_before_any_request() {
         let o: Output = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
             .args(["--host", url, "--display-mode", "plain"])
             .args(args)
-            .env("LDB_SHARD_SECRET", "s")
+            .env("LDB_SHARD_SECRET", SECRET)
             .output()
             .expect("runs");
         let err = text(&o.stderr);
