@@ -454,10 +454,7 @@ async fn handshake(s: &FollowerSettings, stream: TcpStream) -> Result<(Reader, W
         return Err(impostor(s));
     }
     let mac = auth::proof(&s.secret, Side::Follower, &b);
-    writer
-        .send(&Msg::Proof { mac })
-        .await
-        .map_err(|e| lost(e))?;
+    writer.send(&Msg::Proof { mac }).await.map_err(&lost)?;
     let (to_leader, from_leader) = {
         let (l2f, f2l) = auth::session_keys(&s.secret, &b);
         (f2l, l2f)
