@@ -16,6 +16,8 @@ pub mod auth;
 pub(crate) mod batch;
 pub(crate) mod cell;
 mod check;
+#[cfg(test)]
+mod door_tests;
 pub mod follower;
 #[cfg(test)]
 mod fuzz;
