@@ -1,7 +1,8 @@
 //! The whole handshake over real sockets, in one process: a follower joins
 //! a leader over IPv6 loopback (the leader listens where it is told), its
 //! sealed frames carry the clock exchange and the finish, and a second
-//! join for the same index is refused.
+//! join for the same index is refused; a mute door holds a follower no
+//! longer than its join timeout.
 
 use std::time::Duration;
 
@@ -59,4 +60,27 @@ async fn a_follower_joins_over_ipv6_and_a_second_join_for_its_index_is_refused()
         .expect("ends")
         .expect("task");
     assert_eq!(end, FollowEnd::Finished);
+}
+
+#[tokio::test]
+async fn a_door_that_accepts_and_says_nothing_holds_a_follower_no_longer_than_its_join_timeout() {
+    let mute = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let at = mute.local_addr().expect("addr");
+    // Accept every connection and keep it open without a word.
+    let _keep = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = mute.accept().await {
+            held.push(s);
+        }
+    });
+    let s = FollowerSettings {
+        join_wait: Duration::from_secs(1),
+        ..follower(at.to_string())
+    };
+    let t0 = std::time::Instant::now();
+    let end = run(s).await;
+    assert!(matches!(end, FollowEnd::Unreachable(_)), "{end:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
 }

@@ -391,10 +391,13 @@ async fn join(s: &FollowerSettings) -> Result<(Reader, Writer), FollowEnd> {
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let why = match tokio::time::timeout(left, TcpStream::connect(&s.coordinator)).await {
-            Ok(Ok(stream)) => match handshake(s, stream).await {
-                Ok(rw) => return Ok(rw),
-                Err(Door::Final(end)) => return Err(end),
-                Err(Door::Again(why)) => why,
+            // The handshake too ends by the deadline (a door that accepts
+            // and says nothing does not hold the follower longer).
+            Ok(Ok(stream)) => match tokio::time::timeout_at(deadline, handshake(s, stream)).await {
+                Ok(Ok(rw)) => return Ok(rw),
+                Ok(Err(Door::Final(end))) => return Err(end),
+                Ok(Err(Door::Again(why))) => why,
+                Err(_) => "the leader's door did not answer".into(),
             },
             Ok(Err(e)) => e.to_string(),
             Err(_) => "no answer".into(),
