@@ -375,4 +375,30 @@ mod tests {
         assert!(got.is_err(), "{got:?}");
         client.await.expect("client");
     }
+
+    /// The halves of a connection opened under the join limit send frames
+    /// above it once joined (a trace part of tens of MB): the limit on
+    /// what this side sends is the member limit, never the join limit.
+    #[tokio::test]
+    async fn orders_over_the_join_limit_leave_after_the_join() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let big = "x".repeat(4 * JOIN_FRAME_LIMIT);
+        let sent = big.clone();
+        let leader = tokio::spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let (_r, mut w) = framed(s, JOIN_FRAME_LIMIT);
+            w.seal([3; 32]);
+            w.send(&Msg::Refused { reason: sent }).await
+        });
+        let s = TcpStream::connect(addr).await.expect("connect");
+        let (mut r, _w) = framed(s, JOIN_FRAME_LIMIT);
+        r.seal([3; 32]);
+        r.allow(MEMBER_FRAME_LIMIT);
+        let got = r.recv(Duration::from_secs(5)).await;
+        assert!(matches!(&got, Ok(Msg::Refused { reason }) if *reason == big));
+        assert_eq!(leader.await.expect("leader"), Ok(()));
+    }
 }
