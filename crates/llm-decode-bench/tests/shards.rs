@@ -10,46 +10,11 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, text, tmp};
+use common::{bin, free_port, sim, text, tmp, wait};
 use serde_json::Value;
 
 /// A join secret strong enough (128 bits of hex).
 const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
-
-/// The simulator as its own process; killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn sim() -> Sim {
-    let dir = tempfile::tempdir().expect("tmp");
-    let scenario = dir.path().join("shard-paced.toml");
-    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
-    let port = free_port();
-    let child = bin()
-        .args(["sim", "--scenario"])
-        .arg(&scenario)
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("simulator starts");
-    common::wait_listening(port);
-    Sim {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
 
 /// The benchmark flags every shard shares.
 fn bench_flags(url: &str, concurrency: &str, max_tokens: &str) -> Vec<String> {
@@ -103,21 +68,6 @@ fn shard(
         .stderr(log("err"))
         .spawn()
         .expect("shard starts")
-}
-
-/// Wait for a child with a bound (a hang fails the test instead of CI).
-fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("a shard did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Wait until `file` contains `needle` (bounded).

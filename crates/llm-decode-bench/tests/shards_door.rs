@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, text, tmp};
+use common::{bin, sim, text, tmp, wait};
 
 /// A secret strong enough for the door (128 bits of hex).
 const SECRET: &str = "5f0e6c1d9a8b7c6d5e4f3a2b1c0d9e8f";
@@ -65,20 +65,6 @@ fn spawn(args: &[String], log: &Path) -> Child {
         .stderr(std::fs::File::create(log).expect("log"))
         .spawn()
         .expect("shard starts")
-}
-
-fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("a shard did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn frame(payload: &[u8]) -> Vec<u8> {
@@ -140,22 +126,10 @@ fn bad_join(addr: &str, k: usize) {
 
 #[test]
 fn a_flooded_coordinator_port_still_runs_its_cell_and_keeps_no_strangers_bytes() {
-    let sim_dir = tempfile::tempdir().expect("tmp");
-    let scenario = sim_dir.path().join("paced.toml");
-    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
-    let sim_port = free_port();
-    let mut sim = bin()
-        .args(["sim", "--scenario"])
-        .arg(&scenario)
-        .args(["--port", &sim_port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("simulator");
-    common::wait_listening(sim_port);
-    let url = format!("http://127.0.0.1:{sim_port}");
+    let sim = sim();
+    let url = sim.url.clone();
     let (dir, out) = tmp("r.json");
-    let coord = format!("127.0.0.1:{}", free_port());
+    let coord = format!("127.0.0.1:{}", common::free_port());
     let lead_log = dir.path().join("leader.err");
     let mut leader = spawn(&flags(&url, &coord, 0, &out), &lead_log);
     let t0 = Instant::now();
@@ -186,8 +160,7 @@ fn a_flooded_coordinator_port_still_runs_its_cell_and_keeps_no_strangers_bytes()
         let _ = b.join();
     }
     drop(idle);
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     let (le, fe) = (
         std::fs::read_to_string(&lead_log).unwrap_or_default(),
         std::fs::read_to_string(&fol_log).unwrap_or_default(),
