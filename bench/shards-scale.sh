@@ -64,7 +64,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
-export LDB_SHARD_SECRET=bench-secret
+export LDB_SHARD_SECRET="$(openssl rand -hex 32)"
 FLAGS=(--host "http://127.0.0.1:$PORT" --concurrency "$C" --contexts 0 --skip-prefill
     --duration "$WINDOW" --decode-warmup-seconds 0 --max-tokens 2000
     --display-mode plain --no-hw-monitor --shards "$SHARDS"

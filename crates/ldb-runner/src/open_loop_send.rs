@@ -60,10 +60,20 @@ pub(crate) async fn send_all(s: Sender<'_>) -> (bool, u64) {
                     Ok(p) => p,
                     Err(_) => {
                         capped = true;
+                        // The shard's own cancellation fires at the same
+                        // deadline (`shard/rate.rs`): check the deadline
+                        // first, and again when the cancellation won, so
+                        // the unsent are counted whichever came first.
                         tokio::select! {
-                            _ = s.skip.cancelled() => break,
+                            biased;
                             _ = tokio::time::sleep_until(s.deadline) => {
                                 not_sent = (s.due.len() - k) as u64;
+                                break;
+                            }
+                            _ = s.skip.cancelled() => {
+                                if tokio::time::Instant::now() >= s.deadline {
+                                    not_sent = (s.due.len() - k) as u64;
+                                }
                                 break;
                             }
                             p = sem.clone().acquire_owned() => match p {
@@ -94,4 +104,75 @@ pub(crate) async fn send_all(s: Sender<'_>) -> (bool, u64) {
         });
     }
     (capped, not_sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldb_client::Http;
+    use ldb_client::stream::RunClock;
+
+    /// Three requests due now and no free slot, so none can leave: the
+    /// loop waits in its capped wait. Then the shard's cancellation and the
+    /// time limit come in the order asked; all three must count as unsent.
+    /// None: the machine stalled past the limit before the first poll (the
+    /// round tests nothing; try again).
+    async fn unsent(cancel_first: bool) -> Option<u64> {
+        let http = Http::new("http://127.0.0.1:9", None, 1).expect("client");
+        let env = StreamEnv::new(http, RunClock::new());
+        let skip = CancellationToken::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(30);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let send = send_all(Sender {
+            due: &[(0, 0.0), (1, 0.0), (2, 0.0)],
+            t0: env.clock.now(),
+            deadline,
+            skip: &skip,
+            cap: Some(Arc::new(Semaphore::new(0))),
+            env,
+            body: &|_| Bytes::new(),
+            tx,
+            in_flight: Arc::new(AtomicU64::new(0)),
+            most: Arc::new(AtomicU64::new(0)),
+        });
+        tokio::pin!(send);
+        // One poll: the loop is now parked in the capped wait.
+        if tokio::time::timeout(Duration::ZERO, &mut send)
+            .await
+            .is_ok()
+        {
+            return None;
+        }
+        // The thread sleeps without polling: when the loop runs again, the
+        // limit has passed, and in the first order the cancellation came
+        // too (the follower's timer and the send deadline are the same
+        // instant, `shard/rate.rs`): both branches are ready at one poll.
+        if cancel_first {
+            skip.cancel();
+        }
+        std::thread::sleep(Duration::from_millis(40));
+        let (capped, not_sent) = send.await;
+        skip.cancel();
+        assert!(capped);
+        Some(not_sent)
+    }
+
+    #[tokio::test]
+    async fn the_unsent_are_counted_whichever_of_limit_and_cancellation_comes_first() {
+        // Before the fix `select!` chose between the two ready branches at
+        // random: 32 rounds of each order fail it with certainty but 2^-32.
+        for cancel_first in [true, false] {
+            let mut rounds = 0;
+            for _ in 0..200 {
+                if let Some(n) = unsent(cancel_first).await {
+                    assert_eq!(n, 3, "cancellation first: {cancel_first}");
+                    rounds += 1;
+                }
+                if rounds == 32 {
+                    break;
+                }
+            }
+            assert_eq!(rounds, 32, "the machine stalled every round");
+        }
+    }
 }

@@ -19,7 +19,10 @@ pub struct ShardArgs {
     /// The leader's address, HOST:PORT (port 29517 when left out) [default on Slurm: the job's first host].
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: Option<String>,
-    /// The join secret every shard shares (better: env LDB_SHARD_SECRET); never printed or saved.
+    /// Leader: the address to listen on, HOST:PORT or [V6]:PORT, when --coordinator's name is not this host's own address (a Service, a load balancer) [default: --coordinator].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator_listen: Option<String>,
+    /// The join secret every shard shares, at least 128 bits (`openssl rand -hex 32`; better: env LDB_SHARD_SECRET); never printed or saved.
     #[arg(
         long,
         env = "LDB_SHARD_SECRET",

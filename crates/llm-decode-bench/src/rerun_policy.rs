@@ -214,6 +214,7 @@ pub(crate) const NOT_REPLAYED: &[(&str, Risk)] = &[
     ("shards", Risk::Shard),
     ("shard-index", Risk::Shard),
     ("coordinator", Risk::Shard),
+    ("coordinator-listen", Risk::Listens),
     ("start-at", Risk::Shard),
     ("metrics-url", Risk::OtherEndpoint),
     ("allow-download", Risk::OtherEndpoint),

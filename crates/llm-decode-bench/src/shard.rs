@@ -28,6 +28,8 @@ pub(crate) enum ShardPlan {
         settings: LeaderSettings,
         /// `HOST:PORT` (checked to resolve).
         coordinator: String,
+        /// Where to listen: `--coordinator-listen`, else `coordinator`.
+        listen: String,
     },
     /// A follower, not yet joined.
     Follower(FollowerSettings),
@@ -54,6 +56,7 @@ pub(crate) struct Offline {
 const PER_SHARD_FLAGS: &[&str] = &[
     "shard-index",
     "coordinator",
+    "coordinator-listen",
     "shard-secret",
     "shard-join-timeout",
     "output",
@@ -104,6 +107,9 @@ pub(crate) fn lower(a: &BenchArgs, cfg: &RunConfig) -> Result<ShardPlan, AppErro
             "--shards needs a join secret shared by every shard: --shard-secret or LDB_SHARD_SECRET",
         )
     })?;
+    if let Some(why) = ldb_runner::shard::secret_weakness(&secret) {
+        return Err(AppError::Config(why));
+    }
     let stop_on_loss = match s.on_shard_loss.as_str() {
         "continue" => false,
         "stop" => true,
@@ -121,7 +127,12 @@ pub(crate) fn lower(a: &BenchArgs, cfg: &RunConfig) -> Result<ShardPlan, AppErro
     let join_wait = Duration::from_secs_f64(s.shard_join_timeout);
     let coordinator = coordinator(s.coordinator.as_deref())?;
     if index == 0 {
+        let listen = match s.coordinator_listen.as_deref() {
+            Some(l) => with_port(l, "--coordinator-listen")?,
+            None => coordinator.clone(),
+        };
         return Ok(ShardPlan::Leader {
+            listen,
             settings: LeaderSettings {
                 shards,
                 secret,
@@ -155,18 +166,35 @@ pub(crate) async fn prepare(plan: &ShardPlan) -> Result<Option<Arc<ShardLeader>>
         ShardPlan::Leader {
             settings,
             coordinator,
+            listen,
         } => {
             resolve(coordinator).await?;
-            let port = coordinator.rsplit(':').next().unwrap_or_default();
-            let leader = ShardLeader::bind(&format!("0.0.0.0:{port}"), settings.clone())
+            // Only the address asked for: the port is not opened on every
+            // interface of the host (docs/security.md).
+            let leader = ShardLeader::bind(listen, settings.clone())
                 .await
                 .map_err(|e| {
                     AppError::Config(format!(
-                        "cannot listen on the coordinator port {port}: {e} (is another leader running?)"
+                        "cannot listen on the coordinator port {listen}: {e} (is another leader \
+                         running? if that name is not this host's own address, give \
+                         --coordinator-listen)"
                     ))
                 })?;
+            let at = leader.local_addr();
+            let host = listen.rsplit_once(':').map_or("", |(h, _)| h);
+            if at.ip().is_loopback()
+                && host.parse::<std::net::IpAddr>().is_err()
+                && host != "localhost"
+            {
+                // Debian's /etc/hosts maps the host's own name to 127.0.1.1.
+                eprintln!(
+                    "note: {host} resolves to the loopback address {} here: followers on other \
+                     hosts cannot reach it (give --coordinator-listen with this host's address)",
+                    at.ip()
+                );
+            }
             eprintln!(
-                "shard 0 (leader): waiting for {} follower(s) on port {port}",
+                "shard 0 (leader): waiting for {} follower(s) on {at}",
                 settings.shards - 1
             );
             leader.wait_for_members().await.map_err(AppError::Server)?;
@@ -288,16 +316,35 @@ fn coordinator(flag: Option<&str>) -> Result<String, AppError> {
             AppError::config("--shards needs --coordinator HOST:PORT (shard 0's address)")
         })?,
     };
-    let with_port = match given.rsplit_once(':') {
-        Some((h, p)) if !h.is_empty() && !h.ends_with(':') => {
-            p.parse::<u16>().map_err(|_| {
-                AppError::Config(format!("invalid --coordinator {given:?}: bad port {p:?}"))
-            })?;
-            given
+    with_port(&given, "--coordinator")
+}
+
+/// `HOST:PORT` with the default port when none is given; an IPv6 address
+/// in brackets (`[fd00::1]:29517`, `[::]`), or bare (`fd00::1`, default port).
+fn with_port(given: &str, flag: &str) -> Result<String, AppError> {
+    let bad = |p: &str| AppError::Config(format!("invalid {flag} {given:?}: bad port {p:?}"));
+    if let Some(rest) = given.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((_, "")) => Ok(format!("{given}:{DEFAULT_PORT}")),
+            Some((_, p)) => match p.strip_prefix(':') {
+                Some(p) if p.parse::<u16>().is_ok() => Ok(given.to_string()),
+                _ => Err(bad(p)),
+            },
+            None => Err(AppError::Config(format!(
+                "invalid {flag} {given:?}: no closing ]"
+            ))),
+        };
+    }
+    if given.matches(':').count() > 1 {
+        return Ok(format!("[{given}]:{DEFAULT_PORT}"));
+    }
+    match given.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() => {
+            p.parse::<u16>().map_err(|_| bad(p))?;
+            Ok(given.to_string())
         }
-        _ => format!("{given}:{DEFAULT_PORT}"),
-    };
-    Ok(with_port)
+        _ => Ok(format!("{given}:{DEFAULT_PORT}")),
+    }
 }
 
 /// The first host of `SLURM_JOB_NODELIST`, expanded by `scontrol show
@@ -480,6 +527,14 @@ mod tests {
         assert_eq!(coordinator(Some("lead")).ok(), Some("lead:29517".into()));
         assert_eq!(coordinator(Some("lead:9")).ok(), Some("lead:9".into()));
         assert!(coordinator(Some("lead:x")).is_err());
+        assert_eq!(coordinator(Some("[::1]:9")).ok(), Some("[::1]:9".into()));
+        assert_eq!(coordinator(Some("[::1]")).ok(), Some("[::1]:29517".into()));
+        assert_eq!(
+            coordinator(Some("fd00::1")).ok(),
+            Some("[fd00::1]:29517".into())
+        );
+        assert!(coordinator(Some("[::1]:x")).is_err());
+        assert!(coordinator(Some("[::1")).is_err());
     }
 
     #[test]

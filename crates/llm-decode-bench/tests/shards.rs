@@ -10,43 +10,11 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, text, tmp};
+use common::{bin, free_port, sim, text, tmp, wait};
 use serde_json::Value;
 
-/// The simulator as its own process; killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn sim() -> Sim {
-    let dir = tempfile::tempdir().expect("tmp");
-    let scenario = dir.path().join("shard-paced.toml");
-    std::fs::write(&scenario, common::paced_50_tok_s()).expect("scenario");
-    let port = free_port();
-    let child = bin()
-        .args(["sim", "--scenario"])
-        .arg(&scenario)
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("simulator starts");
-    common::wait_listening(port);
-    Sim {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
+/// A join secret strong enough (128 bits of hex).
+const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
 /// The benchmark flags every shard shares.
 fn bench_flags(url: &str, concurrency: &str, max_tokens: &str) -> Vec<String> {
@@ -95,26 +63,11 @@ fn shard(
         .args(["--output"])
         .arg(dir.join("r.json"))
         .args(extra)
-        .env("LDB_SHARD_SECRET", "test-secret")
+        .env("LDB_SHARD_SECRET", SECRET)
         .stdout(log("out"))
         .stderr(log("err"))
         .spawn()
         .expect("shard starts")
-}
-
-/// Wait for a child with a bound (a hang fails the test instead of CI).
-fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            return st.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("a shard did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Wait until `file` contains `needle` (bounded).
@@ -340,7 +293,7 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
             "--coordinator",
             &coord,
         ])
-        .args(["--shard-join-timeout", "12", "--shard-secret", "right"])
+        .args(["--shard-join-timeout", "12", "--shard-secret", SECRET])
         .arg("--output")
         .arg(dir.path().join("r.json"))
         .stdout(Stdio::null())
@@ -377,16 +330,18 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
         Option<(&'a str, &'a str)>,
         &'a str,
     );
-    let cases: [Case; 4] = [
-        (Some("wrong"), &[], None, "wrong shard secret"),
-        (Some("right"), &["--max-tokens", "7"], None, "flags differ"),
+    let other = "ffeeddccbbaa99887766554433221100";
+    let cases: [Case; 5] = [
+        (Some(other), &[], None, "did not prove the shard secret"),
+        (Some(SECRET), &["--max-tokens", "7"], None, "flags differ"),
         (
-            Some("right"),
+            Some(SECRET),
             &[],
             Some(("LDB_TEST_SHARD_VERSION", "shard-protocol-0/0.0.0")),
             "version",
         ),
         (None, &[], None, "needs a join secret"),
+        (Some("right"), &[], None, "openssl rand -hex 32"),
     ];
     for (secret, extra, env, needle) in cases {
         let o = follower(secret, extra, env);
@@ -394,7 +349,7 @@ fn joins_without_the_secret_or_with_other_flags_or_version_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{needle}: {err}");
         assert!(err.contains(needle), "{needle}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-        assert!(!err.contains("right"), "the secret is never printed: {err}");
+        assert!(!err.contains(SECRET), "the secret is never printed: {err}");
     }
     let code = wait(&mut leader, Duration::from_secs(40));
     let mut err = String::new();
@@ -530,7 +485,7 @@ fn bad_shard_flags_are_one_line_before_any_request() {
         let o: Output = Command::new(env!("CARGO_BIN_EXE_llm-decode-bench"))
             .args(["--host", url, "--display-mode", "plain"])
             .args(args)
-            .env("LDB_SHARD_SECRET", "s")
+            .env("LDB_SHARD_SECRET", SECRET)
             .output()
             .expect("runs");
         let err = text(&o.stderr);

@@ -158,7 +158,7 @@ fn shards_in_separate_namespaces_align_their_windows_through_a_known_clock_offse
         c.args(flags)
             .args(["--shard-index", &i.to_string(), "--output"])
             .arg(&out)
-            .env("LDB_SHARD_SECRET", "netns-secret")
+            .env("LDB_SHARD_SECRET", "6e65746e732d736563726574a1b2c3d4")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(o) = offset {

@@ -1,51 +1,146 @@
-//! Who may join a run: the shared secret proved without sending it (HMAC-SHA-256
-//! of a fresh leader challenge, bound to the joiner's index and flag digest),
-//! and the digest of the benchmark flags every shard must share.
+//! Who may take part in a run: both ends prove the shared secret without
+//! sending it (HMAC-SHA-256 over both fresh nonces, the joiner's index and
+//! flag digest, and a label naming the side, so a proof cannot be reflected
+//! or replayed), then derive one key per direction for the frames that
+//! follow (HKDF-SHA-256, `shard/seal.rs`). The reasoning is in
+//! `docs/security.md`, "Coordinator port (shards)".
 
+use hkdf::Hkdf;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// A fresh challenge: 32 random bytes, hex.
+/// Which side a proof or a key belongs to (part of what is MACed, so the
+/// leader's proof is never a valid follower proof and the reverse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Leader,
+    Follower,
+}
+
+impl Side {
+    fn label(self) -> &'static str {
+        match self {
+            Side::Leader => "ldb-shard-2 leader",
+            Side::Follower => "ldb-shard-2 follower",
+        }
+    }
+}
+
+/// What both proofs of one handshake are bound to.
+#[derive(Debug, Clone)]
+pub(crate) struct Binding<'a> {
+    /// The follower's nonce (hex, from its join).
+    pub follower_nonce: &'a str,
+    /// The leader's nonce (hex, from its challenge).
+    pub leader_nonce: &'a str,
+    /// The joiner's `--shard-index`.
+    pub index: u32,
+    /// The joiner's flag digest.
+    pub flags_digest: &'a str,
+}
+
+/// A fresh nonce: 32 random bytes, hex.
 pub(crate) fn nonce() -> String {
     let bytes: [u8; 32] = rand::random();
     hex(&bytes)
 }
 
-/// The proof a joiner sends: HMAC-SHA-256 keyed with the secret over the
-/// challenge, its index and its flag digest (so a proof cannot be replayed
-/// for another index or other flags).
-pub(crate) fn proof(secret: &str, nonce: &str, index: u32, flags_digest: &str) -> String {
-    hex(&mac(secret, nonce, index, flags_digest)
-        .finalize()
-        .into_bytes())
+/// True for a nonce as [`nonce`] makes them (64 hex digits).
+pub(crate) fn is_nonce(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// True when `proof_hex` is the right proof (compared in constant time).
-pub(crate) fn verify(
-    secret: &str,
-    nonce: &str,
-    index: u32,
-    flags_digest: &str,
-    proof_hex: &str,
-) -> bool {
+/// The proof `side` sends: HMAC-SHA-256 keyed with the secret.
+pub(crate) fn proof(secret: &str, side: Side, b: &Binding<'_>) -> String {
+    hex(&mac(secret, side, b).finalize().into_bytes())
+}
+
+/// True when `proof_hex` is `side`'s right proof (compared in constant time).
+pub(crate) fn verify(secret: &str, side: Side, b: &Binding<'_>, proof_hex: &str) -> bool {
     let Some(bytes) = unhex(proof_hex) else {
         return false;
     };
-    mac(secret, nonce, index, flags_digest)
-        .verify_slice(&bytes)
-        .is_ok()
+    mac(secret, side, b).verify_slice(&bytes).is_ok()
 }
 
-fn mac(secret: &str, nonce: &str, index: u32, flags_digest: &str) -> HmacSha256 {
+fn mac(secret: &str, side: Side, b: &Binding<'_>) -> HmacSha256 {
     #[allow(clippy::expect_used, reason = "HMAC accepts keys of every length")]
     let mut m = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
-    for part in [nonce, &index.to_string(), flags_digest] {
+    let index = b.index.to_string();
+    for part in [
+        side.label(),
+        b.follower_nonce,
+        b.leader_nonce,
+        &index,
+        b.flags_digest,
+    ] {
         m.update(part.as_bytes());
         m.update(&[0]);
     }
     m
+}
+
+/// The two frame keys of one session: (leader → follower, follower → leader).
+/// HKDF-SHA-256 with the secret as input keying material, both nonces as
+/// salt (fresh per connection, so no two sessions share a key) and the
+/// direction and index as info.
+pub(crate) fn session_keys(secret: &str, b: &Binding<'_>) -> ([u8; 32], [u8; 32]) {
+    let salt = format!("{}{}", b.follower_nonce, b.leader_nonce);
+    let hk = Hkdf::<Sha256>::new(Some(salt.as_bytes()), secret.as_bytes());
+    let key = |dir: &str| {
+        let mut k = [0u8; 32];
+        let info = format!("ldb-shard-2 frames {dir} {}", b.index);
+        #[allow(clippy::expect_used, reason = "32 bytes is far below HKDF's 8160")]
+        hk.expand(info.as_bytes(), &mut k)
+            .expect("HKDF expands 32 bytes");
+        k
+    };
+    (key("leader->follower"), key("follower->leader"))
+}
+
+/// Bits a secret must carry at least.
+pub const MIN_SECRET_BITS: f64 = 128.0;
+
+/// Why `secret` is too weak for a coordinator port (None: strong enough).
+/// Its strength is estimated as length × log2(alphabet), the alphabet being
+/// the character classes it uses (hex digits alone count 16), and a secret
+/// of few distinct characters is refused whatever its length.
+pub fn secret_weakness(secret: &str) -> Option<String> {
+    let chars: Vec<char> = secret.chars().collect();
+    let distinct = chars
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let bits = chars.len() as f64 * alphabet(&chars).log2();
+    (bits < MIN_SECRET_BITS || distinct < 8).then(|| {
+        format!(
+            "the shard secret is too weak (about {bits:.0} bits, {distinct} distinct characters; \
+             at least {MIN_SECRET_BITS:.0} bits): generate one with `openssl rand -hex 32`"
+        )
+    })
+}
+
+fn alphabet(chars: &[char]) -> f64 {
+    if chars.iter().all(char::is_ascii_hexdigit) {
+        return 16.0;
+    }
+    let has = |f: fn(&char) -> bool| chars.iter().any(f);
+    let mut n = 0.0;
+    if has(char::is_ascii_lowercase) {
+        n += 26.0;
+    }
+    if has(char::is_ascii_uppercase) {
+        n += 26.0;
+    }
+    if has(char::is_ascii_digit) {
+        n += 10.0;
+    }
+    if has(|c| !c.is_ascii_alphanumeric()) {
+        n += 33.0;
+    }
+    n
 }
 
 /// SHA-256 of the benchmark flags that must match across shards (their
@@ -72,16 +167,54 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    const S: &str = "0123456789abcdef0123456789abcdef";
+
+    fn binding<'a>(f: &'a str, l: &'a str, index: u32, d: &'a str) -> Binding<'a> {
+        Binding {
+            follower_nonce: f,
+            leader_nonce: l,
+            index,
+            flags_digest: d,
+        }
+    }
+
     #[test]
     fn the_right_secret_verifies_and_nothing_else_does() {
-        let n = nonce();
-        let p = proof("s3cret", &n, 2, "abc");
-        assert!(verify("s3cret", &n, 2, "abc", &p));
-        assert!(!verify("other", &n, 2, "abc", &p), "wrong secret");
-        assert!(!verify("s3cret", &nonce(), 2, "abc", &p), "other challenge");
-        assert!(!verify("s3cret", &n, 3, "abc", &p), "other index");
-        assert!(!verify("s3cret", &n, 2, "abd", &p), "other flags");
-        assert!(!verify("s3cret", &n, 2, "abc", "zz"), "not hex");
+        let (f, l, other) = (nonce(), nonce(), nonce());
+        let b = binding(&f, &l, 2, "abc");
+        let p = proof(S, Side::Follower, &b);
+        assert!(verify(S, Side::Follower, &b, &p));
+        assert!(!verify("other", Side::Follower, &b, &p), "wrong secret");
+        let swapped = binding(&f, &other, 2, "abc");
+        assert!(!verify(S, Side::Follower, &swapped, &p), "other challenge");
+        let swapped = binding(&other, &l, 2, "abc");
+        assert!(
+            !verify(S, Side::Follower, &swapped, &p),
+            "other joiner nonce"
+        );
+        assert!(!verify(S, Side::Follower, &binding(&f, &l, 3, "abc"), &p));
+        assert!(!verify(S, Side::Follower, &binding(&f, &l, 2, "abd"), &p));
+        assert!(!verify(S, Side::Follower, &b, "zz"), "not hex");
+    }
+
+    #[test]
+    fn a_leader_proof_is_never_a_follower_proof() {
+        let (f, l) = (nonce(), nonce());
+        let b = binding(&f, &l, 1, "d");
+        let p = proof(S, Side::Leader, &b);
+        assert!(verify(S, Side::Leader, &b, &p));
+        assert!(!verify(S, Side::Follower, &b, &p), "reflected");
+    }
+
+    #[test]
+    fn session_keys_differ_by_direction_and_by_session() {
+        let (f, l) = (nonce(), nonce());
+        let (a, b) = session_keys(S, &binding(&f, &l, 1, "d"));
+        assert_ne!(a, b);
+        let l2 = nonce();
+        let (a2, _) = session_keys(S, &binding(&f, &l2, 1, "d"));
+        assert_ne!(a, a2);
+        assert_eq!(session_keys(S, &binding(&f, &l, 1, "d")).0, a);
     }
 
     #[test]
@@ -93,6 +226,37 @@ mod tests {
             hex(&m.finalize().into_bytes()),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    #[test]
+    fn hkdf_matches_rfc_5869_case_1() {
+        let ikm = [0x0bu8; 22];
+        let salt: Vec<u8> = (0x00..=0x0c).collect();
+        let info: Vec<u8> = (0xf0..=0xf9).collect();
+        let mut okm = [0u8; 42];
+        Hkdf::<Sha256>::new(Some(&salt), &ikm)
+            .expand(&info, &mut okm)
+            .expect("expand");
+        assert_eq!(
+            hex(&okm),
+            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+        );
+    }
+
+    #[test]
+    fn weak_secrets_are_refused_with_how_to_make_one() {
+        for weak in [
+            "",
+            "right",
+            "test-secret",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ] {
+            let why = secret_weakness(weak).expect(weak);
+            assert!(why.contains("openssl rand -hex 32"), "{why}");
+        }
+        assert!(secret_weakness(S).is_none(), "32 hex digits: 128 bits");
+        assert!(secret_weakness(&S[..31]).is_some(), "124 bits");
+        assert!(secret_weakness("Correct-Horse-Battery-Staple-42!").is_none());
     }
 
     #[test]

@@ -14,10 +14,13 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::auth;
+use super::auth::{self, Binding, Side};
 use super::join::version;
 use super::leader::SILENCE_LIMIT;
-use super::wire::{MEMBER_FRAME_LIMIT, Msg, Reader, ShardCellData, WireOutcome, Writer, framed};
+use super::wire::{
+    JOIN_FRAME_LIMIT, MEMBER_FRAME_LIMIT, Msg, Reader, ShardCellData, WireError, WireOutcome,
+    Writer, framed,
+};
 use crate::client_load::{read_client_load, usable_cpus};
 use crate::loop_lag::LagProbe;
 use crate::pool::StreamPool;
@@ -97,7 +100,7 @@ pub async fn follow(
         Err(end) => return (end, Vec::new()),
     };
     eprintln!("shard {}: joined the leader at {}", s.index, s.coordinator);
-    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let (tx, rx) = mpsc::channel::<Msg>(TO_LEADER_QUEUE);
     let sender = tokio::spawn(async move { send_all(&mut writer, rx).await });
     let (rate_tx, mut rate_rx) = mpsc::unbounded_channel::<ShardCellData>();
     let mut f = Following {
@@ -121,7 +124,7 @@ pub async fn follow(
             m = reader.next() => {
                 let msg = match m {
                     Some(Ok(msg)) => msg,
-                    Some(Err(e)) => break FollowEnd::LeaderLost(e),
+                    Some(Err(e)) => break FollowEnd::LeaderLost(e.to_string()),
                     None => break FollowEnd::LeaderLost("the leader closed the connection".into()),
                 };
                 heard = Instant::now();
@@ -137,13 +140,13 @@ pub async fn follow(
                     ));
                 }
                 let status = status_now(f.active.as_mut(), &f.clock);
-                let _ = f.tx.send(status);
+                let _ = f.tx.try_send(status);
             }
         }
     };
     // Leader gone mid-cell: stop the streams now and keep what they measured.
     if let Some(a) = f.active.take() {
-        let d = close_cell(a, &f.clock).await;
+        let d = close_reporting(a, &f.clock, &f.tx).await;
         f.done.push(d);
         on_cell(&f.done);
     }
@@ -167,8 +170,8 @@ struct Following {
     base: StreamEnv,
     /// Cancelled when following ends: open-loop parts stop sending.
     stop: CancellationToken,
-    /// To the leader.
-    tx: mpsc::UnboundedSender<Msg>,
+    /// To the leader (bounded: a leader that stops reading is lost).
+    tx: mpsc::Sender<Msg>,
     /// Open-loop parts, when they end.
     rate_tx: mpsc::UnboundedSender<ShardCellData>,
     rates_running: usize,
@@ -190,7 +193,7 @@ impl Following {
     ) -> Option<FollowEnd> {
         match msg {
             Msg::Ping { seq } => {
-                let _ = self.tx.send(Msg::Pong {
+                let _ = self.tx.try_send(Msg::Pong {
                     seq,
                     clock: self.clock.unix(),
                 });
@@ -202,8 +205,9 @@ impl Following {
                 idle_timeout_s,
             } => {
                 let env = StreamEnv {
+                    // In range: checked on arrival (`shard/check.rs`).
                     idle_timeout: idle_timeout_s
-                        .map(Duration::from_secs_f64)
+                        .and_then(|s| Duration::try_from_secs_f64(s).ok())
                         .or(self.base.idle_timeout),
                     ..self.base.clone()
                 };
@@ -263,8 +267,8 @@ impl Following {
                 if self.active.as_ref().is_some_and(|a| a.cell == cell)
                     && let Some(a) = self.active.take()
                 {
-                    let d = close_cell(a, &self.clock).await;
-                    let _ = self.tx.send(Msg::CellDone(Box::new(d.clone())));
+                    let d = close_reporting(a, &self.clock, &self.tx).await;
+                    let _ = self.tx.send(Msg::CellDone(Box::new(d.clone()))).await;
                     self.done.push(d);
                     on_cell(&self.done);
                 }
@@ -279,7 +283,7 @@ impl Following {
     fn rate_done(&mut self, d: ShardCellData, on_cell: &mut impl FnMut(&[ShardCellData])) {
         self.rates_running = self.rates_running.saturating_sub(1);
         self.parts.remove(&d.cell);
-        let _ = self.tx.send(Msg::CellDone(Box::new(d.clone())));
+        let _ = self.tx.try_send(Msg::CellDone(Box::new(d.clone())));
         self.done.push(d);
         on_cell(&self.done);
     }
@@ -310,7 +314,34 @@ fn status_now(active: Option<&mut Active>, clock: &Clock) -> Msg {
     }
 }
 
-async fn send_all(writer: &mut Writer, mut rx: mpsc::UnboundedReceiver<Msg>) {
+/// Messages queued for the leader at most (status four times a second,
+/// results at cell ends: far below unless the leader stopped reading).
+const TO_LEADER_QUEUE: usize = 256;
+
+/// Close a cell while telling the leader, four times a second, that this
+/// follower lives: streams that take long to stop are not a lost shard.
+/// (The leader waits for the cell's results a bounded time, `cell.rs`.)
+async fn close_reporting(a: Active, clock: &Clock, tx: &mpsc::Sender<Msg>) -> ShardCellData {
+    let cell = a.cell;
+    let close = close_cell(a, clock);
+    tokio::pin!(close);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            d = &mut close => return d,
+            _ = tick.tick() => {
+                let _ = tx.try_send(Msg::Status {
+                    cell: Some(cell),
+                    producing: 0,
+                    tokens: 0,
+                    window_tokens: 0,
+                });
+            }
+        }
+    }
+}
+
+async fn send_all(writer: &mut Writer, mut rx: mpsc::Receiver<Msg>) {
     while let Some(m) = rx.recv().await {
         if writer.send(&m).await.is_err() {
             break;
@@ -353,46 +384,113 @@ async fn close_cell(mut a: Active, clock: &Clock) -> ShardCellData {
     }
 }
 
-/// Reach the leader (retrying while it starts) and pass its door.
+/// Reach the leader (retrying while it starts, or while its door is busy)
+/// and pass its door, all within `--shard-join-timeout`.
 async fn join(s: &FollowerSettings) -> Result<(Reader, Writer), FollowEnd> {
-    let deadline = Instant::now() + s.join_wait;
-    let stream = loop {
-        match TcpStream::connect(&s.coordinator).await {
-            Ok(st) => break st,
-            Err(e) if Instant::now() >= deadline => {
-                return Err(FollowEnd::Unreachable(format!(
-                    "cannot reach the leader at {} within {:.0} s: {e}",
-                    s.coordinator,
-                    s.join_wait.as_secs_f64()
-                )));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+    let deadline = tokio::time::Instant::now() + s.join_wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let why = match tokio::time::timeout(left, TcpStream::connect(&s.coordinator)).await {
+            // The handshake too ends by the deadline (a door that accepts
+            // and says nothing does not hold the follower longer).
+            Ok(Ok(stream)) => match tokio::time::timeout_at(deadline, handshake(s, stream)).await {
+                Ok(Ok(rw)) => return Ok(rw),
+                Ok(Err(Door::Final(end))) => return Err(end),
+                Ok(Err(Door::Again(why))) => why,
+                Err(_) => "the leader's door did not answer".into(),
+            },
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer".into(),
+        };
+        if tokio::time::Instant::now() + JOIN_RETRY >= deadline {
+            return Err(FollowEnd::Unreachable(format!(
+                "cannot join the leader at {} within {:.0} s: {why}",
+                s.coordinator,
+                s.join_wait.as_secs_f64()
+            )));
         }
-    };
-    let (mut reader, mut writer) = framed(stream, MEMBER_FRAME_LIMIT);
-    let lost = |e: String| FollowEnd::LeaderLost(format!("during the join: {e}"));
-    writer
-        .send(&Msg::Join {
-            version: version(),
-            shards: s.shards,
-            index: s.index,
-            flags_digest: s.flags_digest.clone(),
-        })
-        .await
-        .map_err(lost)?;
-    let wait = Duration::from_secs(10);
-    let Msg::Challenge { nonce } = reader.recv(wait).await.map_err(lost)? else {
-        return Err(lost("no challenge".into()));
-    };
-    let mac = auth::proof(&s.secret, &nonce, s.index, &s.flags_digest);
-    writer.send(&Msg::Proof { mac }).await.map_err(lost)?;
-    match reader.recv(wait).await {
-        Ok(Msg::Welcome) => Ok((reader, writer)),
-        Ok(Msg::Refused { reason }) => Err(FollowEnd::Refused(reason)),
-        Ok(_) => Err(lost("an unexpected answer".into())),
-        // The leader closes the door without a word only on a broken frame.
-        Err(e) => Err(FollowEnd::Refused(format!(
-            "the leader closed the join: {e}"
-        ))),
+        tokio::time::sleep(JOIN_RETRY).await;
     }
+}
+
+/// Pause between tries to reach the leader.
+const JOIN_RETRY: Duration = Duration::from_millis(250);
+
+/// How one try at the door ended, when not joined.
+enum Door {
+    /// Closed before the leader said anything (starting, or busy): try again.
+    Again(String),
+    /// Refused, or the leader failed to prove the secret: stop.
+    Final(FollowEnd),
+}
+
+/// One try at the door. The leader proves the secret first (bound to our
+/// fresh nonce); only then is our proof sent, so a party that is not our
+/// leader gets nothing to guess the secret from and no order is obeyed.
+async fn handshake(s: &FollowerSettings, stream: TcpStream) -> Result<(Reader, Writer), Door> {
+    // Frames before the leader is proven are held to the join limit.
+    let (mut reader, mut writer) = framed(stream, JOIN_FRAME_LIMIT);
+    let lost = |e: String| Door::Final(FollowEnd::LeaderLost(format!("during the join: {e}")));
+    let my_nonce = auth::nonce();
+    let join = Msg::Join {
+        version: version(),
+        shards: s.shards,
+        index: s.index,
+        flags_digest: s.flags_digest.clone(),
+        nonce: my_nonce.clone(),
+    };
+    writer.send(&join).await.map_err(Door::Again)?;
+    let (leader_nonce, leader_proof) = match reader.recv(JOIN_STEP).await {
+        Ok(Msg::Challenge { nonce, proof }) => (nonce, proof),
+        Ok(_) => return Err(impostor(s)),
+        // A busy door closes without a word: try again.
+        Err(e @ (WireError::Closed | WireError::Frame)) => return Err(Door::Again(e.to_string())),
+        Err(e) => return Err(lost(e.to_string())),
+    };
+    let b = Binding {
+        follower_nonce: &my_nonce,
+        leader_nonce: &leader_nonce,
+        index: s.index,
+        flags_digest: &s.flags_digest,
+    };
+    if !auth::is_nonce(&leader_nonce) || !auth::verify(&s.secret, Side::Leader, &b, &leader_proof) {
+        return Err(impostor(s));
+    }
+    let mac = auth::proof(&s.secret, Side::Follower, &b);
+    writer.send(&Msg::Proof { mac }).await.map_err(&lost)?;
+    let (to_leader, from_leader) = {
+        let (l2f, f2l) = auth::session_keys(&s.secret, &b);
+        (f2l, l2f)
+    };
+    writer.seal(to_leader);
+    reader.seal(from_leader);
+    match reader.recv(JOIN_STEP).await {
+        Ok(Msg::Welcome) => {
+            reader.allow(MEMBER_FRAME_LIMIT);
+            Ok((reader, writer))
+        }
+        Ok(Msg::Refused { reason }) => Err(Door::Final(FollowEnd::Refused(printable(&reason)))),
+        Ok(_) => Err(lost("an unexpected answer".into())),
+        Err(e) => Err(Door::Final(FollowEnd::Refused(format!(
+            "the leader closed the join: {e}"
+        )))),
+    }
+}
+
+/// How long each answer of the leader's door may take.
+const JOIN_STEP: Duration = Duration::from_secs(10);
+
+/// The leader did not prove the secret: nothing more is said to it.
+fn impostor(s: &FollowerSettings) -> Door {
+    Door::Final(FollowEnd::Refused(format!(
+        "the leader at {} did not prove the shard secret (its secret differs, or it is not \
+         our leader); no proof and no request was sent",
+        s.coordinator
+    )))
+}
+
+/// A refusal's words as shown (control characters dropped, length capped):
+/// they come from the leader, and a terminal must not act on them.
+fn printable(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(300).collect()
 }

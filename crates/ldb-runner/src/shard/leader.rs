@@ -13,7 +13,8 @@ use ldb_core::shard::{ClockEstimate, ClockSample, best_estimate};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use super::join::accept_loop;
+use super::join::{accept_loop, version};
+use super::refusals::{Refusal, Refusals};
 use super::wire::{Msg, Reader, ShardCellData, Writer};
 
 /// What the leader enforces.
@@ -37,6 +38,18 @@ pub(crate) const SILENCE_LIMIT: Duration = Duration::from_secs(5);
 const PINGS: u64 = 8;
 /// How long one clock answer may take.
 const PONG_WAIT: Duration = Duration::from_secs(2);
+/// Messages queued for one member at most: a member that stops reading
+/// fills it within seconds (status and heartbeats) and is lost, instead of
+/// the leader holding its orders without bound.
+const MEMBER_QUEUE: usize = 256;
+
+/// What a joiner claims, checked once its proof verified.
+pub(crate) struct Claims<'a> {
+    pub version: &'a str,
+    pub shards: u32,
+    pub index: u32,
+    pub flags_digest: &'a str,
+}
 
 /// A member's latest status.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,7 +63,7 @@ pub(crate) struct Status {
 }
 
 struct Member {
-    tx: mpsc::UnboundedSender<Msg>,
+    tx: mpsc::Sender<Msg>,
     clock: Option<ClockEstimate>,
     status: Status,
     lost: bool,
@@ -66,16 +79,17 @@ pub(crate) struct Shared {
     clock: RunClock,
     members: Mutex<BTreeMap<u32, Member>>,
     notes: Mutex<Vec<String>>,
-    pongs: mpsc::UnboundedSender<(u32, u64, f64, f64)>,
-    dones: mpsc::UnboundedSender<(u32, ShardCellData)>,
+    refusals: Refusals,
+    pongs: mpsc::Sender<(u32, u64, f64, f64)>,
+    dones: mpsc::Sender<(u32, ShardCellData)>,
 }
 
 /// The leader of a sharded run.
 pub struct ShardLeader {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    pongs: tokio::sync::Mutex<mpsc::UnboundedReceiver<(u32, u64, f64, f64)>>,
-    dones: tokio::sync::Mutex<mpsc::UnboundedReceiver<(u32, ShardCellData)>>,
+    pongs: tokio::sync::Mutex<mpsc::Receiver<(u32, u64, f64, f64)>>,
+    dones: tokio::sync::Mutex<mpsc::Receiver<(u32, ShardCellData)>>,
     seq: AtomicU64,
 }
 
@@ -88,27 +102,103 @@ impl Shared {
         }
     }
 
-    pub(crate) fn has_member(&self, index: u32) -> bool {
-        self.members
+    /// A refused join: counted; printed when its (address, class) is new.
+    pub(crate) fn refused(&self, ip: std::net::IpAddr, why: Refusal) {
+        if self.refusals.count(ip, why) {
+            eprintln!("shard join refused from {ip}: {}", why.name());
+        }
+    }
+
+    /// Admit a joiner whose proof verified: the checks after the secret, in
+    /// the order a user fixes them, and the member added under the same
+    /// lock (a second join for its index, or a join after the plan
+    /// started, fails). Its queue, with the welcome first.
+    pub(crate) fn try_join(
+        &self,
+        c: &Claims<'_>,
+    ) -> Result<mpsc::Receiver<Msg>, (Refusal, String)> {
+        let mut members = self
+            .members
             .lock()
-            .map(|m| m.get(&index).is_some_and(|x| !x.lost))
-            .unwrap_or(true)
+            .map_err(|_| (Refusal::Late, "the leader is failing".to_string()))?;
+        self.admit(c, &members)?;
+        let (tx, rx) = mpsc::channel(MEMBER_QUEUE);
+        let _ = tx.try_send(Msg::Welcome);
+        members.insert(
+            c.index,
+            Member {
+                tx,
+                clock: None,
+                status: Status::default(),
+                lost: false,
+            },
+        );
+        Ok(rx)
+    }
+
+    fn admit(
+        &self,
+        c: &Claims<'_>,
+        members: &BTreeMap<u32, Member>,
+    ) -> Result<(), (Refusal, String)> {
+        let s = &self.settings;
+        let mine = version();
+        if c.version != mine {
+            return Err((
+                Refusal::Version,
+                format!("version differs: the leader runs {mine}"),
+            ));
+        }
+        if c.shards != s.shards {
+            return Err((
+                Refusal::Index,
+                format!(
+                    "--shards {} differs from the leader's {}",
+                    c.shards, s.shards
+                ),
+            ));
+        }
+        if c.index == 0 || c.index >= s.shards {
+            return Err((
+                Refusal::Index,
+                format!(
+                    "--shard-index {} is not a follower's index (1..{})",
+                    c.index,
+                    s.shards - 1
+                ),
+            ));
+        }
+        if c.flags_digest != s.flags_digest {
+            return Err((
+                Refusal::Flags,
+                "the benchmark flags differ from the leader's (compare them with --print-config)"
+                    .into(),
+            ));
+        }
+        // Read under the members' lock, which `plan_started` takes too.
+        if self.started.load(Ordering::Acquire) {
+            return Err((
+                Refusal::Late,
+                "too late: the leader's plan has started".into(),
+            ));
+        }
+        if members.get(&c.index).is_some_and(|x| !x.lost) {
+            return Err((
+                Refusal::Index,
+                format!("index {} has joined already", c.index),
+            ));
+        }
+        Ok(())
     }
 
     /// A member that joined: its writer and reader run on their own tasks.
-    pub(crate) fn add_member(self: &Arc<Self>, index: u32, reader: Reader, mut writer: Writer) {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
-        if let Ok(mut m) = self.members.lock() {
-            m.insert(
-                index,
-                Member {
-                    tx,
-                    clock: None,
-                    status: Status::default(),
-                    lost: false,
-                },
-            );
-        }
+    pub(crate) fn run_member(
+        self: &Arc<Self>,
+        index: u32,
+        reader: Reader,
+        mut writer: Writer,
+        mut rx: mpsc::Receiver<Msg>,
+    ) {
         let me = self.clone();
         tokio::spawn(async move {
             while let Some(msg) = rx.recv().await {
@@ -122,19 +212,35 @@ impl Shared {
         tokio::spawn(async move { me.read_member(index, reader).await });
     }
 
+    /// Queue `msg` for a member; a full queue loses it (it stopped reading).
+    fn enqueue(&self, index: u32, msg: Msg) {
+        let full = self
+            .members
+            .lock()
+            .ok()
+            .and_then(|m| {
+                m.get(&index)
+                    .map(|x| x.tx.try_send(msg).is_err() && !x.tx.is_closed())
+            })
+            .unwrap_or(false);
+        if full {
+            self.lose(index, "its queue is full (it stopped reading)");
+        }
+    }
+
     async fn read_member(self: Arc<Self>, index: u32, mut reader: Reader) {
         loop {
             let msg = match reader.recv(SILENCE_LIMIT).await {
                 Ok(m) => m,
                 Err(why) => {
-                    self.lose(index, &why);
+                    self.lose(index, &why.to_string());
                     return;
                 }
             };
             let now = self.clock.unix(self.clock.now());
             match msg {
                 Msg::Pong { seq, clock } => {
-                    let _ = self.pongs.send((index, seq, clock, now));
+                    let _ = self.pongs.try_send((index, seq, clock, now));
                 }
                 Msg::Status {
                     cell,
@@ -155,7 +261,7 @@ impl Shared {
                     }
                 }
                 Msg::CellDone(d) => {
-                    let _ = self.dones.send((index, *d));
+                    let _ = self.dones.send((index, *d)).await;
                 }
                 _ => {}
             }
@@ -186,8 +292,10 @@ impl ShardLeader {
     pub async fn bind(addr: &str, settings: LeaderSettings) -> std::io::Result<ShardLeader> {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
-        let (ptx, prx) = mpsc::unbounded_channel();
-        let (dtx, drx) = mpsc::unbounded_channel();
+        // Bounded like the members' queues: a clock answer over the bound
+        // is dropped (the exchange repeats), a result waits its turn.
+        let (ptx, prx) = mpsc::channel(1024);
+        let (dtx, drx) = mpsc::channel(64);
         let shared = Arc::new(Shared {
             settings,
             started: AtomicBool::new(false),
@@ -195,6 +303,7 @@ impl ShardLeader {
             clock: RunClock::new(),
             members: Mutex::default(),
             notes: Mutex::default(),
+            refusals: Refusals::default(),
             pongs: ptx,
             dones: dtx,
         });
@@ -243,8 +352,10 @@ impl ShardLeader {
         Ok(())
     }
 
-    /// From now on joins are late.
+    /// From now on joins are late (set under the members' lock, so a join
+    /// being admitted either finishes before or is refused).
     pub fn plan_started(&self) {
+        let _members = self.shared.members.lock();
         self.shared.started.store(true, Ordering::Release);
     }
 
@@ -282,21 +393,21 @@ impl ShardLeader {
             .unwrap_or(true)
     }
 
-    /// Lines logged since the last call.
+    /// Lines logged since the last call, and a summary of the joins
+    /// refused meanwhile (address, class, count: never what they sent).
     pub fn take_notes(&self) -> Vec<String> {
-        self.shared
+        let mut n = self
+            .shared
             .notes
             .lock()
             .map(|mut n| std::mem::take(&mut *n))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        n.extend(self.shared.refusals.summary());
+        n
     }
 
     pub(crate) fn send(&self, index: u32, msg: Msg) {
-        if let Ok(m) = self.shared.members.lock()
-            && let Some(x) = m.get(&index)
-        {
-            let _ = x.tx.send(msg);
-        }
+        self.shared.enqueue(index, msg);
     }
 
     /// The leader's Unix clock (the same base as the run clock's `unix`).
@@ -399,10 +510,13 @@ impl ShardLeader {
 async fn heartbeat(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        if let Ok(m) = shared.members.lock() {
-            for x in m.values().filter(|x| !x.lost) {
-                let _ = x.tx.send(Msg::Heartbeat);
-            }
+        let live: Vec<u32> = shared
+            .members
+            .lock()
+            .map(|m| m.iter().filter(|(_, x)| !x.lost).map(|(i, _)| *i).collect())
+            .unwrap_or_default();
+        for i in live {
+            shared.enqueue(i, Msg::Heartbeat);
         }
     }
 }

@@ -21,9 +21,15 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
+use super::check::check;
+use super::seal::{OVERHEAD, Seal, SealError};
+
 /// Largest frame accepted before a join: a join is a few hundred bytes.
 pub(crate) const JOIN_FRAME_LIMIT: usize = 64 * 1024;
-/// Largest frame from a member: one cell's tracks of 10,000 streams.
+/// Largest frame between members (either way, after the join): one
+/// cell's tracks of 10,000 streams, or a trace part of tens of MB. Both
+/// sides read at most this, and queue at most a few frames (`leader.rs`,
+/// `follower.rs`), so a member's memory for the protocol stays bounded.
 pub(crate) const MEMBER_FRAME_LIMIT: usize = 512 * 1024 * 1024;
 
 /// Every message of the protocol (`type` names it on the wire).
@@ -40,13 +46,20 @@ pub(crate) enum Msg {
         index: u32,
         /// Digest of the benchmark flags that must match.
         flags_digest: String,
-    },
-    /// Leader → follower: prove you hold the secret.
-    Challenge {
-        /// Random bytes, hex.
+        /// The follower's fresh nonce (32 bytes, hex): the leader's proof
+        /// is bound to it.
         nonce: String,
     },
-    /// Follower → leader: HMAC-SHA-256 of the challenge and the join.
+    /// Leader → follower: the leader's proof of the secret (checked by the
+    /// follower before it sends its own), and its challenge.
+    Challenge {
+        /// The leader's fresh nonce (32 bytes, hex).
+        nonce: String,
+        /// HMAC-SHA-256 of both nonces and the join, leader's label, hex.
+        proof: String,
+    },
+    /// Follower → leader: HMAC-SHA-256 of both nonces and the join,
+    /// follower's label.
     Proof {
         /// The MAC, hex.
         mac: String,
@@ -202,62 +215,130 @@ impl WireOutcome {
     }
 }
 
-/// Receiving half of a connection.
-pub(crate) struct Reader(FramedRead<OwnedReadHalf, LengthDelimitedCodec>);
-/// Sending half of a connection.
-pub(crate) struct Writer(FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>);
+/// Why a frame was not a message (a class and our own words, never the
+/// peer's bytes: they may be a stranger's).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum WireError {
+    /// Nothing within the wait (seconds).
+    Silent(f64),
+    /// The peer closed the connection.
+    Closed,
+    /// Over the size limit, or the stream broke mid-frame.
+    Frame,
+    /// Not a message of the protocol.
+    NotAMessage,
+    /// A sealed frame refused (`shard/seal.rs`).
+    Seal(SealError),
+    /// A number out of range (`shard/check.rs`).
+    Range(String),
+}
 
-/// Split a connection into its framed halves, reading frames up to `limit`.
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Silent(s) => write!(f, "nothing received in {s:.0} s"),
+            WireError::Closed => f.write_str("connection closed"),
+            WireError::Frame => f.write_str("bad frame (over the size limit, or broken)"),
+            WireError::NotAMessage => f.write_str("bad message (not one of the protocol)"),
+            WireError::Seal(e) => write!(f, "{e}"),
+            WireError::Range(e) => write!(f, "a number out of range: {e}"),
+        }
+    }
+}
+
+/// One received frame as a message: its seal opened (after the join), its
+/// JSON read, its numbers checked. Pure, so the fuzz loop drives it.
+pub(crate) fn decode(seal: Option<&mut Seal>, frame: &[u8]) -> Result<Msg, WireError> {
+    let payload = match seal {
+        Some(s) => s.open(frame).map_err(WireError::Seal)?,
+        None => frame,
+    };
+    let m: Msg = serde_json::from_slice(payload).map_err(|_| WireError::NotAMessage)?;
+    check(&m).map_err(WireError::Range)?;
+    Ok(m)
+}
+
+/// Receiving half of a connection.
+pub(crate) struct Reader {
+    frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    seal: Option<Seal>,
+}
+/// Sending half of a connection.
+pub(crate) struct Writer {
+    frames: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    seal: Option<Seal>,
+}
+
+/// Split a connection into its framed halves, reading frames up to `limit`
+/// (what this side sends is bounded by the member limit).
 pub(crate) fn framed(stream: TcpStream, limit: usize) -> (Reader, Writer) {
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
-    let codec = || {
+    let codec = |max| {
         LengthDelimitedCodec::builder()
-            .max_frame_length(limit)
+            .max_frame_length(max)
             .new_codec()
     };
     (
-        Reader(FramedRead::new(r, codec())),
-        Writer(FramedWrite::new(w, codec())),
+        Reader {
+            frames: FramedRead::new(r, codec(limit)),
+            seal: None,
+        },
+        Writer {
+            frames: FramedWrite::new(w, codec(MEMBER_FRAME_LIMIT + OVERHEAD)),
+            seal: None,
+        },
     )
 }
 
 impl Reader {
     /// The next message; `Err` on a closed connection, a bad frame, or
     /// nothing within `within`.
-    pub(crate) async fn recv(&mut self, within: Duration) -> Result<Msg, String> {
-        match tokio::time::timeout(within, self.0.next()).await {
-            Err(_) => Err(format!("nothing received in {:.0} s", within.as_secs_f64())),
-            Ok(None) => Err("connection closed".into()),
-            Ok(Some(Err(e))) => Err(format!("bad frame: {e}")),
-            Ok(Some(Ok(bytes))) => {
-                serde_json::from_slice(&bytes).map_err(|e| format!("bad message: {e}"))
-            }
+    pub(crate) async fn recv(&mut self, within: Duration) -> Result<Msg, WireError> {
+        match tokio::time::timeout(within, self.next()).await {
+            Err(_) => Err(WireError::Silent(within.as_secs_f64())),
+            Ok(None) => Err(WireError::Closed),
+            Ok(Some(r)) => r,
         }
     }
 
     /// The next message, cancel-safe for `select!` (`None`: closed).
-    pub(crate) async fn next(&mut self) -> Option<Result<Msg, String>> {
-        Some(match self.0.next().await? {
-            Err(e) => Err(format!("bad frame: {e}")),
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("bad message: {e}")),
+    pub(crate) async fn next(&mut self) -> Option<Result<Msg, WireError>> {
+        Some(match self.frames.next().await? {
+            Err(_) => Err(WireError::Frame),
+            Ok(bytes) => decode(self.seal.as_mut(), &bytes),
         })
     }
 
     /// Raise the frame limit (after the join succeeded).
     pub(crate) fn allow(&mut self, limit: usize) {
-        self.0.decoder_mut().set_max_frame_length(limit);
+        self.frames
+            .decoder_mut()
+            .set_max_frame_length(limit + OVERHEAD);
+    }
+
+    /// From now on every frame must be sealed with `key`.
+    pub(crate) fn seal(&mut self, key: [u8; 32]) {
+        self.seal = Some(Seal::new(key));
     }
 }
 
 impl Writer {
     /// Send one message (bounded: a peer that stops reading is lost).
     pub(crate) async fn send(&mut self, m: &Msg) -> Result<(), String> {
-        let bytes = serde_json::to_vec(m).map_err(|e| e.to_string())?;
-        match tokio::time::timeout(SEND_LIMIT, self.0.send(bytes::Bytes::from(bytes))).await {
+        let mut bytes = serde_json::to_vec(m).map_err(|e| e.to_string())?;
+        if let Some(s) = self.seal.as_mut() {
+            bytes = s.seal(&bytes);
+        }
+        match tokio::time::timeout(SEND_LIMIT, self.frames.send(bytes::Bytes::from(bytes))).await {
             Err(_) => Err("the peer stopped reading".into()),
             Ok(r) => r.map_err(|e: std::io::Error| e.to_string()),
         }
+    }
+
+    /// From now on every frame is sealed with `key`.
+    pub(crate) fn seal(&mut self, key: [u8; 32]) {
+        self.seal = Some(Seal::new(key));
     }
 }
 
@@ -293,5 +374,31 @@ mod tests {
         let got = r.recv(Duration::from_secs(5)).await;
         assert!(got.is_err(), "{got:?}");
         client.await.expect("client");
+    }
+
+    /// The halves of a connection opened under the join limit send frames
+    /// above it once joined (a trace part of tens of MB): the limit on
+    /// what this side sends is the member limit, never the join limit.
+    #[tokio::test]
+    async fn orders_over_the_join_limit_leave_after_the_join() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let big = "x".repeat(4 * JOIN_FRAME_LIMIT);
+        let sent = big.clone();
+        let leader = tokio::spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let (_r, mut w) = framed(s, JOIN_FRAME_LIMIT);
+            w.seal([3; 32]);
+            w.send(&Msg::Refused { reason: sent }).await
+        });
+        let s = TcpStream::connect(addr).await.expect("connect");
+        let (mut r, _w) = framed(s, JOIN_FRAME_LIMIT);
+        r.seal([3; 32]);
+        r.allow(MEMBER_FRAME_LIMIT);
+        let got = r.recv(Duration::from_secs(5)).await;
+        assert!(matches!(&got, Ok(Msg::Refused { reason }) if *reason == big));
+        assert_eq!(leader.await.expect("leader"), Ok(()));
     }
 }

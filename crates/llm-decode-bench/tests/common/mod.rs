@@ -140,3 +140,55 @@ pub fn wait_listening(port: u16) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The shard tests' paced simulator ([`paced_50_tok_s`]) as its own
+/// process; killed on drop.
+pub struct Sim {
+    child: Child,
+    /// Its base URL.
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn sim() -> Sim {
+    let dir = tempfile::tempdir().expect("tmp");
+    let scenario = dir.path().join("shard-paced.toml");
+    std::fs::write(&scenario, paced_50_tok_s()).expect("scenario");
+    let port = free_port();
+    let child = bin()
+        .args(["sim", "--scenario"])
+        .arg(&scenario)
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("simulator starts");
+    wait_listening(port);
+    Sim {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    }
+}
+
+/// Wait for a child with a bound (a hang fails the test instead of CI).
+pub fn wait(child: &mut Child, limit: std::time::Duration) -> Option<i32> {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            return st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("a shard did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
