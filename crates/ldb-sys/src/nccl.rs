@@ -82,8 +82,8 @@ impl Nccl {
     /// wrong library named by the user) makes every later call undefined.
     pub unsafe fn load<S: AsRef<str>>(names: &[S]) -> Result<Nccl, String> {
         // SAFETY: forwarded: this function's caller vouched for the names.
-        let (lib, library) = unsafe { open_first(names) }
-            .map_err(|e| format!("NCCL cannot be loaded ({e})"))?;
+        let (lib, library) =
+            unsafe { open_first(names) }.map_err(|e| format!("NCCL cannot be loaded ({e})"))?;
         // SAFETY: `lib` is NCCL (the caller's promise) and each type below
         // is nccl.h's signature for that name; the pointers are stored
         // beside `lib` in `Nccl` and die with it.

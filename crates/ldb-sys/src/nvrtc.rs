@@ -92,8 +92,8 @@ impl Nvrtc {
     /// wrong library named by the user) makes every later call undefined.
     pub unsafe fn load<S: AsRef<str>>(names: &[S]) -> Result<Nvrtc, String> {
         // SAFETY: forwarded: this function's caller vouched for the names.
-        let (lib, library) = unsafe { open_first(names) }
-            .map_err(|e| format!("NVRTC cannot be loaded ({e})"))?;
+        let (lib, library) =
+            unsafe { open_first(names) }.map_err(|e| format!("NVRTC cannot be loaded ({e})"))?;
         // SAFETY: `lib` is NVRTC (the caller's promise) and each type below
         // is nvrtc.h's signature for that name; the pointers are stored
         // beside `lib` in `Nvrtc` and die with it.

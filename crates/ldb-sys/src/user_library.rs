@@ -66,13 +66,26 @@ mod tests {
     fn the_override_comes_first_and_must_be_named_like_the_library() {
         let d = ["libnccl.so.2", "libnccl.so"];
         assert_eq!(library_names(NCCL_ENV, None, "nccl", &d).unwrap(), d);
-        assert_eq!(library_names(NCCL_ENV, Some(" ".into()), "nccl", &d).unwrap(), d);
         assert_eq!(
-            library_names(NCCL_ENV, Some("/opt/nccl/lib/libnccl.so.2".into()), "nccl", &d)
-                .unwrap(),
+            library_names(NCCL_ENV, Some(" ".into()), "nccl", &d).unwrap(),
+            d
+        );
+        assert_eq!(
+            library_names(
+                NCCL_ENV,
+                Some("/opt/nccl/lib/libnccl.so.2".into()),
+                "nccl",
+                &d
+            )
+            .unwrap(),
             ["/opt/nccl/lib/libnccl.so.2", "libnccl.so.2", "libnccl.so"]
         );
-        for bad in ["libc.so.6", "/opt/nvrtc/libnvrtc-builtins.so.12", "/opt/lib/", "nccl"] {
+        for bad in [
+            "libc.so.6",
+            "/opt/nvrtc/libnvrtc-builtins.so.12",
+            "/opt/lib/",
+            "nccl",
+        ] {
             let e = library_names(NVRTC_ENV, Some(bad.into()), "nvrtc", &d).unwrap_err();
             assert!(e.starts_with("LDB_NVRTC_LIBRARY: "), "{e}");
         }

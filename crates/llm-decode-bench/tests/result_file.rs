@@ -22,8 +22,7 @@ use serde_json::Value;
 
 /// The reference's layout and numbers (see the module doc).
 fn seed_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ldb-core/tests/fixtures/reference-result.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-core/tests/fixtures/reference-result.json")
 }
 
 fn seed() -> Value {

@@ -163,7 +163,8 @@ impl BuiltinPtx {
     /// The kernels compiled by `nvrtc` for architecture `arch` (see
     /// [`pick_arch`]).
     pub fn compile(nvrtc: &Nvrtc, arch: i32) -> Result<BuiltinPtx, String> {
-        let ptx = nvrtc.compile_ptx(KERNEL_SOURCE, "ldb_fabric_kernels.cu", &nvrtc_options(arch))?;
+        let ptx =
+            nvrtc.compile_ptx(KERNEL_SOURCE, "ldb_fabric_kernels.cu", &nvrtc_options(arch))?;
         Ok(BuiltinPtx { ptx, arch })
     }
 

@@ -50,7 +50,12 @@ pub fn table_words(
 
 /// The barrier: `n` GPUs of a table built for `table_n`, this GPU's `rank`,
 /// and a failure flag (one `int`) of `failed_bytes`.
-pub fn check_barrier(table_n: usize, n: usize, rank: usize, failed_bytes: usize) -> Result<(), String> {
+pub fn check_barrier(
+    table_n: usize,
+    n: usize,
+    rank: usize,
+    failed_bytes: usize,
+) -> Result<(), String> {
     if n == 0 || n > table_n || rank >= n || failed_bytes < 4 {
         return Err(format!(
             "ldb_barrier: rank {rank} of {n} GPUs over a table of {table_n}, \
@@ -116,7 +121,10 @@ mod tests {
     #[test]
     fn a_table_holds_each_gpus_input_and_flags_and_refuses_what_a_kernel_could_not_follow() {
         let w = table_words(&[(0x1000, 64), (0x2000, 64)], &[(0x3000, 32), (0x4000, 32)]).unwrap();
-        assert_eq!((w[0], w[1], w[MAX_GPUS], w[MAX_GPUS + 1]), (0x1000, 0x2000, 0x3000, 0x4000));
+        assert_eq!(
+            (w[0], w[1], w[MAX_GPUS], w[MAX_GPUS + 1]),
+            (0x1000, 0x2000, 0x3000, 0x4000)
+        );
         assert!(w[2..MAX_GPUS].iter().all(|&x| x == 0));
         // no GPU, too many, uneven counts
         assert!(table_words(&[], &[]).is_err());

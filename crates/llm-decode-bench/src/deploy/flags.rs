@@ -138,7 +138,13 @@ mod tests {
 
     #[test]
     fn the_shard_flags_are_refused_in_any_spelling() {
-        for bad in ["--shards", "--shard-index=1", "--shard-ind", "--coordinator", "--coord=x"] {
+        for bad in [
+            "--shards",
+            "--shard-index=1",
+            "--shard-ind",
+            "--coordinator",
+            "--coord=x",
+        ] {
             let e = sort_out(&v(&[bad])).unwrap_err();
             assert!(e.to_string().contains("deploy sets --"), "{bad}: {e}");
         }
@@ -172,7 +178,13 @@ mod tests {
     #[test]
     fn the_flag_list_is_the_benchmarks() {
         let longs = benchmark_long_flags();
-        for name in ["shard-secret", "shards", "shard-index", "coordinator", "api-key"] {
+        for name in [
+            "shard-secret",
+            "shards",
+            "shard-index",
+            "coordinator",
+            "api-key",
+        ] {
             assert!(longs.iter().any(|l| l == name), "{name}");
         }
     }

@@ -189,7 +189,8 @@ struct PodInputs<'a> {
 /// file and the keep time for the script, and every place a program may
 /// write pointed at the writable /tmp volume.
 fn env(a: &K8sArgs, flags: &BenchFlags, pod: &PodInputs<'_>) -> Value {
-    let secret_ref = |name: &str, key: &str| json!({ "secretKeyRef": { "name": name, "key": key } });
+    let secret_ref =
+        |name: &str, key: &str| json!({ "secretKeyRef": { "name": name, "key": key } });
     let mut env = vec![
         json!({ "name": SECRET_ENV, "valueFrom": secret_ref(pod.secret, SECRET_KEY) }),
         json!({ "name": "LDB_RESULT_FILE", "value": result_file(&flags.words) }),
@@ -360,7 +361,14 @@ mod tests {
             .filter_map(|m| m["mountPath"].as_str())
             .collect();
         assert_eq!(mounts, [RESULTS_DIR, TMP_DIR]);
-        let env = |n: &str| c["env"].as_array().unwrap().iter().find(|e| e["name"] == n).cloned();
+        let env = |n: &str| {
+            c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == n)
+                .cloned()
+        };
         assert_eq!(env("HOME").unwrap()["value"], TMP_DIR);
         assert_eq!(env("TMPDIR").unwrap()["value"], TMP_DIR);
     }
@@ -370,7 +378,10 @@ mod tests {
         let docs = docs(&rendered(&args(&[])).unwrap());
         let (policy, job) = (&docs[1], &docs[2]);
         assert_eq!(policy["kind"], "NetworkPolicy");
-        assert_eq!(policy["metadata"]["namespace"], job["metadata"]["namespace"]);
+        assert_eq!(
+            policy["metadata"]["namespace"],
+            job["metadata"]["namespace"]
+        );
         let labels = job["spec"]["template"]["metadata"]["labels"]
             .as_object()
             .unwrap();
@@ -396,7 +407,10 @@ mod tests {
         let m = from[0]["podSelector"]["matchLabels"].as_object().unwrap();
         assert!(m.iter().any(|(k, v)| other_labels[k] != *v));
         let port = &job["spec"]["template"]["spec"]["containers"][0]["ports"][0];
-        assert_eq!(rules[0]["ports"], json!([{ "protocol": "TCP", "port": port["containerPort"] }]));
+        assert_eq!(
+            rules[0]["ports"],
+            json!([{ "protocol": "TCP", "port": port["containerPort"] }])
+        );
     }
 
     #[test]
@@ -435,12 +449,22 @@ mod tests {
     fn limits_below_requests_and_deadlines_within_the_keep_time_are_refused() {
         let mut a = args(&[]);
         a.cpu_request = "8".into();
-        assert!(rendered(&a).unwrap_err().to_string().contains("above --cpu-limit"));
+        assert!(
+            rendered(&a)
+                .unwrap_err()
+                .to_string()
+                .contains("above --cpu-limit")
+        );
         let mut a = args(&[]);
         a.memory_limit = "lots".into();
         assert_eq!(rendered(&a).unwrap_err().exit_code(), 2);
         let mut a = args(&[]);
         a.deadline_seconds = 300;
-        assert!(rendered(&a).unwrap_err().to_string().contains("--deadline-seconds"));
+        assert!(
+            rendered(&a)
+                .unwrap_err()
+                .to_string()
+                .contains("--deadline-seconds")
+        );
     }
 }

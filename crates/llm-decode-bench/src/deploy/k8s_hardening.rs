@@ -82,7 +82,11 @@ pub fn quantity(flag: &str, s: &str) -> Result<f64, AppError> {
         && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
         && digits.matches('.').count() <= 1
         && digits != ".";
-    let v: f64 = if plain { digits.parse().map_err(|_| bad())? } else { return Err(bad()) };
+    let v: f64 = if plain {
+        digits.parse().map_err(|_| bad())?
+    } else {
+        return Err(bad());
+    };
     if v > 0.0 { Ok(v * scale) } else { Err(bad()) }
 }
 
@@ -144,8 +148,14 @@ mod tests {
         assert_eq!(quantity("f", "1500m").unwrap(), 1.5);
         assert_eq!(quantity("f", "4Gi").unwrap(), 4.0 * 1073741824.0);
         assert_eq!(quantity("f", "0.5").unwrap(), 0.5);
-        for bad in ["", "0", "-1", "1.2.3", "2gb", "inf", "NaN", "1e3", "Gi", ".", "2 Gi"] {
-            assert_eq!(quantity("--cpu-limit", bad).unwrap_err().exit_code(), 2, "{bad}");
+        for bad in [
+            "", "0", "-1", "1.2.3", "2gb", "inf", "NaN", "1e3", "Gi", ".", "2 Gi",
+        ] {
+            assert_eq!(
+                quantity("--cpu-limit", bad).unwrap_err().exit_code(),
+                2,
+                "{bad}"
+            );
         }
     }
 
