@@ -21,7 +21,7 @@ impl ChaseChain {
     /// first, so that every word already points inside it (at word 0)
     /// before any is written.
     pub fn from_buffer(buf: DeviceBuffer) -> Result<ChaseChain, String> {
-        if buf.is_empty() || buf.len() % 8 != 0 {
+        if buf.is_empty() || !buf.len().is_multiple_of(8) {
             return Err(format!(
                 "pointer-chase chain: {} bytes is not a whole number of words",
                 buf.len()
