@@ -1,31 +1,22 @@
-//! The reference tool's result file (`shared/seed/000_efdcf0568860807a.txt`,
-//! read from where it lies, never copied: its prose is not ours) reads into
-//! the typed `startup_diagnostics`, `nvidia_p2p_override` and `methodology`
-//! blocks, and written again each block has the same keys, in the same
-//! order, with the same values: typing them changed no byte of theirs.
-
-use std::path::{Path, PathBuf};
+//! The reference tool's result, as the project's fixture
+//! (`tests/fixtures/reference-result.json`: its layout, numbers and enum
+//! words, without its prose; recorded by
+//! `scripts/record-reference-fixture.py` from the reference file, which stays
+//! outside the repository), reads into the typed `startup_diagnostics`,
+//! `nvidia_p2p_override` and `methodology` blocks, and written again each
+//! block has the same keys, in the same order, with the same values: typing
+//! them changed no byte of theirs.
 
 use ldb_core::document::ResultDocument;
 use serde_json::Value;
 
-const SEED: &str = "shared/seed/000_efdcf0568860807a.txt";
-
-/// `shared/` sits beside the repository or a worktree's parent: the first
-/// ancestor of this crate that holds the seed.
-fn seed_path() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join(SEED))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{SEED} is not beside any ancestor of {}", here.display()))
-}
+/// The fixture's text (compiled in: the test needs nothing beside the crate).
+const REFERENCE: &str = include_str!("fixtures/reference-result.json");
 
 #[test]
 fn the_reference_blocks_read_typed_and_write_the_same_json() {
-    let text = std::fs::read_to_string(seed_path()).expect("seed readable");
-    let seed: Value = serde_json::from_str(&text).expect("seed JSON");
-    let doc = ResultDocument::from_json_str(&text).expect("seed loads");
+    let seed: Value = serde_json::from_str(REFERENCE).expect("fixture JSON");
+    let doc = ResultDocument::from_json_str(REFERENCE).expect("fixture loads");
 
     let diag = doc.startup_diagnostics.as_ref().expect("diagnostics typed");
     assert_eq!(diag.args["concurrency"], "1,2,4");

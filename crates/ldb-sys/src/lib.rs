@@ -4,10 +4,22 @@
 //! CUDA driver ([`cuda`]), NVRTC ([`nvrtc`]) and NCCL ([`nccl`]), all loaded
 //! at run time so that nothing CUDA is linked at build time. Everything
 //! above this crate stays `unsafe_code = "forbid"`.
+//!
+//! What keeps the safe API sound (docs/security.md, "Manifests and
+//! ldb-sys"): a loader that would trust the signatures of any file is an
+//! `unsafe fn`, reached from safe code only with the library's own names or
+//! the file the user named for it ([`user_library`]); the kernels launch
+//! only from PTX compiled from the built-in source
+//! ([`cuda::kernels::BuiltinPtx`]); every address and index a kernel
+//! follows is checked before the launch ([`cuda::launch_checks`], pure
+//! functions tested without a device); and whatever a stream's queued work
+//! touches stays alive until that stream is synchronised
+//! ([`cuda::Stream::synchronize`]).
 
 pub mod cuda;
 pub mod nccl;
 pub mod nvrtc;
+pub mod user_library;
 
 use std::io;
 

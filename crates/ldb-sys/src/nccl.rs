@@ -58,12 +58,35 @@ impl std::fmt::Debug for Nccl {
 }
 
 impl Nccl {
+    /// NCCL from its own file names, or first the file named in
+    /// `LDB_NCCL_LIBRARY` (see [`crate::user_library`]).
+    pub fn load_from_env() -> Result<Nccl, String> {
+        let names = crate::user_library::names_from_env(
+            crate::user_library::NCCL_ENV,
+            "nccl",
+            NCCL_LIBRARIES,
+        )?;
+        // SAFETY: the names are NCCL's own file names, or the file the user
+        // named as NCCL in LDB_NCCL_LIBRARY (documented as the path of NCCL,
+        // and named like it: checked above); that variable is the user's
+        // statement that the file is NCCL, as `load` requires.
+        unsafe { Nccl::load(&names) }
+    }
+
     /// Load the first of `names` that opens.
-    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Nccl, String> {
+    ///
+    /// # Safety
+    /// Every name that may open must be NCCL 2: loading runs the file's
+    /// initialisers, and its symbols of NCCL's names are then called with
+    /// `nccl.h`'s signatures. A file that merely exports those names (a
+    /// wrong library named by the user) makes every later call undefined.
+    pub unsafe fn load<S: AsRef<str>>(names: &[S]) -> Result<Nccl, String> {
+        // SAFETY: forwarded: this function's caller vouched for the names.
         let (lib, library) =
-            open_first(names).map_err(|e| format!("NCCL cannot be loaded ({e})"))?;
-        // SAFETY: each type below is nccl.h's signature for that name; the
-        // pointers are stored beside `lib` in `Nccl` and die with it.
+            unsafe { open_first(names) }.map_err(|e| format!("NCCL cannot be loaded ({e})"))?;
+        // SAFETY: `lib` is NCCL (the caller's promise) and each type below
+        // is nccl.h's signature for that name; the pointers are stored
+        // beside `lib` in `Nccl` and die with it.
         let api = unsafe {
             Api {
                 version: sym(&lib, "ncclGetVersion")?,
@@ -132,10 +155,11 @@ impl Comms {
 
     /// Enqueue one fp16 sum allreduce of `count` elements: GPU i sums
     /// `bufs[i].0` into `bufs[i].1` on stream `bufs[i].2` (stream i must
-    /// be GPU i's, buffers of at least `2 × count` bytes on GPU i).
+    /// be GPU i's, buffers of at least `2 × count` bytes on GPU i). Each
+    /// stream holds its buffers until it is synchronised.
     pub fn all_reduce_f16(
         &self,
-        bufs: &[(&DeviceBuffer, &DeviceBuffer, &Stream)],
+        bufs: &[(&Rc<DeviceBuffer>, &Rc<DeviceBuffer>, &Stream)],
         count: usize,
     ) -> Result<(), String> {
         if bufs.len() != self.comms.len() {
@@ -168,7 +192,8 @@ impl Comms {
         for ((send, recv, stream), &comm) in bufs.iter().zip(&self.comms) {
             // SAFETY: the buffers are live device allocations of at least
             // `bytes` on this rank's GPU and the stream is that GPU's
-            // (checked above); the communicator is live.
+            // (checked above); the communicator is live; the streams hold
+            // the buffers (below) until they are synchronised.
             let rc = unsafe {
                 (self.nccl.api.all_reduce)(
                     send.ptr() as *const c_void,
@@ -187,6 +212,11 @@ impl Comms {
         // SAFETY: closes the group opened above.
         let rc = unsafe { (self.nccl.api.group_end)() };
         let end = self.nccl.check(rc, "ncclGroupEnd");
+        // held whatever the outcome: part of the group may have been queued
+        for (send, recv, stream) in bufs {
+            stream.hold(send);
+            stream.hold(recv);
+        }
         first_err.and(end)
     }
 }
@@ -207,9 +237,12 @@ mod tests {
 
     #[test]
     fn a_missing_nccl_is_an_error_with_the_name_tried() {
-        let e = Nccl::load(&["libnccl-not-here-ldb.so.2"]).expect_err("absent");
+        // SAFETY: no such file: nothing is loaded.
+        let e = unsafe { Nccl::load(&["libnccl-not-here-ldb.so.2"]) }.expect_err("absent");
         assert!(e.contains("NCCL cannot be loaded"), "{e}");
-        let e = Nccl::load(&["libc.so.6"]).expect_err("not NCCL");
+        // SAFETY: libc is loaded already (initialisers ran) and has no
+        // symbol of NCCL's names, so the table is never built or called.
+        let e = unsafe { Nccl::load(&["libc.so.6"]) }.expect_err("not NCCL");
         assert!(e.starts_with("ncclGetVersion"), "{e}");
     }
 }

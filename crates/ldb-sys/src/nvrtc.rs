@@ -68,12 +68,35 @@ impl Drop for ProgramGuard<'_> {
 }
 
 impl Nvrtc {
+    /// NVRTC from its own file names, or first the file named in
+    /// `LDB_NVRTC_LIBRARY` (see [`crate::user_library`]).
+    pub fn load_from_env() -> Result<Nvrtc, String> {
+        let names = crate::user_library::names_from_env(
+            crate::user_library::NVRTC_ENV,
+            "nvrtc",
+            NVRTC_LIBRARIES,
+        )?;
+        // SAFETY: the names are NVRTC's own file names, or the file the user
+        // named as NVRTC in LDB_NVRTC_LIBRARY (documented as the path of
+        // NVRTC, and named like it: checked above); that variable is the
+        // user's statement that the file is NVRTC, as `load` requires.
+        unsafe { Nvrtc::load(&names) }
+    }
+
     /// Load the first of `names` that opens.
-    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Nvrtc, String> {
+    ///
+    /// # Safety
+    /// Every name that may open must be NVRTC: loading runs the file's
+    /// initialisers, and its symbols of NVRTC's names are then called with
+    /// `nvrtc.h`'s signatures. A file that merely exports those names (a
+    /// wrong library named by the user) makes every later call undefined.
+    pub unsafe fn load<S: AsRef<str>>(names: &[S]) -> Result<Nvrtc, String> {
+        // SAFETY: forwarded: this function's caller vouched for the names.
         let (lib, library) =
-            open_first(names).map_err(|e| format!("NVRTC cannot be loaded ({e})"))?;
-        // SAFETY: each type below is nvrtc.h's signature for that name;
-        // the pointers are stored beside `lib` in `Nvrtc` and die with it.
+            unsafe { open_first(names) }.map_err(|e| format!("NVRTC cannot be loaded ({e})"))?;
+        // SAFETY: `lib` is NVRTC (the caller's promise) and each type below
+        // is nvrtc.h's signature for that name; the pointers are stored
+        // beside `lib` in `Nvrtc` and die with it.
         let api = unsafe {
             Api {
                 version: sym(&lib, "nvrtcVersion")?,
@@ -211,11 +234,14 @@ mod tests {
 
     #[test]
     fn a_missing_nvrtc_is_an_error_with_the_name_tried() {
-        let e = Nvrtc::load(&["libnvrtc-not-here-ldb.so.99"]).expect_err("absent");
+        // SAFETY: no such file: nothing is loaded.
+        let e = unsafe { Nvrtc::load(&["libnvrtc-not-here-ldb.so.99"]) }.expect_err("absent");
         assert!(e.contains("NVRTC cannot be loaded"), "{e}");
         assert!(e.contains("libnvrtc-not-here-ldb.so.99"), "{e}");
         // a library without NVRTC's symbols names the first one missing
-        let e = Nvrtc::load(&["libc.so.6"]).expect_err("not NVRTC");
+        // SAFETY: libc is loaded already (initialisers ran) and has no
+        // symbol of NVRTC's names, so the table is never built or called.
+        let e = unsafe { Nvrtc::load(&["libc.so.6"]) }.expect_err("not NVRTC");
         assert!(e.starts_with("nvrtcVersion"), "{e}");
     }
 }

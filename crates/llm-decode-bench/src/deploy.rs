@@ -5,9 +5,13 @@
 //! cluster credentials. The benchmark flags after `--` travel unchanged; the
 //! shard flags (`--shards`, `--coordinator`; `--shard-index` comes from the
 //! environment each scheduler sets) are added here, so they are refused among
-//! them. See docs/deploy.md.
+//! them, as is the join secret in any spelling; an API key is taken out and
+//! handed over from a Secret or the environment ([`flags`]). See
+//! docs/deploy.md and docs/security.md.
 
+mod flags;
 mod k8s;
+mod k8s_hardening;
 mod slurm;
 
 use std::io::Write;
@@ -72,6 +76,30 @@ pub struct K8sArgs {
     /// The cluster's DNS domain (part of the coordinator's name).
     #[arg(long, default_value = "cluster.local")]
     pub cluster_domain: String,
+    /// Secret holding the server's API key under the key `api-key`, given to every shard
+    /// as LLM_BENCH_API_KEY (default: NAME-api-key when --api-key is among the flags;
+    /// its value is never written into the manifests).
+    #[arg(long, value_name = "SECRET")]
+    pub api_key_secret: Option<String>,
+    /// CPU each shard's pod requests (a Kubernetes quantity: 2, 1500m).
+    #[arg(long, default_value = "2")]
+    pub cpu_request: String,
+    /// CPU limit of each shard's pod.
+    #[arg(long, default_value = "4")]
+    pub cpu_limit: String,
+    /// Memory each shard's pod requests (a Kubernetes quantity: 2Gi, 512Mi).
+    #[arg(long, default_value = "2Gi")]
+    pub memory_request: String,
+    /// Memory limit of each shard's pod.
+    #[arg(long, default_value = "4Gi")]
+    pub memory_limit: String,
+    /// Seconds the Job may run in all before Kubernetes ends it (activeDeadlineSeconds).
+    #[arg(long, default_value_t = 21_600, value_parser = clap::value_parser!(u32).range(1..))]
+    pub deadline_seconds: u32,
+    /// Seconds a finished Job and its pods (and logs) stay before Kubernetes deletes them
+    /// (ttlSecondsAfterFinished).
+    #[arg(long, default_value_t = 86_400)]
+    pub ttl_seconds: u32,
     /// Benchmark flags, passed to every shard unchanged (after `--`).
     #[arg(last = true, value_name = "FLAGS")]
     pub flags: Vec<String>,
@@ -120,40 +148,13 @@ pub fn run(a: &DeployArgs) -> i32 {
 /// The text `deploy` prints.
 pub fn render(a: &DeployArgs) -> Result<String, AppError> {
     match &a.target {
-        DeployTarget::K8s(k) => {
-            check_flags(&k.flags)?;
-            k8s::render(k)
-        }
-        DeployTarget::Slurm(s) => {
-            check_flags(&s.flags)?;
-            slurm::render(s)
-        }
+        DeployTarget::K8s(k) => k8s::render(k, &flags::sort_out(&k.flags)?),
+        DeployTarget::Slurm(s) => slurm::render(s, &flags::sort_out(&s.flags)?),
     }
 }
 
-/// Flags the deployment sets itself; given among the benchmark flags they
-/// would disagree with it.
-const OWN_FLAGS: [&str; 4] = [
-    "--shards",
-    "--shard-index",
-    "--coordinator",
-    "--shard-secret",
-];
-
-/// Refuse benchmark flags that the deployment sets (or, for the secret,
-/// that would put it on a command line where `ps` and the pod spec show it).
-fn check_flags(flags: &[String]) -> Result<(), AppError> {
-    for f in flags {
-        let name = f.split('=').next().unwrap_or(f);
-        if OWN_FLAGS.contains(&name) {
-            return Err(AppError::config(format!(
-                "deploy sets {name} itself; leave it out of the benchmark flags after `--` \
-                 (the join secret comes from the environment variable {SECRET_ENV})"
-            )));
-        }
-    }
-    Ok(())
-}
+/// The environment variable the benchmark reads the API key from.
+pub const API_KEY_ENV: &str = "LLM_BENCH_API_KEY";
 
 /// The result file the leader writes: the last `--output` among the flags,
 /// else the benchmark's default (relative paths land in the working
@@ -226,20 +227,6 @@ mod tests {
             result_file(&v(&["--output", "a.json", "--output=b.json"])),
             "b.json"
         );
-    }
-
-    #[test]
-    fn shard_flags_and_the_secret_are_refused_among_the_benchmark_flags() {
-        for bad in [
-            "--shards",
-            "--shard-index=1",
-            "--coordinator",
-            "--shard-secret=x",
-        ] {
-            let e = check_flags(&[bad.to_string()]).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}");
-        }
-        assert!(check_flags(&["--concurrency".into(), "8".into()]).is_ok());
     }
 
     #[test]

@@ -108,9 +108,10 @@ fn kubernetes_manifests_validate_and_carry_the_flags_unchanged() {
         .skip(1)
         .map(|d| serde_yaml_ng::from_str(d).expect("YAML"))
         .collect();
-    assert_eq!(docs.len(), 2, "{yaml}");
+    assert_eq!(docs.len(), 3, "{yaml}");
     assert_eq!(docs[0]["kind"], "Service");
-    let job = &docs[1];
+    assert_eq!(docs[1]["kind"], "NetworkPolicy");
+    let job = &docs[2];
     assert_eq!(job["kind"], "Job");
     let c = &job["spec"]["template"]["spec"]["containers"][0];
     let got: Vec<String> = serde_json::from_value(c["args"].clone()).expect("args");
@@ -161,14 +162,18 @@ fn kubernetes_manifests_validate_and_carry_the_flags_unchanged() {
         "{log}"
     );
 
-    // With a claim too, both printed sets validate against the API schema.
+    // With a claim and an API key too (which becomes a Secret reference),
+    // both printed sets validate against the API schema.
     let mut pvc = args.clone();
     pvc.splice(
         2..2,
         ["--output-volume".to_string(), "ldb-results".to_string()],
     );
+    pvc.extend(["--api-key".to_string(), "sk-fleet-test".to_string()]);
     let out2 = run(&pvc);
     assert!(out2.status.success(), "{}", text(&out2.stderr));
+    assert!(!text(&out2.stdout).contains("sk-fleet-test"));
+    assert!(text(&out2.stdout).contains("secretKeyRef"));
     let file = dir.path().join("manifests.yaml");
     std::fs::write(&file, format!("{yaml}---\n{}", text(&out2.stdout))).expect("write");
     validate(&file);
@@ -181,7 +186,8 @@ fn validate(file: &Path) {
     let out = Command::new(script).arg(file).output().expect("bash runs");
     let (so, se) = (text(&out.stdout), text(&out.stderr));
     if out.status.success() {
-        assert_eq!(so.matches("passed for resource").count(), 4, "{so}{se}");
+        // Service, NetworkPolicy and Job, twice
+        assert_eq!(so.matches("passed for resource").count(), 6, "{so}{se}");
         return;
     }
     let not_installed = se.contains("pip install") || se.contains("could not create a venv");

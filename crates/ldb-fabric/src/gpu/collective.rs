@@ -15,8 +15,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use ldb_sys::cuda::DeviceBuffer;
-use ldb_sys::cuda::kernels::{BarrierGroup, MAX_GPUS, TABLE_WORDS};
-use ldb_sys::nccl::{Comms, NCCL_LIBRARIES, Nccl};
+use ldb_sys::cuda::kernel_buffers::PeerTable;
+use ldb_sys::cuda::kernels::{BarrierGroup, MAX_GPUS};
+use ldb_sys::nccl::{Comms, Nccl};
 
 use super::Allreduce;
 use super::machine::{Lane, Machine};
@@ -25,11 +26,10 @@ use super::plan;
 /// One GPU's part.
 struct Rank {
     lane: Rc<Lane>,
-    input: DeviceBuffer,
-    output: DeviceBuffer,
-    flags: DeviceBuffer,
-    table: DeviceBuffer,
-    failed: DeviceBuffer,
+    input: Rc<DeviceBuffer>,
+    output: Rc<DeviceBuffer>,
+    table: Rc<PeerTable>,
+    failed: Rc<DeviceBuffer>,
     /// Multiprocessors (asked once: no driver query inside timed loops).
     sms: i32,
 }
@@ -56,35 +56,30 @@ impl Group {
             ));
         }
         let capacity = capacity.div_ceil(16).max(1) * 16;
-        let mut ranks = Vec::with_capacity(n);
+        let (mut inputs, mut flags) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
             let input = m.alloc(i, capacity, "allreduce input")?;
             input.fill(plan::ALLREDUCE_FILL_BYTE)?;
+            inputs.push(Rc::new(input));
+            let f = DeviceBuffer::alloc(&m.gpu(i)?, 4 * MAX_GPUS)?;
+            f.fill(0)?;
+            flags.push(Rc::new(f));
+        }
+        let mut ranks = Vec::with_capacity(n);
+        for (i, input) in inputs.iter().enumerate() {
             let output = m.alloc(i, capacity, "allreduce output")?;
-            let flags = DeviceBuffer::alloc(&m.gpu(i)?, 4 * MAX_GPUS)?;
-            flags.fill(0)?;
             let failed = DeviceBuffer::alloc(&m.gpu(i)?, 8)?;
             failed.fill(0)?;
-            let table = DeviceBuffer::alloc(&m.gpu(i)?, TABLE_WORDS * 8)?;
-            // a lane of its own ((i, usize::MAX) is never a copy pair)
-            let lane = m.lane(i, usize::MAX)?;
             ranks.push(Rank {
                 sms: m.sms(i)?,
-                lane,
-                input,
-                output,
-                flags,
-                table,
-                failed,
+                // a lane of its own ((i, usize::MAX) is never a copy pair)
+                lane: m.lane(i, usize::MAX)?,
+                input: Rc::clone(input),
+                output: Rc::new(output),
+                // every GPU's table names every GPU's input and flags
+                table: Rc::new(PeerTable::new(&m.gpu(i)?, &inputs, &flags)?),
+                failed: Rc::new(failed),
             });
-        }
-        let mut words = [0u64; TABLE_WORDS];
-        for (j, r) in ranks.iter().enumerate() {
-            words[j] = r.input.ptr();
-            words[MAX_GPUS + j] = r.flags.ptr();
-        }
-        for r in &ranks {
-            r.table.upload(0, &words)?;
         }
         Ok(Group {
             n,
@@ -98,8 +93,7 @@ impl Group {
     /// NCCL and its communicators, set up on first use.
     fn comms(&self) -> Result<Rc<Comms>, String> {
         if self.nccl.borrow().is_none() {
-            let names = plan::library_names(std::env::var(plan::NCCL_ENV).ok(), NCCL_LIBRARIES);
-            let made = Nccl::load(&names).and_then(|lib| {
+            let made = Nccl::load_from_env().and_then(|lib| {
                 let lib = Rc::new(lib);
                 let comms = Comms::init_all(&lib, self.n)?;
                 Ok((lib, Rc::new(comms)))

@@ -23,9 +23,10 @@ use std::rc::Rc;
 use ldb_sys::cuda::api::{
     ATTR_CC_MAJOR, ATTR_CC_MINOR, ATTR_L2_CACHE_SIZE, ATTR_MULTIPROCESSOR_COUNT,
 };
-use ldb_sys::cuda::kernels::{FabricKernels, KERNEL_SOURCE, nvrtc_options, pick_arch};
+use ldb_sys::cuda::kernel_buffers::ChaseChain;
+use ldb_sys::cuda::kernels::{BuiltinPtx, FabricKernels, pick_arch};
 use ldb_sys::cuda::{DeviceBuffer, Driver, Event, Gpu, Stream};
-use ldb_sys::nvrtc::{NVRTC_LIBRARIES, Nvrtc};
+use ldb_sys::nvrtc::Nvrtc;
 
 use super::plan;
 
@@ -33,7 +34,7 @@ type Pair = (usize, usize);
 
 /// One owner's pointer-chase chain.
 pub(crate) struct Chain {
-    buf: DeviceBuffer,
+    chain: Rc<ChaseChain>,
     slots: usize,
 }
 
@@ -60,7 +61,7 @@ pub(crate) struct Machine {
     chains: RefCell<HashMap<usize, Rc<Chain>>>,
     chase_out: RefCell<HashMap<Pair, Rc<DeviceBuffer>>>,
     nvrtc: RefCell<Option<Rc<Nvrtc>>>,
-    ptx: RefCell<HashMap<(i32, i32), Rc<std::ffi::CString>>>,
+    ptx: RefCell<HashMap<(i32, i32), Rc<BuiltinPtx>>>,
     kernels: RefCell<HashMap<usize, Rc<FabricKernels>>>,
     chase_calls: Cell<u64>,
 }
@@ -73,7 +74,7 @@ impl Machine {
         warmup: u64,
         latency_reads: u64,
     ) -> Result<Machine, String> {
-        let driver = Driver::load(super::CUDA_DRIVER)?;
+        let driver = Driver::load_system()?;
         let visible = driver.device_count()?;
         let copy_bytes = usize::try_from(copy_mib)
             .ok()
@@ -218,8 +219,7 @@ impl Machine {
         if let Some(n) = self.nvrtc.borrow().as_ref() {
             return Ok(Rc::clone(n));
         }
-        let names = plan::library_names(std::env::var(plan::NVRTC_ENV).ok(), NVRTC_LIBRARIES);
-        let n = Rc::new(Nvrtc::load(&names)?);
+        let n = Rc::new(Nvrtc::load_from_env()?);
         *self.nvrtc.borrow_mut() = Some(Rc::clone(&n));
         Ok(n)
     }
@@ -238,11 +238,7 @@ impl Machine {
             None => {
                 let nvrtc = self.nvrtc()?;
                 let arch = pick_arch(cc.0, cc.1, &nvrtc.supported_archs().unwrap_or_default());
-                let p = Rc::new(nvrtc.compile_ptx(
-                    KERNEL_SOURCE,
-                    "ldb_fabric_kernels.cu",
-                    &nvrtc_options(arch),
-                )?);
+                let p = Rc::new(BuiltinPtx::compile(&nvrtc, arch)?);
                 self.ptx.borrow_mut().insert(cc, Rc::clone(&p));
                 p
             }
@@ -281,7 +277,11 @@ impl Machine {
         })?;
         let slots = bytes / plan::CHAIN_STRIDE_BYTES;
         let next = plan::chain_cycle(slots, 0x1db0 + o as u64);
-        let buf = self.alloc(o, bytes, "pointer-chase chain")?;
+        let chain = Rc::new(ChaseChain::from_buffer(self.alloc(
+            o,
+            bytes,
+            "pointer-chase chain",
+        )?)?);
         // upload in 16 MiB pieces so the host never holds the whole chain
         let chunk_slots = (16 << 20) / plan::CHAIN_STRIDE_BYTES;
         let mut words = vec![0u64; chunk_slots * plan::CHAIN_STRIDE_WORDS];
@@ -289,9 +289,9 @@ impl Machine {
             let count = chunk_slots.min(slots - first);
             let piece = &mut words[..count * plan::CHAIN_STRIDE_WORDS];
             plan::fill_chain_words(&next, first, piece);
-            buf.upload(first * plan::CHAIN_STRIDE_BYTES, piece)?;
+            chain.write(first * plan::CHAIN_STRIDE_WORDS, piece)?;
         }
-        let c = Rc::new(Chain { buf, slots });
+        let c = Rc::new(Chain { chain, slots });
         self.chains.borrow_mut().insert(o, Rc::clone(&c));
         Ok(c)
     }
@@ -329,7 +329,7 @@ impl Machine {
             let start = plan::chase_start(call, i, chain.slots);
             k.chase(
                 &lane.stream,
-                &chain.buf,
+                &chain.chain,
                 start,
                 warm,
                 self.latency_reads,

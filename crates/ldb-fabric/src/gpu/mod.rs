@@ -29,9 +29,6 @@ pub use cuda::CudaDriver;
 use crate::settings::P2pSettings;
 use crate::status::FabricStatus;
 
-/// The CUDA driver's names, in the order the loader is asked.
-pub const CUDA_DRIVER: &[&str] = &["libcuda.so.1", "libcuda.so"];
-
 /// What the P2P measurement needs from the machine. Pairs are (source or
 /// reader GPU, destination or owner GPU).
 pub trait P2pBackend {

@@ -161,20 +161,9 @@ pub fn check_allreduce_word(word: u64, n: usize) -> Result<(), String> {
 }
 
 /// Environment variables naming a library file to try before the usual
-/// names (pip wheels put NVRTC and NCCL outside the loader's path).
-pub const NVRTC_ENV: &str = "LDB_NVRTC_LIBRARY";
-/// See [`NVRTC_ENV`].
-pub const NCCL_ENV: &str = "LDB_NCCL_LIBRARY";
-
-/// The names to ask the loader for: the override (when set and not
-/// blank), then the defaults.
-pub fn library_names(overridden: Option<String>, defaults: &[&str]) -> Vec<String> {
-    overridden
-        .filter(|p| !p.trim().is_empty())
-        .into_iter()
-        .chain(defaults.iter().map(|d| (*d).to_string()))
-        .collect()
-}
+/// names (pip wheels put NVRTC and NCCL outside the loader's path); read,
+/// and checked, where the libraries are loaded (`ldb_sys::user_library`).
+pub use ldb_sys::user_library::{NCCL_ENV, NVRTC_ENV};
 
 /// `bytes` as MiB, rounded, for messages.
 pub fn mib(bytes: usize) -> usize {
@@ -294,16 +283,5 @@ mod tests {
         assert!(check_allreduce_word(w, 2).is_ok());
         assert!(check_allreduce_word(w, 3).is_err());
         assert_eq!(mib(256 << 20), 256);
-    }
-
-    #[test]
-    fn a_library_override_is_tried_first() {
-        let d = ["libnccl.so.2", "libnccl.so"];
-        assert_eq!(library_names(None, &d), d);
-        assert_eq!(library_names(Some(" ".into()), &d), d);
-        assert_eq!(
-            library_names(Some("/opt/nccl/libnccl.so.2".into()), &d),
-            ["/opt/nccl/libnccl.so.2", "libnccl.so.2", "libnccl.so"]
-        );
     }
 }

@@ -23,11 +23,21 @@
 //!
 //! `table` (on the launching GPU): words 0..8 the input buffers' addresses
 //! (index = rank), words 8..16 the flag buffers' addresses.
+//!
+//! The launchers are sound only for these kernels, so a [`FabricKernels`]
+//! is made only from [`BuiltinPtx`], which only NVRTC's compilation of
+//! [`KERNEL_SOURCE`] produces; the chain and the table they follow are the
+//! checked types of [`super::kernel_buffers`], and each launch checks its
+//! sizes and indices first ([`super::launch_checks`]).
 
-use std::ffi::{CStr, c_int, c_uint, c_void};
+use std::ffi::{CString, c_int, c_uint, c_void};
+use std::rc::Rc;
 
 use super::api::CuFunction;
-use super::{DeviceBuffer, Module, Stream};
+use super::kernel_buffers::{ChaseChain, PeerTable};
+use super::launch_checks::{check_barrier, check_chase, check_sum};
+use super::{DeviceBuffer, Gpu, Module, Stream};
+use crate::nvrtc::Nvrtc;
 
 /// Most GPUs the one-shot allreduce and the barrier address (the
 /// reference's cap too).
@@ -135,14 +145,43 @@ pub fn nvrtc_options(arch: i32) -> Vec<String> {
     vec![format!("--gpu-architecture=compute_{arch}")]
 }
 
+/// PTX text compiled from [`KERNEL_SOURCE`], and from nothing else: the
+/// field is private and [`BuiltinPtx::compile`] is its only maker, so the
+/// launchers never run a kernel whose parameters they do not know.
+///
+/// ```compile_fail
+/// // PTX from elsewhere cannot pass for the built-in kernels:
+/// let ptx = ldb_sys::cuda::kernels::BuiltinPtx { ptx: std::ffi::CString::default(), arch: 90 };
+/// ```
+#[derive(Debug)]
+pub struct BuiltinPtx {
+    ptx: CString,
+    arch: i32,
+}
+
+impl BuiltinPtx {
+    /// The kernels compiled by `nvrtc` for architecture `arch` (see
+    /// [`pick_arch`]).
+    pub fn compile(nvrtc: &Nvrtc, arch: i32) -> Result<BuiltinPtx, String> {
+        let ptx =
+            nvrtc.compile_ptx(KERNEL_SOURCE, "ldb_fabric_kernels.cu", &nvrtc_options(arch))?;
+        Ok(BuiltinPtx { ptx, arch })
+    }
+
+    /// The architecture it was compiled for.
+    pub fn arch(&self) -> i32 {
+        self.arch
+    }
+}
+
 /// One GPU's place in the barrier: its `table` (see the module doc), its
 /// failure flag (one int), the GPU count and its rank.
 #[derive(Debug, Clone, Copy)]
 pub struct BarrierGroup<'a> {
     /// The launching GPU's table.
-    pub table: &'a DeviceBuffer,
+    pub table: &'a Rc<PeerTable>,
     /// One int on the launching GPU, set to 1 when a peer never arrived.
-    pub failed: &'a DeviceBuffer,
+    pub failed: &'a Rc<DeviceBuffer>,
     /// GPUs in the group.
     pub n: usize,
     /// This GPU's index among them.
@@ -159,8 +198,8 @@ pub struct FabricKernels {
     sum: CuFunction,
 }
 
-fn same_gpu(a: &Stream, b: &DeviceBuffer, what: &str) -> Result<(), String> {
-    if a.gpu().ordinal() == b.gpu().ordinal() {
+fn same_gpu(a: &Stream, b: &Gpu, what: &str) -> Result<(), String> {
+    if a.gpu().ordinal() == b.ordinal() {
         Ok(())
     } else {
         Err(format!("{what} must live on the launching GPU"))
@@ -168,8 +207,8 @@ fn same_gpu(a: &Stream, b: &DeviceBuffer, what: &str) -> Result<(), String> {
 }
 
 impl FabricKernels {
-    /// Load NVRTC's PTX of [`KERNEL_SOURCE`] on `module`'s GPU.
-    pub fn new(module: Module) -> Result<FabricKernels, String> {
+    /// The kernels of `module`, which was loaded from [`BuiltinPtx`].
+    fn new(module: Module) -> Result<FabricKernels, String> {
         let [c, b, s] = KERNEL_NAMES;
         Ok(FabricKernels {
             chase: module.function(c)?,
@@ -193,12 +232,15 @@ impl FabricKernels {
         }
         stream.gpu().make_current()?;
         let d = stream.gpu().driver();
-        // SAFETY: `f` belongs to the live module on this GPU; `args` holds
+        // SAFETY: `f` belongs to the live module on this GPU, loaded from
+        // BuiltinPtx, so it is one of KERNEL_SOURCE's kernels; `args` holds
         // exactly one pointer per parameter of the kernel (each caller below
         // builds it from the kernel's declaration in KERNEL_SOURCE, types
         // matching in size: u64/pointers 8 bytes, int/u32 4 bytes); the
         // values they point at live until this call returns (the driver
-        // copies them at launch).
+        // copies them at launch). What the kernel then follows was checked
+        // by the caller (launch_checks) and is held by the stream until it
+        // is synchronised.
         d.check(
             unsafe {
                 (d.api.launch_kernel)(
@@ -220,21 +262,20 @@ impl FabricKernels {
     }
 
     /// `ldb_chase(chain, start, warm, reads, out)`: `chain` may be a peer's
-    /// buffer (peer access enabled by the caller); `start` a word index in
-    /// it; `out` two words on this GPU.
+    /// (peer access enabled by the caller); `start` a word index in it;
+    /// `out` two words on this GPU. Both stay alive until `stream` is
+    /// synchronised.
     pub fn chase(
         &self,
         stream: &Stream,
-        chain: &DeviceBuffer,
+        chain: &Rc<ChaseChain>,
         start: u64,
         warm: u64,
         reads: u64,
-        out: &DeviceBuffer,
+        out: &Rc<DeviceBuffer>,
     ) -> Result<(), String> {
-        same_gpu(stream, out, "the chase's output")?;
-        if start >= (chain.len() / 8) as u64 || out.len() < 16 {
-            return Err("ldb_chase: start index or output buffer out of range".into());
-        }
+        same_gpu(stream, out.gpu(), "the chase's output")?;
+        check_chase(chain.words(), start, out.len())?;
         let (mut a0, mut a1, mut a2, mut a3, mut a4) = (chain.ptr(), start, warm, reads, out.ptr());
         let mut args: [*mut c_void; 5] = [
             (&raw mut a0).cast(),
@@ -243,7 +284,10 @@ impl FabricKernels {
             (&raw mut a3).cast(),
             (&raw mut a4).cast(),
         ];
-        self.launch(self.chase, 1, 1, stream, &mut args)
+        self.launch(self.chase, 1, 1, stream, &mut args)?;
+        stream.hold(chain);
+        stream.hold(out);
+        Ok(())
     }
 
     /// `ldb_barrier(table, n, rank, epoch, timeout_ns, failed)`.
@@ -260,11 +304,9 @@ impl FabricKernels {
             n,
             rank,
         } = *group;
-        same_gpu(stream, table, "the barrier's table")?;
-        same_gpu(stream, failed, "the barrier's failure flag")?;
-        if n > MAX_GPUS || rank >= n || table.len() < TABLE_WORDS * 8 || failed.len() < 4 {
-            return Err("ldb_barrier: rank, GPU count or buffers out of range".into());
-        }
+        same_gpu(stream, table.gpu(), "the barrier's table")?;
+        same_gpu(stream, failed.gpu(), "the barrier's failure flag")?;
+        check_barrier(table.gpus(), n, rank, failed.len())?;
         let mut a0 = table.ptr();
         let mut a1 = c_int::try_from(n).map_err(|_| "n")?;
         let mut a2 = c_int::try_from(rank).map_err(|_| "rank")?;
@@ -279,29 +321,26 @@ impl FabricKernels {
             (&raw mut a4).cast(),
             (&raw mut a5).cast(),
         ];
-        self.launch(self.barrier, 1, 32, stream, &mut args)
+        self.launch(self.barrier, 1, 32, stream, &mut args)?;
+        stream.hold(table);
+        stream.hold(failed);
+        Ok(())
     }
 
     /// `ldb_oneshot_sum(table, n, packs, out)` on `grid` blocks of 256
-    /// threads; `out` holds at least `packs` 16-byte packs.
+    /// threads; every input and `out` hold at least `packs` 16-byte packs.
     pub fn oneshot_sum(
         &self,
         stream: &Stream,
-        table: &DeviceBuffer,
+        table: &Rc<PeerTable>,
         n: usize,
         packs: u64,
-        out: &DeviceBuffer,
+        out: &Rc<DeviceBuffer>,
         grid: u32,
     ) -> Result<(), String> {
-        same_gpu(stream, table, "the sum's table")?;
-        same_gpu(stream, out, "the sum's output")?;
-        let fits = usize::try_from(packs)
-            .ok()
-            .and_then(|p| p.checked_mul(16))
-            .is_some_and(|b| b <= out.len());
-        if n > MAX_GPUS || table.len() < TABLE_WORDS * 8 || !fits || grid == 0 {
-            return Err("ldb_oneshot_sum: GPU count, size or buffers out of range".into());
-        }
+        same_gpu(stream, table.gpu(), "the sum's table")?;
+        same_gpu(stream, out.gpu(), "the sum's output")?;
+        check_sum(table.gpus(), table.input_bytes(), n, packs, out.len(), grid)?;
         let mut a0 = table.ptr();
         let mut a1 = c_int::try_from(n).map_err(|_| "n")?;
         let mut a2 = packs;
@@ -312,14 +351,16 @@ impl FabricKernels {
             (&raw mut a2).cast(),
             (&raw mut a3).cast(),
         ];
-        self.launch(self.sum, grid, 256, stream, &mut args)
+        self.launch(self.sum, grid, 256, stream, &mut args)?;
+        stream.hold(table);
+        stream.hold(out);
+        Ok(())
     }
 }
 
-/// Load the kernels from NVRTC's `ptx` on `stream`'s GPU (convenience for
-/// callers that hold PTX text).
-pub fn load(gpu: &super::Gpu, ptx: &CStr) -> Result<FabricKernels, String> {
-    FabricKernels::new(Module::load_ptx(gpu, ptx)?)
+/// Load the built-in kernels on `gpu`.
+pub fn load(gpu: &Gpu, ptx: &BuiltinPtx) -> Result<FabricKernels, String> {
+    FabricKernels::new(Module::load_ptx(gpu, &ptx.ptx)?)
 }
 
 #[cfg(test)]

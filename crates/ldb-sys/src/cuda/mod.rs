@@ -13,7 +13,9 @@
 //! (NCCL, for one, changes it).
 
 pub mod api;
+pub mod kernel_buffers;
 pub mod kernels;
+pub mod launch_checks;
 pub mod resources;
 
 use std::ffi::{CStr, c_char, c_int};
@@ -24,15 +26,23 @@ use libloading::Library;
 use api::{CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_SUCCESS, CuContext, CuDevice, DriverApi};
 pub use resources::{DeviceBuffer, Event, Module, Stream};
 
+/// The CUDA driver's file names, in the order the loader is asked.
+pub const DRIVER_LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
 /// Open the first of `names` the dynamic loader finds; otherwise the
 /// loader's error for the first name, and the other names tried.
-pub(crate) fn open_first<S: AsRef<str>>(names: &[S]) -> Result<(Library, String), String> {
+///
+/// # Safety
+/// Every name that may open must be a library whose initialisers are safe
+/// to run here (the CUDA driver, NVRTC or NCCL): the loaders' own contract.
+pub(crate) unsafe fn open_first<S: AsRef<str>>(names: &[S]) -> Result<(Library, String), String> {
     let mut first: Option<String> = None;
     for name in names {
         let name = name.as_ref();
-        // SAFETY: loading a shared library runs its initialisers; the names
-        // given here are the CUDA driver, NVRTC and NCCL, whose initialisers
-        // set up only their own state.
+        // SAFETY: loading a shared library runs its initialisers: the
+        // caller promised (this function's `# Safety`) that the names are
+        // the CUDA driver, NVRTC or NCCL, whose initialisers set up only
+        // their own state.
         match unsafe { Library::new(name) } {
             Ok(lib) => return Ok((lib, name.to_string())),
             Err(e) => {
@@ -94,15 +104,28 @@ impl std::fmt::Debug for Driver {
 }
 
 impl Driver {
+    /// The CUDA driver from its own file names ([`DRIVER_LIBRARIES`]).
+    pub fn load_system() -> Result<Rc<Driver>, String> {
+        // SAFETY: these are the CUDA driver's own file names, as installed
+        // with the NVIDIA driver on the loader's path.
+        unsafe { Driver::load(DRIVER_LIBRARIES) }
+    }
+
     /// Load the first of `names` that opens, look the API up and call
     /// `cuInit(0)`.
-    pub fn load<S: AsRef<str>>(names: &[S]) -> Result<Rc<Driver>, String> {
-        let (lib, library) =
-            open_first(names).map_err(|e| format!("the CUDA driver cannot be loaded ({e})"))?;
-        // SAFETY: `lib` is the CUDA driver (one of the driver's file names
-        // opened); the table's signatures are cuda.h's. The table and the
-        // library are stored together in `Driver`, so the pointers never
-        // outlive the library.
+    ///
+    /// # Safety
+    /// Every name that may open must be the CUDA driver (`libcuda`): loading
+    /// runs its initialisers, and its symbols of the driver's names are then
+    /// called with `cuda.h`'s signatures.
+    pub unsafe fn load<S: AsRef<str>>(names: &[S]) -> Result<Rc<Driver>, String> {
+        // SAFETY: forwarded: this function's caller vouched for the names.
+        let (lib, library) = unsafe { open_first(names) }
+            .map_err(|e| format!("the CUDA driver cannot be loaded ({e})"))?;
+        // SAFETY: `lib` is the CUDA driver (the caller's promise); the
+        // table's signatures are cuda.h's. The table and the library are
+        // stored together in `Driver`, so the pointers never outlive the
+        // library.
         let api = unsafe { DriverApi::load(&lib) }?;
         let d = Driver {
             api,
@@ -296,11 +319,15 @@ mod tests {
 
     #[test]
     fn a_missing_driver_is_an_error_with_the_name_tried() {
-        let e = Driver::load(&["libcuda-not-here-ldb.so.1"]).expect_err("absent");
+        // SAFETY: no such file: nothing is loaded.
+        let e = unsafe { Driver::load(&["libcuda-not-here-ldb.so.1"]) }.expect_err("absent");
         assert!(e.contains("the CUDA driver cannot be loaded"), "{e}");
         assert!(e.contains("libcuda-not-here-ldb.so.1"), "{e}");
         // a library without the driver's symbols names the first missing
-        let e = Driver::load(&["libc.so.6"]).expect_err("not a driver");
+        // SAFETY: libc is loaded already (initialisers ran) and has no
+        // symbol of the driver's names, so the table is never built or
+        // called.
+        let e = unsafe { Driver::load(&["libc.so.6"]) }.expect_err("not a driver");
         assert!(e.starts_with("cuInit"), "{e}");
     }
 }

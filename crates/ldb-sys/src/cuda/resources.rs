@@ -3,9 +3,15 @@
 //! diagnostic needs, timing events ([`Event`]) and loaded modules
 //! ([`Module`]). Each holds a clone of its [`Gpu`], so its context is
 //! alive when it is released. Bounds are checked here, before the driver
-//! sees an address, so no call can reach past an allocation.
+//! sees an address, so no call can reach past an allocation. Work queued on
+//! a [`Stream`] runs after the call returns, so the stream holds a share of
+//! everything that work touches until it is synchronised: dropping a buffer
+//! early cannot free memory a copy or a kernel still uses.
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_void};
+use std::rc::Rc;
 
 use super::Gpu;
 use super::api::{
@@ -129,10 +135,21 @@ impl Drop for DeviceBuffer {
 }
 
 /// A non-blocking stream on one GPU.
-#[derive(Debug)]
 pub struct Stream {
     gpu: Gpu,
     raw: CuStream,
+    /// What the queued work uses, released when the stream is synchronised
+    /// (or dropped, which synchronises first).
+    in_flight: RefCell<Vec<Rc<dyn Any>>>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("gpu", &self.gpu)
+            .field("in_flight", &self.in_flight.borrow().len())
+            .finish()
+    }
 }
 
 impl Stream {
@@ -147,6 +164,7 @@ impl Stream {
         Ok(Stream {
             gpu: gpu.clone(),
             raw,
+            in_flight: RefCell::default(),
         })
     }
 
@@ -159,14 +177,31 @@ impl Stream {
         self.raw
     }
 
+    /// Keep `what` alive until the work queued so far is done (the next
+    /// [`Stream::synchronize`]). Each allocation is held once.
+    pub(crate) fn hold<T: Any>(&self, what: &Rc<T>) {
+        let what: Rc<dyn Any> = Rc::<T>::clone(what);
+        let mut held = self.in_flight.borrow_mut();
+        let same = |h: &Rc<dyn Any>| std::ptr::addr_eq(Rc::as_ptr(h), Rc::as_ptr(&what));
+        if !held.iter().any(same) {
+            held.push(what);
+        }
+    }
+
+    /// Allocations held for queued work (see [`Stream::synchronize`]).
+    pub fn held(&self) -> usize {
+        self.in_flight.borrow().len()
+    }
+
     /// Enqueue a copy of `bytes` from `src` (at `src_off`) to `dst` (at
     /// `dst_off`); the buffers may live on any GPUs (the driver goes
-    /// through the host where there is no peer path).
+    /// through the host where there is no peer path). Both stay alive until
+    /// the stream is synchronised.
     pub fn copy(
         &self,
-        dst: &DeviceBuffer,
+        dst: &Rc<DeviceBuffer>,
         dst_off: usize,
-        src: &DeviceBuffer,
+        src: &Rc<DeviceBuffer>,
         src_off: usize,
         bytes: usize,
     ) -> Result<(), String> {
@@ -175,9 +210,8 @@ impl Stream {
         self.gpu.make_current()?;
         // SAFETY: both device ranges are inside live allocations (checked
         // above), both contexts are retained, the stream is live; the
-        // buffers outlive the copy because the callers synchronise the
-        // stream before dropping them (and freeing device memory waits for
-        // pending work that uses it in any case).
+        // buffers outlive the copy: the stream holds them (below) until it
+        // is synchronised.
         let rc = unsafe {
             (self.gpu.driver().api.memcpy_peer_async)(
                 dst.ptr + dst_off as u64,
@@ -188,19 +222,28 @@ impl Stream {
                 self.raw,
             )
         };
-        self.gpu.driver().check(rc, "cuMemcpyPeerAsync")
+        self.gpu.driver().check(rc, "cuMemcpyPeerAsync")?;
+        self.hold(dst);
+        self.hold(src);
+        Ok(())
     }
 
-    /// Wait until everything enqueued so far has finished.
+    /// Wait until everything enqueued so far has finished, then let go of
+    /// what it used. On an error nothing is let go: the work may still run.
     pub fn synchronize(&self) -> Result<(), String> {
         // SAFETY: the stream handle is live.
         let rc = unsafe { (self.gpu.driver().api.stream_synchronize)(self.raw) };
-        self.gpu.driver().check(rc, "cuStreamSynchronize")
+        self.gpu.driver().check(rc, "cuStreamSynchronize")?;
+        self.in_flight.borrow_mut().clear();
+        Ok(())
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        // the held buffers are freed after this, with the fields: wait for
+        // the work that uses them first
+        let _ = self.synchronize();
         if self.gpu.make_current().is_ok() {
             // SAFETY: created by cuStreamCreate, destroyed only here.
             let _ = unsafe { (self.gpu.driver().api.stream_destroy)(self.raw) };

@@ -6,11 +6,14 @@
 //! rank 0 on the first node). The join secret comes from the submitting
 //! shell's environment, which sbatch passes on; the script refuses to start
 //! without it. The benchmark flags are written as one bash array of
-//! single-quoted words, so spaces, quotes and `$` arrive unchanged.
+//! single-quoted words, so spaces, quotes and `$` arrive unchanged. An API
+//! key among them is taken out and read from the environment as well, so
+//! that the script (kept in the job's records) never holds it.
 
 use std::fmt::Write as _;
 
-use super::{SECRET_ENV, SlurmArgs, shell_quote};
+use super::flags::BenchFlags;
+use super::{API_KEY_ENV, SECRET_ENV, SlurmArgs, shell_quote};
 use crate::error::AppError;
 
 /// Values of `#SBATCH` lines must stay on their line and be one word.
@@ -24,7 +27,7 @@ fn check_directive(flag: &str, v: &str) -> Result<(), AppError> {
 }
 
 /// The sbatch script.
-pub fn render(a: &SlurmArgs) -> Result<String, AppError> {
+pub fn render(a: &SlurmArgs, bench: &BenchFlags) -> Result<String, AppError> {
     check_directive("--job-name", &a.job_name)?;
     let mut s = String::from("#!/bin/bash\n");
     let _ = writeln!(s, "#SBATCH --job-name={}", a.job_name);
@@ -41,7 +44,15 @@ pub fn render(a: &SlurmArgs) -> Result<String, AppError> {
         let _ = writeln!(s, "#SBATCH --partition={p}");
     }
     let _ = writeln!(s, "#SBATCH --output={}-%j.log", a.job_name);
-    let flags: Vec<String> = a.flags.iter().map(|f| shell_quote(f)).collect();
+    let flags: Vec<String> = bench.words.iter().map(|f| shell_quote(f)).collect();
+    let api_key = if bench.api_key {
+        format!(
+            ": \"${{{API_KEY_ENV}:?--api-key was taken out of the script: set {API_KEY_ENV} in the environment before sbatch}}\"\n\
+             export {API_KEY_ENV}\n"
+        )
+    } else {
+        String::new()
+    };
     let _ = write!(
         s,
         "# llm-decode-bench: {shards} shards, one per Slurm task (docs/deploy.md).\n\
@@ -53,6 +64,7 @@ pub fn render(a: &SlurmArgs) -> Result<String, AppError> {
          set -euo pipefail\n\
          : \"${{{SECRET_ENV}:?set {SECRET_ENV} in the environment before sbatch (see the comment above)}}\"\n\
          export {SECRET_ENV}\n\
+         {api_key}\
          coordinator=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1):{port}\"\n\
          flags=({flags})\n\
          # one task per shard; bash -c expands SLURM_PROCID inside each task\n\
@@ -70,6 +82,10 @@ pub fn render(a: &SlurmArgs) -> Result<String, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn render(a: &SlurmArgs) -> Result<String, AppError> {
+        super::render(a, &super::super::flags::sort_out(&a.flags)?)
+    }
 
     fn args(flags: &[&str]) -> SlurmArgs {
         SlurmArgs {
@@ -100,5 +116,14 @@ mod tests {
         let mut a = args(&[]);
         a.partition = Some("gpu nodes".into());
         assert_eq!(render(&a).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn an_api_key_is_read_from_the_environment_not_written_in_the_script() {
+        let s = render(&args(&["--api-key", "sk-live-1", "--conc", "8"])).unwrap();
+        assert!(!s.contains("sk-live-1"), "{s}");
+        assert!(s.contains("flags=(--conc 8)\n"), "{s}");
+        assert!(s.contains(": \"${LLM_BENCH_API_KEY:?"), "{s}");
+        assert!(!render(&args(&[])).unwrap().contains("LLM_BENCH_API_KEY"));
     }
 }
