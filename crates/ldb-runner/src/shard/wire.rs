@@ -208,17 +208,21 @@ pub(crate) struct Reader(FramedRead<OwnedReadHalf, LengthDelimitedCodec>);
 pub(crate) struct Writer(FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>);
 
 /// Split a connection into its framed halves, reading frames up to `limit`.
+/// The limit guards what this side reads; what it writes may be as large as
+/// any member's frame: the codec's encoder refuses frames above its own
+/// limit, and the leader's writer, framed at the join limit, once refused
+/// every trace part over 64 KiB and lost the follower (issue 35, 8b).
 pub(crate) fn framed(stream: TcpStream, limit: usize) -> (Reader, Writer) {
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
-    let codec = || {
+    let codec = |limit: usize| {
         LengthDelimitedCodec::builder()
             .max_frame_length(limit)
             .new_codec()
     };
     (
-        Reader(FramedRead::new(r, codec())),
-        Writer(FramedWrite::new(w, codec())),
+        Reader(FramedRead::new(r, codec(limit))),
+        Writer(FramedWrite::new(w, codec(MEMBER_FRAME_LIMIT))),
     )
 }
 
@@ -293,5 +297,27 @@ mod tests {
         let got = r.recv(Duration::from_secs(5)).await;
         assert!(got.is_err(), "{got:?}");
         client.await.expect("client");
+    }
+
+    #[tokio::test]
+    async fn a_side_framed_at_the_join_limit_still_writes_a_large_frame() {
+        // The leader's half of a member's connection reads at the join
+        // limit until the join is proven, but sends trace parts of many MB.
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let big = "x".repeat(4 * JOIN_FRAME_LIMIT);
+        let reason = big.clone();
+        let leader = tokio::spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            let (_r, mut w) = framed(s, JOIN_FRAME_LIMIT);
+            w.send(&Msg::Refused { reason }).await
+        });
+        let s = TcpStream::connect(addr).await.expect("connect");
+        let (mut r, _w) = framed(s, MEMBER_FRAME_LIMIT);
+        let got = r.recv(Duration::from_secs(5)).await;
+        assert!(matches!(got, Ok(Msg::Refused { reason }) if reason == big));
+        assert_eq!(leader.await.expect("leader"), Ok(()));
     }
 }
