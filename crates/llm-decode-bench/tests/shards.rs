@@ -1153,9 +1153,10 @@ fn a_sharded_replay_of_100k_rows_starts_its_clock_after_building_them() {
 
 /// Issue 35 9: over shards the intended prefix cache once admitted every
 /// prompt the leader built, sent or not. Forty Mooncake rows, the second
-/// twenty repeating the first twenty's prompts (50 % intended when all are sent); the leader
-/// is stopped before the repeats are due, so the prompts sent share
-/// nothing and the intended rate is 0, as one process counts it.
+/// twenty repeating the first twenty's prompts (about 50 % intended when
+/// all are sent); the leader is stopped before the repeats are due, so the
+/// prompts sent share nothing and the intended rate is 0, as one process
+/// counts it.
 #[test]
 fn a_sharded_trace_intends_the_cache_of_the_prompts_it_sent() {
     let s = sim();
