@@ -290,9 +290,8 @@ async fn run_with(
         progress: Arc::new(Counters::default()),
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace);
-    // The start is fixed once every conversation is planned: a first turn
-    // due while a long trace was still being read would leave late and
-    // carry the delay in its latencies (issue 35, 1).
+    // Fixed once every conversation is planned: a first turn due while a long
+    // trace is read would leave late, the delay in its latencies (issue 35).
     let start = rc.clock.now() + 0.2;
     sh.start = start;
     let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
