@@ -76,6 +76,20 @@ impl GapHistogram {
         }
     }
 
+    /// Take back gaps recorded earlier (a window end learned late: its
+    /// tokens after the end are not the window's). The maximum stays as
+    /// recorded: the histogram keeps no second largest to fall back on, so
+    /// a taken-back gap that was the largest leaves it high.
+    pub fn forget(&self, g: TokenGaps) {
+        if g.count == 0 || !g.each.is_finite() || g.each < 0.0 {
+            return;
+        }
+        let b = &self.buckets[bucket_of(g.each)];
+        let _ = b.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            Some(n.saturating_sub(g.count))
+        });
+    }
+
     /// The bucket counts and maximum, to hand to another histogram: bucket
     /// sums are exact, so shards' histograms merge into the one a single
     /// process would have filled.

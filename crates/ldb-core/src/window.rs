@@ -90,6 +90,35 @@ struct Pending {
     chunks: u64,
 }
 
+/// A read counted inside the window, kept for a while in case the window's
+/// end turns out to lie before it (`RequestTrack::drop_after`).
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    t: f64,
+    tokens: u64,
+    reasoning: u64,
+    chunks: u64,
+    /// The token gaps this read added to the window's, once its read closed.
+    gaps: Option<TokenGaps>,
+}
+
+/// How many counted reads a request keeps for a window end learned late.
+/// A follower shard is told of an `--duration auto` close 0.3 s ahead of
+/// it; 32 reads cover a message that much late at 100 reads a second.
+const TAIL_CAP: usize = 32;
+
+/// What taking back the tokens after a late window end did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LateEnd {
+    /// Tokens taken back.
+    pub tokens: u64,
+    /// The token gaps taken back (to take out of the cell's histogram).
+    pub gaps: Vec<TokenGaps>,
+    /// False when reads after the end may have left the kept tail already:
+    /// then the count still holds some of them.
+    pub exact: bool,
+}
+
 /// How many not-yet-placed chunks a request keeps while the window start is
 /// unknown. The start is published microseconds after it is taken, so only
 /// the last few chunks can fall after it; older ones are dropped.
@@ -143,6 +172,13 @@ pub struct RequestTrack {
     window_gap_sum: f64,
     window_gap_tokens: u64,
     pending: Vec<Pending>,
+    /// The latest reads counted in the window, newest last (not sent to the
+    /// leader: a follower applies a late end before it hands its tracks over).
+    #[serde(skip)]
+    tail: Vec<Counted>,
+    /// The latest arrival among counted reads that left the full tail.
+    #[serde(skip)]
+    tail_floor: Option<f64>,
     completed: bool,
     error: Option<RequestError>,
 }
@@ -310,6 +346,9 @@ impl RequestTrack {
         };
         self.window_gap_sum += t - prev;
         self.window_gap_tokens += tokens;
+        if let Some(c) = self.tail.iter_mut().rev().find(|c| c.t == t) {
+            c.gaps = Some(gaps);
+        }
         Some(gaps)
     }
 
@@ -346,6 +385,50 @@ impl RequestTrack {
         if tokens > 0 {
             self.last_window_t = Some(self.last_window_t.map_or(t, |l: f64| l.max(t)));
         }
+        if self.tail.len() == TAIL_CAP {
+            let old = self.tail.remove(0);
+            self.tail_floor = Some(self.tail_floor.map_or(old.t, |f| f.max(old.t)));
+        }
+        self.tail.push(Counted {
+            t,
+            tokens,
+            reasoning,
+            chunks,
+            gaps: None,
+        });
+    }
+
+    /// Take back what was counted after `end`: a window end learned after
+    /// it passed (a follower shard told late of an `--duration auto` close)
+    /// counted the reads that arrived meanwhile, and a token counts by its
+    /// arrival time, not by when the end became known. Call once the
+    /// stream ended.
+    pub fn drop_after(&mut self, end: f64) -> LateEnd {
+        let mut late = LateEnd {
+            exact: self.tail_floor.is_none_or(|f| f <= end),
+            ..LateEnd::default()
+        };
+        while let Some(c) = self.tail.pop_if(|c| c.t > end) {
+            self.window_tokens = self.window_tokens.saturating_sub(c.tokens);
+            self.window_reasoning_tokens = self.window_reasoning_tokens.saturating_sub(c.reasoning);
+            self.window_chunks = self.window_chunks.saturating_sub(c.chunks);
+            late.tokens += c.tokens;
+            if let Some(g) = c.gaps {
+                self.window_gap_sum = (self.window_gap_sum - g.each * g.count as f64).max(0.0);
+                self.window_gap_tokens = self.window_gap_tokens.saturating_sub(g.count);
+                late.gaps.push(g);
+            }
+        }
+        if self.last_window_t.is_some_and(|l| l > end) {
+            self.last_window_t = self
+                .tail
+                .iter()
+                .filter(|c| c.tokens > 0)
+                .map(|c| c.t)
+                .chain(self.tail_floor.filter(|&f| f <= end))
+                .reduce(f64::max);
+        }
+        late
     }
 
     /// Apply a window start that became known after the last chunk, and
@@ -547,6 +630,72 @@ mod tests {
 
     const C: Channel = Channel::Content;
     const N: Channel = Channel::None;
+
+    /// Reads every 0.1 s from 1.0 to 3.0 s (two chunks at 2.5 s), counted
+    /// with the window `w` known at each; the track settled with it.
+    fn reads_with(w: WindowBounds) -> (RequestTrack, Vec<TokenGaps>) {
+        let mut r = RequestTrack::new(0.5);
+        let mut gaps = Vec::new();
+        for i in 10..=30 {
+            let t = f64::from(i) / 10.0;
+            for _ in 0..if i == 25 { 2 } else { 1 } {
+                gaps.extend(r.on_chunk(ev(t, C, None), w).gaps);
+            }
+        }
+        gaps.extend(r.settle(w));
+        (r, gaps)
+    }
+
+    #[test]
+    fn a_window_end_learned_late_drops_the_tokens_after_it_by_arrival() {
+        // Truth: the end (2.05 s) known from the start.
+        let (truth, truth_gaps) = reads_with(win(1.0, Some(2.05)));
+        // A follower told of the end only after the stream ended: it
+        // counted up to its old end (10 s), then takes back by time.
+        let (mut late, mut late_gaps) = reads_with(win(1.0, Some(10.0)));
+        assert_eq!(late.window_tokens, 22);
+        let back = late.drop_after(2.05);
+        assert!(back.exact);
+        assert_eq!(back.tokens, 22 - truth.window_tokens);
+        assert_eq!(late.window_tokens, truth.window_tokens);
+        assert_eq!(late.window_chunks, truth.window_chunks);
+        assert_eq!(late.last_window_t, truth.last_window_t);
+        for g in &back.gaps {
+            let at = late_gaps.iter().position(|x| x == g).expect("recorded");
+            late_gaps.remove(at);
+        }
+        // (The same gaps, in another order: equal gaps are taken back by value.)
+        let mut truth_gaps = truth_gaps;
+        for g in [&mut late_gaps, &mut truth_gaps] {
+            g.sort_by(|a, b| a.each.total_cmp(&b.each));
+        }
+        assert_eq!(late_gaps, truth_gaps, "the gaps inside the window only");
+        let w = win(1.0, Some(2.05));
+        let (a, b) = (truth.to_sample(0.0, w), late.to_sample(0.0, w));
+        let itl = (
+            a.window_inter_token_latency_avg,
+            b.window_inter_token_latency_avg,
+        );
+        assert!((itl.0 - itl.1).abs() < 1e-12, "{itl:?}");
+        // Nothing after the end: nothing to take back.
+        assert_eq!(late.drop_after(2.05).tokens, 0);
+    }
+
+    #[test]
+    fn an_end_before_the_kept_reads_is_said_not_exact() {
+        let mut r = RequestTrack::new(0.0);
+        let w = win(0.0, None);
+        for i in 1..=(TAIL_CAP as u32 + 8) {
+            r.on_chunk(ev(f64::from(i), C, None), w);
+        }
+        let back = r.drop_after(2.0);
+        assert!(
+            !back.exact,
+            "reads 3..8 left the tail before the end was known"
+        );
+        assert_eq!(back.tokens, TAIL_CAP as u64);
+        assert!(r.drop_after(100.0).exact);
+    }
 
     #[test]
     fn two_chunks_of_one_read_still_have_a_second_token() {

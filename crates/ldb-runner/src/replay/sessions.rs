@@ -278,19 +278,22 @@ async fn run_with(
     let granularity = rc.cache_granularity();
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
-    let start = rc.clock.now() + 0.2;
-    let sh = Shared {
+    let mut sh = Shared {
         cfg: cfg.clone(),
         salt,
         source,
         template,
-        start,
+        start: 0.0,
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(IntendedPrefixCache::new(granularity))),
         usage: Arc::new(Mutex::new((0, 0))),
         progress: Arc::new(Counters::default()),
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace);
+    // Fixed once every conversation is planned: a first turn due while a long
+    // trace is read would leave late, the delay in its latencies (issue 35).
+    let start = rc.clock.now() + 0.2;
+    sh.start = start;
     let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
     let (sessions, turns) = (
         expected.len() as u64,

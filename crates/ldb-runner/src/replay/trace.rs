@@ -25,7 +25,6 @@ use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::counted_hits;
 use crate::prompts::{BodyOptions, chat_body};
-use crate::shard::rate::ORDER_LEAD_S;
 
 /// A request made ready to send: its messages, its prompt tokens and
 /// segments when the tool built the prompt.
@@ -249,6 +248,23 @@ pub(super) struct Ran {
     pub shards: Option<super::trace_shards::ShardsPart>,
 }
 
+impl Ran {
+    /// Nothing sent: the trace could not be read.
+    pub(super) fn failed(e: String) -> Ran {
+        Ran {
+            sent: Err(e),
+            outs: Vec::new(),
+            timed_out: false,
+            most: 0,
+            capped: false,
+            gap_p99: None,
+            window: Default::default(),
+            counted: None,
+            shards: None,
+        }
+    }
+}
+
 /// Sends the whole trace from this process.
 async fn run_alone(
     rc: &RunCtx,
@@ -321,13 +337,20 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
             return result;
         }
     };
-    let lead = if shards.is_some() { ORDER_LEAD_S } else { 0.2 };
-    let start = rc.clock.now() + lead;
-    let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
+    // The start `lead` seconds from now and the time limit; over shards it
+    // is fixed only after every prompt and part is built (issue 35, 1).
+    let times = |lead: f64| {
+        let start = rc.clock.now() + lead;
+        let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
+        (start, limit)
+    };
     let parts = (&mut builder, &mut cache);
-    let ran = match shards {
-        Some(s) => super::trace_shards::run(rc, disc, cfg, parts, (start, limit), s).await,
-        None => run_alone(rc, disc, cfg, parts, (start, limit), before.as_ref()).await,
+    let (ran, (start, limit)) = match shards {
+        Some(s) => super::trace_shards::run(rc, disc, cfg, parts, &times, s).await,
+        None => {
+            let t = times(0.2);
+            (run_alone(rc, disc, cfg, parts, t, before.as_ref()).await, t)
+        }
     };
     drop(measuring);
     let after = super::trace::scrape_if(rc).await;

@@ -15,18 +15,18 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use ldb_client::discovery::Discovery;
-use ldb_core::prefix_cache::IntendedPrefixCache;
+use ldb_core::prefix_cache::{IntendedPrefixCache, Segment};
 use ldb_core::replay::TraceResult;
 use ldb_core::result::CellStatus;
 use ldb_core::shard_rate::deal_by_session;
 use ldb_core::trace::prompt::PromptBuilder;
 
 use super::config::{TraceConfig, requests};
-use super::dispatch::Dispatcher;
+use super::dispatch::{Dispatcher, Finished};
 use super::progress::{Counters, trace_progress};
 use super::trace::{Ran, Sent, ready, request_body};
 use crate::ctx::RunCtx;
-use crate::shard::rate::{Closed, RateShards, most_in_flight};
+use crate::shard::rate::{Closed, ORDER_LEAD_S, RateShards, most_in_flight};
 
 /// Each shard's part of a sharded replay and the shards lost.
 pub(super) type ShardsPart = Closed;
@@ -39,6 +39,9 @@ struct Planned {
     session: Vec<Option<String>>,
     /// Each request's body.
     bodies: Vec<Bytes>,
+    /// Each request's prompt segments, when the tool built the prompt: the
+    /// intended cache admits those of the requests that were sent.
+    segments: Vec<Option<Vec<Segment>>>,
     /// The prompts' bookkeeping, as the single-process loop keeps it.
     sent: Sent,
 }
@@ -50,19 +53,19 @@ pub(super) async fn open(rc: &RunCtx, span_s: f64) -> Result<Option<RateShards>,
 }
 
 /// Builds every request in trace order, skipping those longer than the
-/// server's context, and feeds the built prompts to the intended cache in
-/// that order (one process admits them in send order, which is trace order).
+/// server's context. The intended cache is fed later, with the prompts that
+/// were sent (`admit_sent`).
 fn plan(
     rc: &RunCtx,
     disc: &Discovery,
     cfg: &TraceConfig,
     b: &mut PromptBuilder,
-    cache: &mut IntendedPrefixCache,
 ) -> Result<Planned, String> {
     let mut p = Planned {
         due: Vec::new(),
         session: Vec::new(),
         bodies: Vec::new(),
+        segments: Vec::new(),
         sent: Sent::default(),
     };
     for (seen, r) in requests(cfg)?.enumerate() {
@@ -75,18 +78,41 @@ fn plan(
             continue;
         }
         p.bodies.push(request_body(rc, &rd, &r));
-        match &rd.segments {
-            Some(seg) => {
-                cache.admit(seg);
-            }
-            None => p.sent.literal = true,
-        }
+        p.sent.literal |= rd.segments.is_none();
+        p.segments.push(rd.segments);
         p.sent.intended_tokens.push(rd.tokens);
         p.sent.output_tokens.push(r.output_tokens);
         p.due.push(r.at_s);
         p.session.push(r.session_id);
     }
     Ok(p)
+}
+
+/// Feeds the intended cache the prompts of the requests sent (`outs`, any
+/// shard's), in trace order, as one process admits each prompt it sends: a
+/// request never sent (no slot before the limit, a stop, a lost shard's
+/// part) cached nothing on the server either.
+fn admit_sent(
+    cache: &mut IntendedPrefixCache,
+    segments: &[Option<Vec<Segment>>],
+    outs: &[Finished],
+) {
+    let mut sent: Vec<usize> = outs.iter().map(|(i, _, _)| *i).collect();
+    sent.sort_unstable();
+    sent.dedup();
+    for seg in sent.iter().filter_map(|&i| segments.get(i)?.as_ref()) {
+        cache.admit(seg);
+    }
+}
+
+/// The schedule starts this long after the orders leave: the lead every
+/// open-loop order has, plus the time to carry the largest follower's part
+/// (encoded, sent, decoded) at a rate slow for a busy host, so that every
+/// follower holds its part before its first request is due.
+fn order_lead(part_bytes: usize) -> f64 {
+    /// Bytes of a part carried per second, at worst.
+    const PART_BYTES_PER_S: f64 = 20e6;
+    ORDER_LEAD_S + part_bytes as f64 / PART_BYTES_PER_S
 }
 
 /// Sends this process's part at its due times; the requests not sent (the
@@ -111,31 +137,23 @@ async fn send_own(
     0
 }
 
-/// Replays the trace over every shard; `start` and `limit` are the
-/// leader's run-clock times of the schedule's start and its time limit.
+/// Replays the trace over every shard. Every prompt and every follower's
+/// part are built first; only then is the start fixed, by `times` (given
+/// the lead, the schedule's start and its time limit on the leader's run
+/// clock), so no request is due while the trace is still being built.
 pub(super) async fn run(
     rc: &RunCtx,
     disc: &Discovery,
     cfg: &TraceConfig,
     (builder, cache): (&mut PromptBuilder, &mut IntendedPrefixCache),
-    (start, limit): (f64, f64),
+    times: &dyn Fn(f64) -> (f64, f64),
     shards: RateShards,
-) -> Ran {
-    let planned = match plan(rc, disc, cfg, builder, cache) {
+) -> (Ran, (f64, f64)) {
+    let mut planned = match plan(rc, disc, cfg, builder) {
         Ok(p) => p,
         Err(e) => {
             shards.stop_parts();
-            return Ran {
-                sent: Err(e),
-                outs: Vec::new(),
-                timed_out: false,
-                most: 0,
-                capped: false,
-                gap_p99: None,
-                window: Default::default(),
-                counted: None,
-                shards: None,
-            };
+            return (Ran::failed(e), times(0.0));
         }
     };
     let ids: Vec<Option<&str>> = planned.session.iter().map(Option::as_deref).collect();
@@ -149,8 +167,13 @@ pub(super) async fn run(
             .collect::<Vec<_>>()
             .join("/")
     ));
-    let body = |k: usize| planned.bodies.get(k).cloned().unwrap_or_default();
-    let (mine, own) = shards.send_parts(rc, parts, (start, limit), &body);
+    let bodies = std::mem::take(&mut planned.bodies);
+    let body = |k: usize| bodies.get(k).cloned().unwrap_or_default();
+    let prepared = shards.prepare_parts(rc, parts, &body);
+    drop(bodies);
+    let (start, limit) = times(order_lead(prepared.largest_part_bytes()));
+    let (mine, own) = (prepared.mine, prepared.own);
+    shards.send_prepared(rc, prepared.orders, (start, limit));
     let progress = trace_progress(mine.len() as u64, cfg.scan.span_s);
     let (mut d, rx) = Dispatcher::new(rc, start, limit, progress);
     d.set_cap(shards.own_cap(rc.cfg.open_loop.max_in_flight));
@@ -166,6 +189,7 @@ pub(super) async fn run(
     let got = shards.collect(rc, limit).await;
     let merged = shards.merge(rc, got, &mut outs, &counters);
     outs.sort_by_key(|(i, _, _)| *i);
+    admit_sent(cache, &planned.segments, &outs);
     let mut sent = planned.sent;
     sent.not_sent = not_sent + merged.not_sent;
     let (capped, timed_out) = (capped || merged.capped, timed_out || merged.timed_out);
@@ -174,7 +198,7 @@ pub(super) async fn run(
         // The leader's requests of the trace, as a follower's record says.
         r.concurrency = mine.len() as u32;
     }
-    Ran {
+    let ran = Ran {
         sent: Ok(sent),
         most: most_in_flight(&outs),
         outs,
@@ -184,7 +208,8 @@ pub(super) async fn run(
         window: window.get(),
         counted: None,
         shards: Some(closed),
-    }
+    };
+    (ran, (start, limit))
 }
 
 /// Records each shard's part on the result; a replay that lost a shard is

@@ -114,6 +114,7 @@ pub async fn follow(
         rate_tx,
         rates_running: 0,
         parts: Default::default(),
+        bodies: Default::default(),
         active: None,
         done: Vec::new(),
     };
@@ -178,6 +179,8 @@ struct Following {
     /// The open-loop parts running, by cell: the leader ends one early
     /// (the user skipped the cell) with its `CellEnd`.
     parts: std::collections::HashMap<u64, CancellationToken>,
+    /// A large order's first bodies, by cell, until its `RateStart` comes.
+    bodies: std::collections::HashMap<u64, Vec<String>>,
     /// The sustained cell running.
     active: Option<Active>,
     /// Every cell finished, in order.
@@ -228,7 +231,14 @@ impl Following {
                     producing: Vec::new(),
                 });
             }
-            Msg::RateStart(order) => {
+            Msg::RateBodies { cell, bodies } => {
+                self.bodies.entry(cell).or_default().extend(bodies);
+            }
+            Msg::RateStart(mut order) => {
+                if let Some(mut first) = self.bodies.remove(&order.cell) {
+                    first.append(&mut order.bodies);
+                    order.bodies = first;
+                }
                 self.rates_running += 1;
                 let (env, origin) = (self.base.clone(), self.clock.origin());
                 let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
@@ -363,6 +373,9 @@ async fn close_cell(mut a: Active, clock: &Clock) -> ShardCellData {
         _ => (None, false),
     };
     a.pool.join(|| {}).await;
+    if let Some((_, end)) = a.window {
+        drop_after_end(&mut a.pool, end);
+    }
     let producing_mean = if a.producing.is_empty() {
         0.0
     } else {
@@ -381,6 +394,32 @@ async fn close_cell(mut a: Active, clock: &Clock) -> ShardCellData {
         client_cpu_share: cpu_share,
         client_limited: limited,
         ..ShardCellData::default()
+    }
+}
+
+/// A window end this follower learned after it passed (`--duration auto`
+/// closed the window and the announcement came late) left the tokens that
+/// arrived meanwhile counted: take them back by their arrival times, and
+/// their gaps out of the cell's histogram.
+fn drop_after_end(pool: &mut StreamPool, end: f64) {
+    let (mut tokens, mut inexact) = (0u64, 0u64);
+    for o in &mut pool.outcomes {
+        let late = o.track.drop_after(end);
+        tokens += late.tokens;
+        inexact += u64::from(!late.exact);
+        for g in late.gaps {
+            pool.counters.gaps.forget(g);
+        }
+    }
+    if tokens > 0 {
+        eprintln!(
+            "window end learned late: {tokens} tokens that arrived after it taken back{}",
+            if inexact > 0 {
+                format!(" ({inexact} requests may still count a few: their kept reads ran out)")
+            } else {
+                String::new()
+            }
+        );
     }
 }
 

@@ -160,9 +160,24 @@ impl RateShards {
         &self,
         rc: &RunCtx,
         parts: Vec<Vec<(usize, f64)>>,
-        (t0, limit): (f64, f64),
+        times: (f64, f64),
         body: &dyn Fn(usize) -> Bytes,
     ) -> (Vec<(usize, f64)>, HashMap<usize, Bytes>) {
+        let p = self.prepare_parts(rc, parts, body);
+        self.send_prepared(rc, p.orders, times);
+        (p.mine, p.own)
+    }
+
+    /// Every follower's order of a schedule already split (as
+    /// [`Self::send_parts`] takes it), built but not sent and without its
+    /// times: a trace's parts can hold many MB of bodies, and building them
+    /// must come before the schedule's start is fixed.
+    pub(crate) fn prepare_parts(
+        &self,
+        rc: &RunCtx,
+        parts: Vec<Vec<(usize, f64)>>,
+        body: &dyn Fn(usize) -> Bytes,
+    ) -> PreparedParts {
         // Every body built in schedule order, as one process builds them
         // while it sends: the intended prefix cache admits them in that order.
         let n = parts
@@ -175,8 +190,8 @@ impl RateShards {
         let mut take = |k: usize| built.get_mut(k).and_then(Option::take).unwrap_or_default();
         let mut parts = parts.into_iter();
         let mine = parts.next().unwrap_or_default();
+        let mut orders = Vec::with_capacity(self.members.len());
         for ((rank, &i), part) in self.members.iter().enumerate().zip(parts) {
-            let off = self.leader.clock(i).map_or(0.0, |e| e.offset_s);
             let mut bodies: Vec<Bytes> = Vec::new();
             let mut seen: HashMap<Bytes, u32> = HashMap::new();
             let body_of = part
@@ -191,8 +206,6 @@ impl RateShards {
                 .collect();
             let order = RateOrder {
                 cell: self.cell,
-                t0: rc.clock.unix(t0) + off,
-                limit: rc.clock.unix(limit) + off,
                 requests: part.iter().map(|&(k, d)| (k as u64, d)).collect(),
                 bodies: bodies
                     .iter()
@@ -205,11 +218,33 @@ impl RateShards {
                     rank as u32 + 1,
                 )),
                 idle_timeout_s: rc.cfg.timing.idle_timeout().map(|d| d.as_secs_f64()),
+                ..RateOrder::default()
             };
-            self.leader.send(i, Msg::RateStart(Box::new(order)));
+            orders.push((i, order));
         }
         let own = mine.iter().map(|&(k, _)| (k, take(k))).collect();
-        (mine, own)
+        PreparedParts { orders, mine, own }
+    }
+
+    /// Send the orders [`Self::prepare_parts`] built, with the schedule's
+    /// start `t0` and its `limit` (the leader's run-clock times) moved onto
+    /// each follower's clock.
+    pub(crate) fn send_prepared(
+        &self,
+        rc: &RunCtx,
+        orders: Vec<(u32, RateOrder)>,
+        (t0, limit): (f64, f64),
+    ) {
+        for (i, mut order) in orders {
+            let off = self.leader.clock(i).map_or(0.0, |e| e.offset_s);
+            order.t0 = rc.clock.unix(t0) + off;
+            order.limit = rc.clock.unix(limit) + off;
+            for bodies in leading_bodies(&mut order) {
+                let cell = order.cell;
+                self.leader.send(i, Msg::RateBodies { cell, bodies });
+            }
+            self.leader.send(i, Msg::RateStart(Box::new(order)));
+        }
     }
 
     /// Tell every follower to stop its part now (the user skipped the cell
@@ -330,6 +365,49 @@ impl RateShards {
     }
 }
 
+/// Bytes of bodies one frame of an order carries at most (one body larger
+/// than this travels alone).
+const PART_FRAME_BYTES: usize = 2 << 20;
+
+/// Takes the order's bodies but the last frame's worth off it, in frames of
+/// about [`PART_FRAME_BYTES`]; the follower puts them back in front of the
+/// ones its `RateStart` carries.
+fn leading_bodies(order: &mut RateOrder) -> Vec<Vec<String>> {
+    let mut frames: Vec<Vec<String>> = Vec::new();
+    let (mut frame, mut bytes) = (Vec::new(), 0usize);
+    for b in std::mem::take(&mut order.bodies) {
+        if bytes > 0 && bytes + b.len() > PART_FRAME_BYTES {
+            frames.push(std::mem::take(&mut frame));
+            bytes = 0;
+        }
+        bytes += b.len();
+        frame.push(b);
+    }
+    order.bodies = frame;
+    frames
+}
+
+/// The parts of a split schedule, built and not yet sent.
+pub(crate) struct PreparedParts {
+    /// Each follower's index and its order (times not set yet).
+    pub orders: Vec<(u32, RateOrder)>,
+    /// The leader's own requests: (index in the schedule, due seconds).
+    pub mine: Vec<(usize, f64)>,
+    /// The leader's own requests' bodies, by index.
+    pub own: HashMap<usize, Bytes>,
+}
+
+impl PreparedParts {
+    /// The bytes of the largest follower's bodies: what its order carries.
+    pub(crate) fn largest_part_bytes(&self) -> usize {
+        self.orders
+            .iter()
+            .map(|(_, o)| o.bodies.iter().map(String::len).sum::<usize>())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// A sharded open-loop part after its end: each shard's record (the lost
 /// ones included), the shards lost, and the error it makes of the cell.
 pub(crate) struct Closed {
@@ -447,5 +525,36 @@ pub(crate) async fn run_share(
             timed_out: clock.now() >= limit,
         }),
         ..ShardCellData::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_part_travels_in_frames_and_comes_back_whole() {
+        let mb = "x".repeat(1 << 20);
+        let bodies: Vec<String> = (0..7).map(|i| format!("{i}{mb}")).collect();
+        let mut order = RateOrder {
+            bodies: bodies.clone(),
+            ..RateOrder::default()
+        };
+        let frames = leading_bodies(&mut order);
+        assert!(frames.len() >= 3, "{} frames", frames.len());
+        for f in frames.iter().chain([&order.bodies]) {
+            let bytes: usize = f.iter().map(String::len).sum();
+            assert!(f.len() == 1 || bytes <= PART_FRAME_BYTES, "{bytes}");
+        }
+        // What the follower puts back together.
+        let mut again: Vec<String> = frames.into_iter().flatten().collect();
+        again.append(&mut order.bodies);
+        assert_eq!(again, bodies);
+        let mut small = RateOrder {
+            bodies: vec!["{}".into()],
+            ..RateOrder::default()
+        };
+        assert!(leading_bodies(&mut small).is_empty());
+        assert_eq!(small.bodies, ["{}"]);
     }
 }

@@ -94,6 +94,16 @@ pub(crate) enum Msg {
         /// `--stream-idle-timeout`, seconds (none: unlimited).
         idle_timeout_s: Option<f64>,
     },
+    /// Leader → follower: the first bodies of a large open-loop order, in
+    /// frames of a few MB ahead of its `RateStart` (which carries the rest),
+    /// so that no one frame of a trace's part keeps either side silent
+    /// longer than the liveness limit while it is encoded, sent and read.
+    RateBodies {
+        /// Cell number of the order they belong to.
+        cell: u64,
+        /// The next bodies of the order's list, in order.
+        bodies: Vec<String>,
+    },
     /// Leader → follower: send these requests of an open-loop cell.
     RateStart(Box<super::rate::RateOrder>),
     /// Leader → follower: run this part of a finite batch.
