@@ -3,8 +3,12 @@
 //! library can be loaded at run time (`dlopen`), and safe wrappers over the
 //! CUDA driver ([`cuda`]), NVRTC ([`nvrtc`]) and NCCL ([`nccl`]), all loaded
 //! at run time so that nothing CUDA is linked at build time. Everything
-//! above this crate stays `unsafe_code = "forbid"`.
+//! above this crate stays `unsafe_code = "forbid"`. It also holds the one
+//! function that starts a program ([`child::command`], no unsafe): the
+//! operating-system edge, where the benchmark's secrets are kept from
+//! children.
 
+pub mod child;
 pub mod cuda;
 pub mod nccl;
 pub mod nvrtc;
