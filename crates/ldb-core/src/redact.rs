@@ -111,10 +111,53 @@ fn redact_one_url(s: &str) -> String {
     };
     let rest = &s[scheme_end + 3..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
+    let url = match rest[..authority_end].rfind('@') {
         Some(at) => format!("{}{REDACTED}@{}", &s[..scheme_end + 3], &rest[at + 1..]),
         None => s.to_string(),
+    };
+    redact_query(&url)
+}
+
+/// `?api_key=…`, `&token=…` and any query parameter named like a secret
+/// (see [`is_secret_name`]) keep their name and lose their value.
+fn redact_query(url: &str) -> String {
+    let Some(q) = url.find('?') else {
+        return url.to_string();
+    };
+    let (head, query) = url.split_at(q + 1);
+    let (query, fragment) = match query.find('#') {
+        Some(h) => query.split_at(h),
+        None => (query, ""),
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((name, value)) if !value.is_empty() && is_secret_name(name) => {
+                format!("{name}={REDACTED}")
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}{}{fragment}", params.join("&"))
+}
+
+/// Free text (an event-log line, a note, an error message) with every URL
+/// in it redacted as by [`redact_url`]: `user:password@` and secret query
+/// parameters. Words without `://` are unchanged, and so is the spacing.
+pub fn redact_text(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_string();
     }
+    text.split_inclusive(char::is_whitespace)
+        .map(|word| {
+            if word.contains("://") {
+                let body = word.trim_end_matches(char::is_whitespace);
+                format!("{}{}", redact_one_url(body), &word[body.len()..])
+            } else {
+                word.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Redacts one named value (see module docs).
@@ -304,6 +347,27 @@ mod tests {
         assert_eq!(m["NCCL_DEBUG"], "INFO");
         assert_eq!(m["OMP_FOO"], REDACTED);
         assert!(!m.contains_key("PATH"));
+    }
+
+    #[test]
+    fn secret_query_parameters_and_urls_inside_text_are_redacted() {
+        assert_eq!(
+            redact_url("http://h:1/v1?api_key=abc&model=m#frag"),
+            "http://h:1/v1?api_key=<redacted>&model=m#frag"
+        );
+        assert_eq!(
+            redact_url("https://u:pw@h/x?access_token=t"),
+            "https://<redacted>@h/x?access_token=<redacted>"
+        );
+        assert_eq!(
+            redact_url("http://h/?max_tokens=5"),
+            "http://h/?max_tokens=5"
+        );
+        assert_eq!(
+            redact_text("metrics from http://bob:hunter2@h:9/metrics?token=z failed:\tretrying"),
+            "metrics from http://<redacted>@h:9/metrics?token=<redacted> failed:\tretrying"
+        );
+        assert_eq!(redact_text("no url here: a@b"), "no url here: a@b");
     }
 
     #[test]

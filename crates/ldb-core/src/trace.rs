@@ -28,6 +28,17 @@ use serde::{Deserialize, Serialize};
 pub use rows::Rows;
 pub use window::{Window, sorted};
 
+/// Longest trace line read, bytes (16 MiB: a literal prompt of a few
+/// million tokens); a longer one ends the reading with its line number.
+pub const MAX_TRACE_LINE_BYTES: usize = 16 << 20;
+
+/// Most input or output tokens one trace row may ask for (2²⁴, above every
+/// model context of today). A row beyond it is a bad row at read time (with
+/// its line; skipped under `--trace-skip-bad`); rows within it but beyond
+/// the server's context are skipped by the replay before their prompt is
+/// built.
+pub const MAX_TRACE_ROW_TOKENS: u64 = 1 << 24;
+
 /// Tokens per Mooncake `hash_ids` block.
 pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
 

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -84,7 +84,7 @@ pub fn run_helper(h: &HelperRun<'_>) -> Value {
     cmd_line.extend(h.args.iter().cloned());
     out.insert("cmd".into(), json!(cmd_line));
     let started = Instant::now();
-    let child = Command::new(h.bin)
+    let child = ldb_sys::child::command(h.bin)
         .args(&h.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

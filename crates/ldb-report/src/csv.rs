@@ -4,8 +4,11 @@
 //! Column names are stable: snake_case, the result file's key where the
 //! value is a key of the cell (`kind` is the only added one). Empty fields
 //! are JSON `null` (not measured or not reported). `docs/report.md` lists
-//! every column with its unit.
+//! every column with its unit. Every field passes through
+//! [`formula::neutralise`], so text from a result file is never read as a
+//! spreadsheet formula.
 
+mod formula;
 mod replay;
 
 use std::io::Write;
@@ -197,8 +200,8 @@ fn replay_row(kind: &str, pairs: &replay::Pairs) -> Vec<String> {
 /// Writes the CSV of `doc` (header, then the decode cells in run order,
 /// then the burst cells, then the replays) to `w`.
 pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
-    let mut out = ::csv::Writer::from_writer(w);
-    out.write_record(header())?;
+    let mut out = SafeWriter(::csv::Writer::from_writer(w));
+    out.write_record(header().into_iter().map(String::from))?;
     for (kind, cells) in [("decode", &doc.results), ("burst", &doc.burst_results)] {
         for c in cells {
             let row = std::iter::once(kind.to_string())
@@ -213,8 +216,18 @@ pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
     for (kind, pairs) in replay::rows(doc) {
         out.write_record(replay_row(kind, &pairs))?;
     }
-    out.flush()?;
+    out.0.flush()?;
     Ok(())
+}
+
+/// The CSV writer every row goes through: each field neutralised.
+struct SafeWriter<W: Write>(::csv::Writer<W>);
+
+impl<W: Write> SafeWriter<W> {
+    fn write_record(&mut self, row: impl IntoIterator<Item = String>) -> Result<(), ::csv::Error> {
+        self.0
+            .write_record(row.into_iter().map(formula::neutralise))
+    }
 }
 
 /// One repeat of a repeated cell, as its own row after the cell's row.

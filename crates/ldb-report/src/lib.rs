@@ -25,6 +25,8 @@ pub mod cstats;
 pub mod csv;
 mod error;
 pub mod export;
+#[cfg(test)]
+mod hostile_tests;
 pub mod html;
 pub mod json;
 pub mod jsonl;

@@ -36,12 +36,14 @@ impl Live {
         self.tx.send_modify(|s| s.apply(event));
     }
 
-    /// Append `HH:MM:SS message` to the event log.
+    /// Append `HH:MM:SS message` to the event log. URLs in the message
+    /// lose their credentials (`user:password@`, `?api_key=`): the line
+    /// reaches the screen, stderr and the result's `event_log`.
     pub fn event(&self, message: impl AsRef<str>) {
         let line = format!(
             "{} {}",
             chrono::Local::now().format("%H:%M:%S"),
-            message.as_ref()
+            ldb_core::redact::redact_text(message.as_ref())
         );
         if let Ok(mut log) = self.log.lock() {
             log.push(line.clone());

@@ -3,7 +3,10 @@
 //! library can be loaded at run time (`dlopen`), and safe wrappers over the
 //! CUDA driver ([`cuda`]), NVRTC ([`nvrtc`]) and NCCL ([`nccl`]), all loaded
 //! at run time so that nothing CUDA is linked at build time. Everything
-//! above this crate stays `unsafe_code = "forbid"`.
+//! above this crate stays `unsafe_code = "forbid"`. It also holds the one
+//! function that starts a program ([`child::command`], no unsafe): the
+//! operating-system edge, where the benchmark's secrets are kept from
+//! children.
 //!
 //! What keeps the safe API sound (docs/security.md, "Manifests and
 //! ldb-sys"): a loader that would trust the signatures of any file is an
@@ -16,6 +19,7 @@
 //! touches stays alive until that stream is synchronised
 //! ([`cuda::Stream::synchronize`]).
 
+pub mod child;
 pub mod cuda;
 pub mod nccl;
 pub mod nvrtc;

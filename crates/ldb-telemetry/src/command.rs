@@ -5,7 +5,7 @@
 use crate::error::TelemetryError;
 use std::ffi::OsStr;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -77,7 +77,7 @@ pub fn run_with_timeout<S: AsRef<OsStr>>(
         limit_s: timeout.as_secs_f64(),
         ..CommandRecord::default()
     };
-    let mut child = match Command::new(program)
+    let mut child = match ldb_sys::child::command(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

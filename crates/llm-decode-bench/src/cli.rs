@@ -156,7 +156,7 @@ pub struct SelftestArgs {
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_streams: u32,
     /// Window of each level, seconds (after a 1 s warmup).
-    #[arg(long, default_value_t = 3.0, value_parser = positive_seconds)]
+    #[arg(long, default_value_t = 3.0, value_parser = crate::cli_float::selftest_window)]
     pub window: f64,
     /// Measure every level, also after the first one the client misses.
     #[arg(long)]
@@ -164,13 +164,6 @@ pub struct SelftestArgs {
     /// Print the levels and the verdict as one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.5..=600.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds from 0.5 to 600")),
-    }
 }
 
 /// Exit codes of `compare`, printed in its `--help`.
@@ -189,7 +182,7 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Percent change (of the base value) beyond which a metric counts as a regression or an improvement.
-    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 5.0, value_name = "PCT")]
     pub threshold: f64,
     /// Output: text (aligned table), markdown (for pull requests) or json (for scripts).
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
@@ -310,39 +303,39 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration_arg)]
     pub duration: Option<DurationArg>,
     /// With `--duration auto`: the longest window of a cell, seconds [default: 30].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli_float::number)]
     pub max_duration: Option<f64>,
     /// With `--duration auto`: a window closes when the 95 % interval of its rate is within ±PCT % of the mean [default: 1].
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "PCT")]
     pub target_ci: Option<f64>,
     /// With `--duration auto`: no window closes on its interval before this many seconds [default: 5].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli_float::number)]
     pub min_duration: Option<f64>,
     /// Hidden C=1 warmup cell before the matrix, seconds (0 = off) [default: 3; with --sim: 1].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli_float::number)]
     pub decode_warmup_seconds: Option<f64>,
     /// Readiness limit per cell in seconds (0 = automatic, scaled with context and prefill speed);
     /// also bounds the warmup's waits (0: 300 s).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 0.0)]
     pub cell_warmup_timeout_seconds: f64,
     /// Let requests stop at end-of-sequence (by default `ignore_eos: true` is sent).
     #[arg(long)]
     pub respect_eos: bool,
     /// Largest share of failed requests (0–1) that leaves a cell valid; above it the cell is ERROR.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 0.02)]
     pub max_error_rate: f64,
     /// Seconds to wait for a server that is still starting (connection refused, HTTP 502–504)
     /// before giving up with exit code 3 (0 = fail at once).
-    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 0.0, value_name = "SECONDS")]
     pub wait_for_server: f64,
     /// Fail a request whose tokens stop for this many seconds after its first one while the
     /// connection stays open (0 = never; the cell's own limits still apply).
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 60.0, value_name = "SECONDS")]
     pub stream_idle_timeout: f64,
     /// When the server stops answering mid-run, wait this many seconds for it to come back; if it
     /// does not, the cells left are labelled error, the result is saved and the run exits with
     /// code 3.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 30.0, value_name = "SECONDS")]
     pub server_down_grace: f64,
     /// KV budget in tokens (legacy name of --kv-budget).
     #[arg(long, default_value_t = 0)]
@@ -382,7 +375,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub standalone_prefill: bool,
     /// Seconds of sampling per standalone prefill context (at least 2 samples each).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 10.0)]
     pub prefill_duration: f64,
     /// Standalone cold prefill only, then stop (implies --standalone-prefill).
     #[arg(long)]
@@ -422,18 +415,18 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 5)]
     pub burst_requests_per_concurrency: u64,
     /// Sampling temperature for decode requests (not sent when unset).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli_float::number)]
     pub temperature: Option<f64>,
     /// Reference acceptance length for `accept_norm_tps` (0 = off).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 0.0)]
     pub accept_len_ref: f64,
     /// Seconds between hardware samples (0 disables).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, value_parser = crate::cli_float::number, default_value_t = 2.0)]
     pub hw_monitor_interval: f64,
     /// Seconds between the server's /metrics reads while something is measured (windows, burst
     /// batches, prefill probes); 0 = only at each measurement's start and end. Ramp-up and idle
     /// waits still read every 0.5 s. Reading /metrics costs vLLM and SGLang CPU time.
-    #[arg(long, value_name = "SECONDS", default_value_t = ldb_runner::config::DEFAULT_METRICS_INTERVAL)]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "SECONDS", default_value_t = ldb_runner::config::DEFAULT_METRICS_INTERVAL)]
     pub metrics_interval: f64,
     /// A replica's /metrics behind a router (repeatable, or comma-separated: one per replica;
     /// `http://HOST:PORT` or `…/metrics`): readiness, the KV budget and server-side validation
@@ -461,7 +454,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub display_mode: Option<String>,
     /// Dashboard redraws per second at most (0.2–10) [default: 10].
-    #[arg(long, value_name = "HZ")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "HZ")]
     pub refresh_rate: Option<f64>,
     /// Continue the run saved in --output: keep its finished cells and prefill rows, measure
     /// the failed and missing ones (same server, model, engine version and settings required).
@@ -524,7 +517,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = ldb_core::coding_peak::DEFAULT_PROMPT)]
     pub coding_peak_prompt: String,
     /// Sampling temperature of the coding-peak runs (not sent when unset).
-    #[arg(long, value_parser = temperature, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli_float::temperature, allow_hyphen_values = true)]
     pub coding_peak_temperature: Option<f64>,
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
@@ -541,13 +534,6 @@ pub struct BenchArgs {
     pub prefix_cache: crate::cli_prefix::PrefixArgs,
 }
 
-fn temperature(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a temperature from 0 to 100")),
-    }
-}
-
 /// `--duration`: a number of seconds, or `auto` (stop when the rate is known).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DurationArg {
@@ -557,13 +543,13 @@ pub enum DurationArg {
     Auto,
 }
 
-/// Parse `--duration`: `auto` or a number (its range is checked in `config.rs`).
+/// Parse `--duration`: `auto` or a number (bounded as every float flag;
+/// its range is checked in `config.rs`).
 fn parse_duration_arg(s: &str) -> Result<DurationArg, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(DurationArg::Auto);
     }
-    s.trim()
-        .parse::<f64>()
+    crate::cli_float::number(s)
         .map(DurationArg::Seconds)
         .map_err(|_| format!("{s:?} is not a number of seconds or `auto`"))
 }

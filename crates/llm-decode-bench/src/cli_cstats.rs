@@ -58,7 +58,7 @@ pub struct CsArgs {
     #[arg(long, value_name = "N")]
     pub completion_stats_probe_waves: Option<usize>,
     /// Relative gain of aggregate gen tok/s a level needs to count as better [default: 0.03].
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "FRACTION")]
     pub completion_stats_min_improvement: Option<f64>,
     /// Levels without improvement before the probe stops [default: 1].
     #[arg(long, value_name = "N")]
@@ -83,10 +83,10 @@ pub struct CsArgs {
     #[arg(long)]
     pub completion_stats_no_prefill_scout: bool,
     /// `temperature` sent with every request (default: none, or the profile's).
-    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "T", allow_hyphen_values = true)]
     pub completion_stats_temperature: Option<f64>,
     /// `top_p` sent with every request (default: none).
-    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "P", allow_hyphen_values = true)]
     pub completion_stats_top_p: Option<f64>,
 }
 

@@ -70,6 +70,7 @@ pub struct FabricArgs {
     /// P2P diagnostic time limit, seconds (> 0).
     #[arg(
         long,
+        value_parser = crate::cli_float::number,
         default_value_t = 300.0,
         allow_hyphen_values = true,
         value_name = "SECONDS"
@@ -147,6 +148,7 @@ pub struct FabricArgs {
     /// CPU fabric time limit, seconds (> 0).
     #[arg(
         long,
+        value_parser = crate::cli_float::number,
         default_value_t = 600.0,
         allow_hyphen_values = true,
         value_name = "SECONDS"

@@ -34,12 +34,12 @@ pub struct ShardArgs {
     #[arg(long, value_name = "continue|stop", default_value = "continue")]
     pub on_shard_loss: String,
     /// Seconds to wait for every shard to join (leader) or for the leader (follower).
-    #[arg(long, value_name = "S", default_value_t = 120.0)]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "S", default_value_t = 120.0)]
     pub shard_join_timeout: f64,
     /// Offline shard: run this shard's share of every cell on a fixed time grid from this Unix time (no coordinator).
-    #[arg(long, value_name = "UNIX_TIME")]
+    #[arg(long, value_parser = crate::cli_float::unix_time, value_name = "UNIX_TIME")]
     pub start_at: Option<f64>,
     /// Offline shard: seconds from the streams' start to the window (replaces readiness).
-    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "S", default_value_t = 10.0)]
     pub ramp_seconds: f64,
 }

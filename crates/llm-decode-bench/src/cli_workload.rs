@@ -17,13 +17,13 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "FORMAT")]
     pub trace_format: Option<String>,
     /// Time scale: 2 replays twice as fast (default 1).
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "X")]
     pub trace_speed: Option<f64>,
     /// Trace seconds (from its first request) skipped at the start.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "SECONDS")]
     pub trace_start: Option<f64>,
     /// Trace seconds replayed after --trace-start (default: to the end).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_parser = crate::cli_float::number, value_name = "SECONDS")]
     pub trace_duration: Option<f64>,
     /// Replay at most this many requests.
     #[arg(long, value_name = "N")]

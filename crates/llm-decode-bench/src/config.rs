@@ -645,23 +645,27 @@ mod tests {
             ),
             (&["--prefill-duration", "0"], "invalid --prefill-duration"),
             (&["--prefill-duration=-1"], "invalid --prefill-duration"),
-            (&["--prefill-duration", "nan"], "invalid --prefill-duration"),
-            (&["--prefill-duration", "inf"], "invalid --prefill-duration"),
             (
                 &["--stream-idle-timeout=-1"],
                 "invalid --stream-idle-timeout",
             ),
             (&["--server-down-grace=-1"], "invalid --server-down-grace"),
             (&["--metrics-interval=-1"], "invalid --metrics-interval"),
-            (&["--metrics-interval", "nan"], "invalid --metrics-interval"),
             (&["--refresh-rate", "0"], "invalid --refresh-rate"),
             (&["--refresh-rate=-2"], "invalid --refresh-rate"),
-            (&["--refresh-rate", "nan"], "invalid --refresh-rate"),
         ];
         for (args, want) in cases {
             let e = build_err(args);
             assert!(e.starts_with(want), "{args:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
+        }
+        // Not a finite number: refused while parsing (cli_float.rs), exit 2.
+        for flag in ["--prefill-duration", "--metrics-interval", "--refresh-rate"] {
+            for v in ["nan", "inf"] {
+                let e = parse(&[flag, v]).expect_err(flag);
+                assert_eq!(e.exit_code(), 2);
+                assert!(e.to_string().contains(flag), "{e}");
+            }
         }
     }
 

@@ -81,14 +81,14 @@ pub fn recorded(c: Map<String, Value>, cfg: &ldb_runner::RunConfig) -> Map<Strin
 
 /// `--print-config`: the effective configuration as TOML (printed on
 /// stdout), with the presets resolved where the flags are valid (else as
-/// given). The API key is left out.
+/// given). The API key is left out; URLs lose `user:password@` and secret
+/// query parameters, and values that look like keys are redacted.
 pub fn toml(a: &crate::cli::BenchArgs, argv: &[String]) -> String {
     let mut c = from_argv(argv);
     if let Ok(cfg) = crate::config::build(a, a.sim.is_some(), argv.to_vec()) {
         c = with_presets(c, &cfg);
     }
-    c.retain(|k, _| !ldb_core::redact::is_secret_name(k));
-    to_toml(&c)
+    to_toml(&without_secrets(&c))
 }
 
 /// A number where the text is one, else the text.
@@ -206,6 +206,22 @@ mod tests {
                 .expect("json")
                 .contains("sk-secret")
         );
+    }
+
+    #[test]
+    fn print_config_shows_no_credential_of_a_url() {
+        let args = argv(&[
+            "--host",
+            "http://bob:hunter2@h.example:8000/?api_key=k3y",
+            "--metrics-url",
+            "http://h.example:9/metrics?token=t0k",
+        ]);
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&args).expect("parses");
+        let text = toml(&cli.bench, &args);
+        for secret in ["hunter2", "k3y", "t0k"] {
+            assert!(!text.contains(secret), "{secret} in\n{text}");
+        }
+        assert!(text.contains("h.example:8000"), "{text}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
 mod cli_fabric;
+mod cli_float;
 mod cli_prefix;
 mod cli_shard;
 mod cli_workload;
@@ -26,6 +27,8 @@ mod error;
 mod fabric;
 mod fabric_config;
 mod fdlimit;
+#[cfg(test)]
+mod flag_fuzz;
 mod invocation;
 mod merge;
 mod metrics_listen;

@@ -5,7 +5,9 @@
 //! taken here: its CPU share since the previous scrape and the lateness of
 //! a 10 ms timer on its runtime (event-loop lag). Loopback unless an address
 //! is given; the socket is bound before anything is sent, so a port in use
-//! is a configuration error (exit 2).
+//! is a configuration error (exit 2). The connections are served by
+//! [`http`], which bounds the time and bytes of a request head and the
+//! number of connections open at once.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,8 @@ use ldb_runner::Live;
 use tokio::net::TcpListener;
 
 use crate::error::AppError;
+
+mod http;
 
 /// Bind `--metrics-listen` (`PORT` or `:PORT` alone: 127.0.0.1).
 pub async fn bind(spec: &str) -> Result<TcpListener, AppError> {
@@ -46,30 +50,24 @@ struct Probe {
     lag: std::sync::atomic::AtomicU64,
 }
 
-/// Serve `/metrics` on `listener` until the returned task is aborted.
+/// Serve `/metrics` on `listener` until the returned task is aborted
+/// (with the limits of [`http`]: head timeout, connection cap).
 pub fn serve(listener: TcpListener, live: Live) -> tokio::task::JoinHandle<()> {
     let probe = Arc::new(Probe {
         last_cpu: Mutex::new(None),
         lag: Default::default(),
     });
     tokio::spawn(lag_probe(probe.clone()));
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let (live, probe) = (live.clone(), probe.clone());
-            async move {
-                let cpu = cpu_share(&probe);
-                let lag = f64::from_bits(probe.lag.load(std::sync::atomic::Ordering::Relaxed));
-                (
-                    [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
-                    render(&live.snapshot(), cpu, Some(lag)),
-                )
-            }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    })
+    let page = move || {
+        let cpu = cpu_share(&probe);
+        let lag = f64::from_bits(probe.lag.load(std::sync::atomic::Ordering::Relaxed));
+        render(&live.snapshot(), cpu, Some(lag))
+    };
+    tokio::spawn(http::accept_loop(
+        listener,
+        Arc::new(page),
+        http::HEADER_READ_TIMEOUT,
+    ))
 }
 
 /// A 10 ms timer; the largest lateness of each second is published.

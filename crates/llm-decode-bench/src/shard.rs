@@ -351,7 +351,7 @@ fn with_port(given: &str, flag: &str) -> Result<String, AppError> {
 /// hostnames` when it is there (else a plain list's first name).
 fn slurm_first_host() -> Option<String> {
     let list = std::env::var("SLURM_JOB_NODELIST").ok()?;
-    let expanded = std::process::Command::new("scontrol")
+    let expanded = ldb_sys::child::command("scontrol")
         .args(["show", "hostnames", &list])
         .output()
         .ok()

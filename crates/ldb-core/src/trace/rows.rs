@@ -4,7 +4,7 @@
 //! end the stream with their error, or are counted and skipped under
 //! `--trace-skip-bad`.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
 
 use super::burstgpt::{self, Columns};
 use super::{TraceCounts, TraceError, TraceFormat, TraceOptions, TraceRequest, detect};
@@ -55,7 +55,10 @@ impl<R: BufRead> Rows<R> {
     fn next_line(&mut self) -> Option<Result<String, TraceError>> {
         loop {
             self.buf.clear();
-            match self.input.read_line(&mut self.buf) {
+            // Read at most one byte past the cap, so a file of one endless
+            // line is refused without being held (issue 34).
+            let cap = super::MAX_TRACE_LINE_BYTES as u64 + 1;
+            match (&mut self.input).take(cap).read_line(&mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(e) => {
@@ -66,6 +69,15 @@ impl<R: BufRead> Rows<R> {
                 }
             }
             self.line_no += 1;
+            if self.buf.len() > super::MAX_TRACE_LINE_BYTES {
+                return Some(Err(TraceError::at(
+                    self.line_no,
+                    format!(
+                        "longer than {} MiB; a trace line holds one request",
+                        super::MAX_TRACE_LINE_BYTES >> 20
+                    ),
+                )));
+            }
             let line = self.buf.trim();
             if !line.is_empty() {
                 return Some(Ok(line.to_string()));
@@ -111,11 +123,33 @@ impl<R: BufRead> Rows<R> {
                 burstgpt::parse(n, line, &self.columns, &self.opts)
             }
         }?;
+        if let Some(r) = &parsed {
+            within_token_cap(r)?;
+        }
         if parsed.is_none() {
             self.counts.filtered += 1;
         }
         Ok(parsed)
     }
+}
+
+/// Refuses a row asking for more than [`super::MAX_TRACE_ROW_TOKENS`] in
+/// or out, before any prompt is built for it: the model's context is not
+/// known here, and a prompt of 10¹² tokens would exhaust memory first.
+fn within_token_cap(r: &TraceRequest) -> Result<(), TraceError> {
+    let cap = super::MAX_TRACE_ROW_TOKENS;
+    for (what, n) in [
+        ("input", r.input_tokens().unwrap_or(0)),
+        ("output", r.output_tokens),
+    ] {
+        if n > cap {
+            return Err(TraceError::at(
+                r.line,
+                format!("{n} {what} tokens is over the {cap}-token limit of a trace row"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl<R: BufRead> Iterator for Rows<R> {
@@ -190,6 +224,35 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(r.counts().rows, 2);
         assert_eq!(r.counts().filtered, 1);
+    }
+
+    #[test]
+    fn a_row_over_the_token_cap_is_refused_with_its_line_before_any_prompt() {
+        let text = "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2}\n\
+                    {\"timestamp\": 1, \"input_length\": 1000000000000, \"output_length\": 2}\n\
+                    {\"timestamp\": 2, \"input_length\": 10, \"output_length\": 99999999999}\n\
+                    {\"timestamp\": 3, \"input_length\": 10, \"output_length\": 2}\n";
+        let got: Vec<_> = rows(text, false).collect();
+        let e = got[1].as_ref().unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("1000000000000 input tokens"), "{e}");
+        let mut r = rows(text, true);
+        let ok: Vec<_> = r.by_ref().map(|x| x.unwrap().line).collect();
+        assert_eq!(ok, vec![1, 4]);
+        assert_eq!(r.counts().bad_skipped, 2);
+    }
+
+    #[test]
+    fn a_line_over_the_length_cap_is_refused_unread() {
+        let mut text =
+            String::from("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2}\n");
+        text.push_str(&"x".repeat(super::super::MAX_TRACE_LINE_BYTES + 10));
+        text.push('\n');
+        let got: Vec<_> = rows(&text, true).collect();
+        assert_eq!(got.len(), 2);
+        let e = got[1].as_ref().unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("longer than"), "{e}");
     }
 
     #[test]

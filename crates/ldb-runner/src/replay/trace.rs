@@ -136,14 +136,16 @@ async fn send_all(
     let total = cfg.scan.requests;
     let mut next_note = total / 10;
     for (seen, r) in requests(cfg)?.enumerate() {
-        let rd = ready(b, &r, seen as u64);
-        if let Some(t) = rd.tokens
+        // Checked before the prompt is built: a row far beyond the context
+        // must cost nothing (issue 34).
+        if let Some(t) = r.input_tokens()
             && disc.model_context > 0
-            && t + r.output_tokens > disc.model_context
+            && t.saturating_add(r.output_tokens) > disc.model_context
         {
             s.too_long += 1;
             continue;
         }
+        let rd = ready(b, &r, seen as u64);
         let left = total.saturating_sub(seen as u64);
         if !d.wait_until(rc, r.at_s).await {
             s.not_sent += left;
