@@ -58,11 +58,18 @@ fn rate(o: &RateOrder) -> Result<(), String> {
     if o.body_of.len() != o.requests.len() {
         return Err("body_of does not give one body per request".into());
     }
-    if o.body_of.iter().any(|&b| b as usize >= o.bodies.len()) {
-        return Err("body_of names a body that is not there".into());
-    }
     for &(_, due) in &o.requests {
         span("due time", due, MAX_RUN_S)?;
+    }
+    Ok(())
+}
+
+/// Whether every request of a rate order names a body the follower holds.
+/// Checked after the bodies sent ahead in [`Msg::RateBodies`] chunks are
+/// joined to the order: on the wire the order alone may hold none of them.
+pub(crate) fn rate_bodies(o: &RateOrder) -> Result<(), String> {
+    if o.body_of.iter().any(|&b| b as usize >= o.bodies.len()) {
+        return Err("body_of names a body that is not there".into());
     }
     Ok(())
 }
@@ -192,10 +199,6 @@ mod tests {
                 ..good.clone()
             },
             RateOrder {
-                body_of: vec![0, 9],
-                ..good.clone()
-            },
-            RateOrder {
                 body_of: vec![0],
                 ..good.clone()
             },
@@ -214,6 +217,15 @@ mod tests {
                 "{o:?}"
             );
         }
+        // A body index past the order's own bodies passes the wire (the
+        // bodies may have come ahead in chunks) and is refused once joined.
+        let ahead = RateOrder {
+            body_of: vec![0, 9],
+            ..good.clone()
+        };
+        assert!(check(&Msg::RateStart(Box::new(ahead.clone()))).is_ok());
+        assert!(rate_bodies(&ahead).is_err());
+        assert!(rate_bodies(&good).is_ok());
     }
 
     #[test]

@@ -239,6 +239,9 @@ impl Following {
                     first.append(&mut order.bodies);
                     order.bodies = first;
                 }
+                if let Err(why) = super::check::rate_bodies(&order) {
+                    return Some(FollowEnd::LeaderLost(format!("a number out of range: {why}")));
+                }
                 self.rates_running += 1;
                 let (env, origin) = (self.base.clone(), self.clock.origin());
                 let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
