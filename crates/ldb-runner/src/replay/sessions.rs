@@ -165,11 +165,16 @@ pub(super) async fn session(
             u.1 += prompt_tokens;
         }
         let segments = conv.next_turn(prompt_tokens);
-        sh.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .admit(&segments);
         let done = request.completed_at;
+        {
+            let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.admit(&segments);
+            // The engine keeps the reply it generated; the next turn
+            // repeats it (issue 35, defect 2).
+            if done.is_some() {
+                cache.insert(&conv.reply(o.track.output_tokens()));
+            }
+        }
         out.push(SessionRequest {
             session: id,
             turn,
@@ -273,7 +278,8 @@ async fn run_with(
     trace: Option<&TraceConfig>,
 ) -> SessionResult {
     let salt: u64 = rand::random();
-    let template = template_tokens(&rc.http, disc, salt).await.0.tokens;
+    let template = template_tokens(&rc.http, disc, salt).await.0;
+    let (head, template) = (template.head, template.tokens);
     let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
     let granularity = rc.cache_granularity();
     let before = super::trace::scrape_if(rc).await;
@@ -286,7 +292,9 @@ async fn run_with(
         template,
         start,
         skip: rc.controls.new_skip(),
-        cache: Arc::new(Mutex::new(IntendedPrefixCache::new(granularity))),
+        cache: Arc::new(Mutex::new(
+            IntendedPrefixCache::new(granularity).with_head(head),
+        )),
         usage: Arc::new(Mutex::new((0, 0))),
         progress: Arc::new(Counters::default()),
     };
