@@ -16,6 +16,11 @@ Every text is fresh (random words), so no reset is needed. Cases:
            reply but its last token (P + G - 1), or all of it (P + G), at block granularity,
            differ here
   reply_eos  the same with the model free to stop (EOS respected)
+  reply_sampled  as the benchmark's sessions send it: a user message of random words, the
+           server's default temperature, ignore_eos; the model may emit a special token past
+           its end of turn (hidden from the text) or a token run that the reply's text is not
+           tokenized back into, and the next turn then repeats the reply only up to there
+           (`next_repeats_sequence`, from the generated ids vLLM returns)
 
 The output is one JSON file stamped with the engine, its version, the model and the block (page)
 size; crates/ldb-client/tests/fixtures/cache-sharing/README.md says how the servers were started.
@@ -97,14 +102,15 @@ class Server:
         v = call(self.base, "POST", "/tokenize", {"model": self.model, "messages": messages})
         return v["tokens"]
 
-    def chat(self, messages, max_tokens, ignore_eos):
+    def chat(self, messages, max_tokens, ignore_eos, greedy=True):
         body = {
             "model": self.model,
             "messages": messages,
             "max_tokens": max_tokens,
-            "temperature": 0,
             "ignore_eos": ignore_eos,
         }
+        if greedy:
+            body["temperature"] = 0
         if self.engine == "vllm":
             body["return_token_ids"] = True
         before = self.cached_counter()
@@ -169,12 +175,13 @@ def head_case(s, rng):
     }
 
 
-def reply_case(s, rng, ignore_eos):
-    user = [{"role": "user", "content": "Tell me a story about " + words(rng, 60)}]
+def reply_case(s, rng, ignore_eos, sampled=False):
+    opening = "" if sampled else "Tell me a story about "
+    user = [{"role": "user", "content": opening + words(rng, 60)}]
     p = len(s.tokenize(user))
     block = max(s.block, 128)
     g = 2 * block - p
-    first = s.chat(user, g, ignore_eos)
+    first = s.chat(user, g, ignore_eos, greedy=not sampled)
     conv = user + [
         {"role": "assistant", "content": first["content"]},
         {"role": "user", "content": "And then " + words(rng, 40)},
@@ -185,7 +192,7 @@ def reply_case(s, rng, ignore_eos):
     gen = first["completion_tokens"]
     pn = second["prompt_tokens"]
     out = {
-        "case": "reply" if ignore_eos else "reply_eos",
+        "case": "reply_sampled" if sampled else "reply" if ignore_eos else "reply_eos",
         "prompt_tokens": first["prompt_tokens"],
         "generated_tokens": gen,
         "finish_reason": first["finish_reason"],
@@ -218,6 +225,8 @@ def main():
         cases.append(head_case(s, rng))
         cases.append(reply_case(s, rng, True))
         cases.append(reply_case(s, rng, False))
+    for _ in range(4):
+        cases.append(reply_case(s, rng, True, sampled=True))
     doc = {
         "engine": engine,
         "version": s.version,

@@ -326,6 +326,60 @@ mod tests {
         assert!((r - want).abs() < 1e-9, "{r} {want}");
     }
 
+    /// Every recording of `crates/ldb-client/tests/fixtures/cache-sharing/`
+    /// (real engines, `scripts/record-cache-sharing.py`): the intended
+    /// cache predicts the tokens the engine served from its cache.
+    #[test]
+    fn the_rule_predicts_what_real_engines_cached() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ldb-client/tests/fixtures/cache-sharing"
+        );
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).expect("recordings") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read");
+            let rec: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            let n = |v: &serde_json::Value, k: &str| v[k].as_u64().expect(k);
+            let g = CacheGranularity::Block(n(&rec, "block_tokens") as u32);
+            for c in rec["cases"].as_array().expect("cases") {
+                let got = match c["case"].as_str().expect("case") {
+                    "head" => {
+                        let mut cache =
+                            IntendedPrefixCache::new(g).with_head(n(c, "template_head_tokens"));
+                        let p = n(c, "prompt_tokens");
+                        cache.admit(&crate::prefix_cache::chained([(1, p)]));
+                        cache
+                            .admit(&crate::prefix_cache::chained([(2, p)]))
+                            .reused_tokens
+                    }
+                    _ => {
+                        let (p, generated) = (n(c, "prompt_tokens"), n(c, "generated_tokens"));
+                        // The next prompt repeats the reply only as far as
+                        // the recording says (a special token hidden from
+                        // the text, or a reply tokenized back differently,
+                        // ends the match); the engine keeps all but the
+                        // reply's last token.
+                        let repeated = c["next_repeats_sequence"].as_u64().unwrap_or(p + generated);
+                        let mut cache = IntendedPrefixCache::new(g);
+                        let mut conv = ConversationSegments::new(3);
+                        cache.admit(&conv.next_turn(p));
+                        cache.insert(&conv.reply((repeated - p + 1).min(generated)));
+                        cache
+                            .admit(&conv.next_turn(n(c, "next_prompt_tokens")))
+                            .reused_tokens
+                    }
+                };
+                assert_eq!(got, n(c, "cached_metrics"), "{}: {c}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "no recordings in {dir}");
+    }
+
     #[test]
     fn per_turn_and_per_session_figures() {
         let req = |session, turn, due: f64, ttft: f64, done: Option<f64>| SessionRequest {

@@ -26,7 +26,7 @@ use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, chat_json};
 
 /// What every session task shares.
 #[derive(Clone)]
@@ -125,7 +125,7 @@ pub(super) async fn session(
         }
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
-        let body = chat_body(
+        let mut body = chat_json(
             &rc.model,
             &messages,
             BodyOptions {
@@ -135,6 +135,12 @@ pub(super) async fn session(
                 temperature: rc.cfg.matrix.temperature,
             },
         );
+        // The reply goes back in the next turn as the engine generated it:
+        // a special token the model emits past its end of turn (with
+        // ignore_eos) would otherwise vanish from the text and end the
+        // cache's match there (recorded on vLLM 0.32, issue 35).
+        body["skip_special_tokens"] = serde_json::json!(false);
+        let body = bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
         let texts = Arc::new(Mutex::new(ChannelTexts::default()));
         let env = StreamEnv {
             cancel: sh.skip.child_token(),
