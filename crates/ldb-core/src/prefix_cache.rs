@@ -19,6 +19,14 @@
 //! `tokens - 1`. llama.cpp reuses token by token within one slot; counting it
 //! as page size 1 over all earlier prompts is the best case (one slot per
 //! conversation), which is what "intended" means.
+//!
+//! Two more facts recorded from real engines (`docs/methodology.md`,
+//! "Which tokens a next request reuses"): every prompt opens with the chat
+//! template's head (its default system prompt and the user turn's opening),
+//! which every other prompt shares ([`IntendedPrefixCache::with_head`]); and
+//! a finished request leaves its whole sequence cached, the generated tokens
+//! too except the last (whose KV was never computed), so a conversation's
+//! next turn reuses the reply as well ([`IntendedPrefixCache::insert`]).
 
 use std::collections::HashSet;
 
@@ -104,6 +112,10 @@ pub struct Reuse {
 pub struct IntendedPrefixCache {
     granularity: CacheGranularity,
     seen: HashSet<u64>,
+    /// Leading tokens every prompt has in common (the template's head).
+    head: u64,
+    /// Whether anything is cached (since the start or the last clear).
+    warm: bool,
     prompt_tokens: u64,
     reused_tokens: u64,
     prompts: u64,
@@ -115,10 +127,25 @@ impl IntendedPrefixCache {
         Self {
             granularity,
             seen: HashSet::new(),
+            head: 0,
+            warm: false,
             prompt_tokens: 0,
             reused_tokens: 0,
             prompts: 0,
         }
+    }
+
+    /// Every prompt fed opens with the same `head` tokens (the chat
+    /// template's opening, measured by the runner), so any prompt after the
+    /// first shares at least those, whatever its segments say.
+    pub fn with_head(mut self, head: u64) -> Self {
+        self.head = head;
+        self
+    }
+
+    /// The template head counted as shared.
+    pub fn head(&self) -> u64 {
+        self.head
     }
 
     /// The granularity this cache counts in.
@@ -140,6 +167,10 @@ impl IntendedPrefixCache {
                 self.seen.insert(seg.id);
             }
         }
+        if self.warm {
+            shared = shared.max(self.head.min(prompt));
+        }
+        self.warm = true;
         let reuse = Reuse {
             prompt_tokens: prompt,
             shared_tokens: shared,
@@ -151,10 +182,21 @@ impl IntendedPrefixCache {
         reuse
     }
 
+    /// Caches a sequence without counting it as a prompt: a finished
+    /// request's prompt followed by the part of its reply the engine keeps
+    /// (see [`crate::replay::session::ConversationSegments::reply`]).
+    pub fn insert(&mut self, segments: &[Segment]) {
+        for seg in segments.iter().filter(|s| s.tokens > 0) {
+            self.seen.insert(seg.id);
+        }
+        self.warm = true;
+    }
+
     /// Forgets every cached prompt (a `--reset-prefix-cache` point); the
     /// totals so far are kept.
     pub fn clear(&mut self) {
         self.seen.clear();
+        self.warm = false;
     }
 
     /// Prompt tokens fed so far.
@@ -233,6 +275,38 @@ mod tests {
         assert_eq!(c.admit(&p).reused_tokens, 0);
         assert_eq!(c.prompts(), 2);
         assert_eq!(c.hit_rate(), Some(0.0));
+    }
+
+    #[test]
+    fn the_template_head_is_shared_by_every_prompt_after_the_first() {
+        // Issue 35, defect 3: BurstGPT-sized prompts of 100 tokens, a
+        // 24-token template head, SGLang's page size 1: every prompt but
+        // the first reuses the head (23.8 %), none on 128-token blocks.
+        let mut token = IntendedPrefixCache::new(CacheGranularity::TOKEN).with_head(24);
+        let mut block = IntendedPrefixCache::new(CacheGranularity::Block(128)).with_head(24);
+        for i in 0..100 {
+            token.admit(&prompt(&[(i, 100)]));
+            block.admit(&prompt(&[(i, 100)]));
+        }
+        let rate = token.hit_rate().unwrap();
+        assert!((rate - 0.24 * 99.0 / 100.0).abs() < 1e-9, "{rate}");
+        assert_eq!(block.hit_rate(), Some(0.0));
+        // after a reset the next prompt is cold again
+        token.clear();
+        assert_eq!(token.admit(&prompt(&[(500, 100)])).reused_tokens, 0);
+        assert_eq!(token.admit(&prompt(&[(501, 100)])).reused_tokens, 24);
+    }
+
+    #[test]
+    fn an_inserted_sequence_is_reused_but_not_counted() {
+        let mut c = IntendedPrefixCache::new(CacheGranularity::TOKEN);
+        let reply = prompt(&[(1, 100), (2, 255)]);
+        c.admit(&reply[..1]);
+        c.insert(&reply);
+        assert_eq!(c.prompts(), 1);
+        assert_eq!(c.prompt_tokens(), 100);
+        let next = prompt(&[(1, 100), (2, 255), (3, 210)]);
+        assert_eq!(c.admit(&next).reused_tokens, 355);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct BodyOptions {
 
 /// A streaming chat-completions body.
 pub fn chat_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
+    Bytes::from(serde_json::to_vec(&chat_json(model, msgs, o)).unwrap_or_default())
+}
+
+/// [`chat_body`] as a JSON value, for callers that add a key.
+pub fn chat_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json::Value {
     let mut stream_options = json!({"include_usage": true});
     if o.continuous_usage {
         stream_options["continuous_usage_stats"] = json!(true);
@@ -78,7 +83,7 @@ pub fn chat_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
     if let Some(t) = o.temperature {
         body["temperature"] = json!(t);
     }
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    body
 }
 
 /// A random 12-letter run id.

@@ -60,6 +60,10 @@ pub(crate) struct NewRequest {
     pub rid: Option<String>,
     pub prompt_len: u32,
     pub block_hashes: Vec<u64>,
+    /// The prompt's token ids when the reply is plain generated text that
+    /// a next turn can repeat (a chat request without a script, reasoning
+    /// or textless tokens): the reply's blocks are then cached too.
+    pub reply_prompt: Option<Vec<u32>>,
     pub max_new: u32,
     pub stop_at: Option<u32>,
     pub arrival: Instant,

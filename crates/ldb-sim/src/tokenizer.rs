@@ -111,6 +111,27 @@ pub fn block_hashes(tokens: &[u32], block_tokens: u32) -> Vec<u64> {
     out
 }
 
+/// The tokens a finished chat request leaves cached, as the next turn of
+/// its conversation has them: the prompt, the assistant message's opening,
+/// then the reply's text as the tokenizer encodes it, cut at `prompt +
+/// generated − 1` tokens. Real engines keep the prompt and every generated
+/// token but the last, whose KV is never computed (vLLM caches full blocks
+/// as they fill, SGLang inserts the finished sequence into its radix tree:
+/// recorded in `crates/ldb-client/tests/fixtures/cache-sharing/`); here the
+/// reply's opening stands where the real template's generation prompt does,
+/// so the count is the same.
+pub fn finished_sequence(cfg: &TokenizerConfig, prompt: &[u32], generated: u32) -> Vec<u32> {
+    let keep = prompt.len() + generated.saturating_sub(1) as usize;
+    let mut out = prompt.to_vec();
+    for i in 0..cfg.tokens_per_message {
+        out.push(if i == 0 { role_id("assistant") } else { 3 });
+    }
+    let text: String = (0..generated).map(output_piece).collect();
+    encode_text(cfg, &text, &mut out);
+    out.truncate(keep);
+    out
+}
+
 /// The text of generated token number `index` (0-based). Plain ASCII, no JSON escaping needed.
 pub fn output_piece(index: u32) -> &'static str {
     const WORDS: [&str; 16] = [
@@ -144,6 +165,35 @@ mod tests {
             tokens_per_request: 8,
             tokens_per_message: 4,
         }
+    }
+
+    #[test]
+    fn a_finished_sequence_is_a_prefix_of_the_next_turn() {
+        let c = cfg(4.0);
+        let user = ChatMessage {
+            role: "user",
+            content: "what does the engine keep",
+        };
+        let prompt = encode_chat(&c, &[user]);
+        let seq = finished_sequence(&c, &prompt, 20);
+        assert_eq!(seq.len(), prompt.len() + 19);
+        let reply: String = (0..20).map(output_piece).collect();
+        let next = encode_chat(
+            &c,
+            &[
+                user,
+                ChatMessage {
+                    role: "assistant",
+                    content: &reply,
+                },
+                ChatMessage {
+                    role: "user",
+                    content: "go on",
+                },
+            ],
+        );
+        assert_eq!(next[..seq.len()], seq[..]);
+        assert_eq!(finished_sequence(&c, &prompt, 0), prompt);
     }
 
     #[test]

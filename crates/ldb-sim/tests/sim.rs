@@ -4,6 +4,7 @@
 
 mod sim {
     mod bad_input;
+    mod cache_sharing;
     pub mod client;
     mod contract;
     mod discovery;

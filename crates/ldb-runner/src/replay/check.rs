@@ -53,6 +53,11 @@ pub(super) struct Template {
     pub tokens: u64,
     /// Those after the message's text (the assistant turn's opening).
     pub trailing: u64,
+    /// Those before the text, which every prompt opening with a user
+    /// message shares (the template's default system prompt, the user
+    /// turn's opening): counted as shared by the intended cache. Known only
+    /// from the token ids `/tokenize` lists, else 0.
+    pub head: u64,
 }
 
 /// One user message.
@@ -96,17 +101,28 @@ pub(super) async fn template_tokens(
             Template {
                 tokens,
                 trailing: 0,
+                head: 0,
             },
             how,
         );
     };
     let tokens = (ids.len() as u64).saturating_sub(WORDS);
-    let leading = match chat_ids(http, disc, &b).await {
-        Some(other) => common_prefix(&ids, &other).min(tokens),
-        None => tokens,
+    let (leading, head) = match chat_ids(http, disc, &b).await {
+        Some(other) => {
+            let common = common_prefix(&ids, &other).min(tokens);
+            (common, common)
+        }
+        None => (tokens, 0),
     };
     let trailing = tokens - leading;
-    (Template { tokens, trailing }, "tokenize")
+    (
+        Template {
+            tokens,
+            trailing,
+            head,
+        },
+        "tokenize",
+    )
 }
 
 /// Leading ids two token lists have in common.

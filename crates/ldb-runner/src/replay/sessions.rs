@@ -26,7 +26,7 @@ use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, chat_json};
 
 /// What every session task shares.
 #[derive(Clone)]
@@ -99,6 +99,26 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
         .collect()
 }
 
+/// The streamed request of one turn. The reply goes back in the next turn
+/// as the engine generated it (`skip_special_tokens: false`): a special
+/// token the model emits past its end of turn (with ignore_eos) would
+/// otherwise vanish from the text and end the cache's match there (measured
+/// on vLLM 0.32, issue 35; docs/methodology.md §16.1).
+fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes {
+    let mut body = chat_json(
+        &rc.model,
+        messages,
+        BodyOptions {
+            max_tokens,
+            continuous_usage: false,
+            ignore_eos: !rc.cfg.matrix.respect_eos,
+            temperature: rc.cfg.matrix.temperature,
+        },
+    );
+    body["skip_special_tokens"] = serde_json::json!(false);
+    bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
 /// One conversation, turn by turn; a failed turn ends it.
 pub(super) async fn session(
     rc: &RunCtx,
@@ -125,16 +145,7 @@ pub(super) async fn session(
         }
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
-        let body = chat_body(
-            &rc.model,
-            &messages,
-            BodyOptions {
-                max_tokens: plan.max_tokens,
-                continuous_usage: false,
-                ignore_eos: !rc.cfg.matrix.respect_eos,
-                temperature: rc.cfg.matrix.temperature,
-            },
-        );
+        let body = turn_body(rc, &messages, plan.max_tokens);
         let texts = Arc::new(Mutex::new(ChannelTexts::default()));
         let env = StreamEnv {
             cancel: sh.skip.child_token(),
@@ -165,11 +176,16 @@ pub(super) async fn session(
             u.1 += prompt_tokens;
         }
         let segments = conv.next_turn(prompt_tokens);
-        sh.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .admit(&segments);
         let done = request.completed_at;
+        {
+            let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.admit(&segments);
+            // The engine keeps the reply it generated; the next turn
+            // repeats it (issue 35, defect 2).
+            if done.is_some() {
+                cache.insert(&conv.reply(o.track.output_tokens()));
+            }
+        }
         out.push(SessionRequest {
             session: id,
             turn,
@@ -273,19 +289,21 @@ async fn run_with(
     trace: Option<&TraceConfig>,
 ) -> SessionResult {
     let salt: u64 = rand::random();
-    let template = template_tokens(&rc.http, disc, salt).await.0.tokens;
-    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), template).await;
+    let t = template_tokens(&rc.http, disc, salt).await.0;
+    let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), t.tokens).await;
     let granularity = rc.cache_granularity();
+    // Every prompt opens with the template's head (issue 35, defect 3).
+    let cache = IntendedPrefixCache::new(granularity).with_head(t.head);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let mut sh = Shared {
         cfg: cfg.clone(),
         salt,
         source,
-        template,
+        template: t.tokens,
         start: 0.0,
         skip: rc.controls.new_skip(),
-        cache: Arc::new(Mutex::new(IntendedPrefixCache::new(granularity))),
+        cache: Arc::new(Mutex::new(cache)),
         usage: Arc::new(Mutex::new((0, 0))),
         progress: Arc::new(Counters::default()),
     };

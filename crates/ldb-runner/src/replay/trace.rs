@@ -320,7 +320,8 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
         .with_source(source);
     let pairs = tokenize_sample(rc, disc, cfg, &mut builder).await;
     let granularity = rc.cache_granularity();
-    let mut cache = IntendedPrefixCache::new(granularity);
+    // Every built prompt opens with the template's head (issue 35, defect 3).
+    let mut cache = IntendedPrefixCache::new(granularity).with_head(template.head);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let span = cfg.scan.span_s;

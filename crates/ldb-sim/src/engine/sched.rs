@@ -180,7 +180,27 @@ impl Scheduler {
         found.is_some_and(|id| self.cancel(id, true))
     }
 
+    /// Caches the full blocks of a finished request's reply (issue 35: the
+    /// engines keep the generated tokens for the conversation's next turn).
+    fn cache_reply(&mut self, seq: &Seq) {
+        let Some(prompt) = &seq.req.reply_prompt else {
+            return;
+        };
+        let tokens =
+            crate::tokenizer::finished_sequence(&self.cfg.tokenizer, prompt, seq.generated);
+        let hashes = crate::tokenizer::block_hashes(&tokens, self.block_tokens);
+        let first = seq.req.block_hashes.len();
+        for (i, &h) in hashes.iter().enumerate().skip(first) {
+            if let Some(&b) = seq.blocks.get(i) {
+                self.kv.register(b, h);
+            }
+        }
+    }
+
     fn retire(&mut self, mut seq: Seq, reason: FinishReason, now: Instant) {
+        if reason != FinishReason::Abort && seq.first_done {
+            self.cache_reply(&seq);
+        }
         for b in seq.blocks.drain(..) {
             self.kv.release(b);
         }

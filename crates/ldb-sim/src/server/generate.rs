@@ -100,6 +100,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
         rid: req.rid.clone(),
         prompt_len: req.prompt_tokens.len() as u32,
         block_hashes: block_hashes(&req.prompt_tokens, st.cfg.kv.logical_block_tokens()),
+        reply_prompt: plain_reply(&st, &req).then(|| req.prompt_tokens.clone()),
         max_new: req.max_new,
         stop_at: req.stop_at,
         arrival: start,
@@ -118,6 +119,19 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
     } else {
         full_response(&st, req, rx, guard).await
     }
+}
+
+/// Whether the reply is the plain generated text a next turn repeats
+/// token for token (a chat request; no script, reasoning, textless or Han
+/// tokens), so the engine can cache its blocks for that turn.
+fn plain_reply(st: &AppState, req: &Prepared) -> bool {
+    let o = &st.cfg.output;
+    st.cfg.kv.prefix_caching
+        && req.kind == Kind::Chat
+        && req.script.is_none()
+        && o.reasoning_tokens == 0
+        && o.textless_token_every == 0
+        && o.han_at_token == 0
 }
 
 fn stream_response(

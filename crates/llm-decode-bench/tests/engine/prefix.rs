@@ -3,7 +3,11 @@
 //! prefixes, and a 200-request trace in two prefix groups replayed at its
 //! times, each with the cache reset first. The engine's own counters must
 //! agree with the hit rate the prompts intended within 5 points, and the
-//! first request after a reset must find nothing cached.
+//! first request after a reset must find nothing cached. Then the judges
+//! of issue 35 (`docs/methodology.md`, "Which tokens a next request
+//! reuses"): sessions whose replies the engine keeps for the next turn, and
+//! a trace of unrelated prompts that share only the chat template's head,
+//! intended within 3 points of achieved.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -53,6 +57,104 @@ pub fn write_two_group_trace(path: &Path, n: u64) {
 pub fn prefix_cache_checks(port: u16, dir: &Path, e: &Engine) {
     rate_cells(port, dir, e);
     trace_replay(port, dir, e);
+    sessions(port, dir, e);
+    template_only_trace(port, dir, e);
+}
+
+/// Intended and achieved rates of a replay's `prefix_cache`, printed, and
+/// within `points` of each other.
+fn close(e: &Engine, what: &str, pc: &Value, points: f64) -> (f64, f64) {
+    let (intended, achieved) = (
+        f(pc, "prefix_cache_intended"),
+        f(pc, "server_prefix_cache_hit_rate"),
+    );
+    eprintln!(
+        "{} {what} prefix cache: intended {intended:.4}, achieved {achieved:.4}; {pc}",
+        e.name
+    );
+    assert!(
+        (intended - achieved).abs() <= points / 100.0,
+        "{what}: intended {intended} vs {}'s {achieved}: {pc}",
+        e.name
+    );
+    (intended, achieved)
+}
+
+/// Two sessions of 3 turns, 100 new user tokens and 120 generated tokens
+/// per turn, greedy: the second and third turns reuse the previous turn's
+/// prompt *and* reply (issue 35, defect 2), so the intended rate counts
+/// both and lands within 3 points of the engine's counters (prompt-only
+/// counting gave about half as much on vLLM's 128-token blocks). Greedy,
+/// because a sampled reply of this small model is not always tokenized back
+/// into the ids it was generated as, and the engine cannot reuse past the
+/// first difference (docs/methodology.md §16.1).
+fn sessions(port: u16, dir: &Path, e: &Engine) {
+    let t0 = Instant::now();
+    let args = ["--sessions", "2", "--turns", "3", "--user-tokens", "100"];
+    let (st, doc, out) = run_bench(
+        port,
+        dir,
+        "sessions",
+        LIMIT,
+        &["--max-tokens", "120", "--temperature", "0"],
+        &args,
+    );
+    assert!(st.success(), "sessions: {st}\n{}", last_lines(&out, 60));
+    assert_valid("sessions", &doc);
+    let r = &doc["session_results"][0];
+    assert_eq!(s(r, "status"), "ok", "{r}");
+    assert_eq!(r["sessions_completed"], 2, "{r}");
+    let (intended, _) = close(e, "sessions", &r["prefix_cache"], 3.0);
+    assert!(intended > 0.4, "{r}");
+    eprintln!("{} prefix cache, sessions: {:.0?}", e.name, t0.elapsed());
+}
+
+/// 40 prompts of 100 tokens that share nothing but the chat template's
+/// head, one output token each, 50 ms apart: on SGLang's page size 1 the
+/// head is reused by every prompt after the first (issue 35, defect 3), on
+/// vLLM's 128-token blocks nothing is; intended within 3 points of
+/// achieved on both, and the first request after the reset finds nothing.
+fn template_only_trace(port: u16, dir: &Path, e: &Engine) {
+    let t0 = Instant::now();
+    let trace = dir.join("unrelated.jsonl");
+    let mut body = String::new();
+    for i in 0..40u32 {
+        let at = if i == 0 {
+            0.0
+        } else {
+            3.0 + f64::from(i) * 0.05
+        };
+        let _ = writeln!(
+            body,
+            r#"{{"timestamp": {at}, "input_tokens": 100, "output_tokens": 1}}"#
+        );
+    }
+    std::fs::write(&trace, body).expect("write the trace");
+    let (doc, out) = run(
+        port,
+        dir,
+        "unrelated",
+        &[
+            "--trace",
+            trace.to_str().expect("path"),
+            "--reset-prefix-cache",
+            "before-cell",
+        ],
+    );
+    run_keys(e, &doc, &out);
+    let t = &doc["trace_results"][0];
+    assert_eq!(s(t, "status"), "ok", "{t}");
+    let pc = &t["prefix_cache"];
+    let (intended, _) = close(e, "template-only trace", pc, 3.0);
+    if e.granularity == 1 {
+        assert!(intended > 0.1, "the template's head is shared: {pc}");
+    }
+    assert_eq!(pc["first_request_cached_tokens"], 0, "{pc}");
+    eprintln!(
+        "{} prefix cache, template only: {:.0?}",
+        e.name,
+        t0.elapsed()
+    );
 }
 
 fn run(port: u16, dir: &Path, name: &str, args: &[&str]) -> (Value, String) {
