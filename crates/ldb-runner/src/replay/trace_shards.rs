@@ -135,6 +135,7 @@ pub(super) async fn run(
                 window: Default::default(),
                 counted: None,
                 shards: None,
+                arrivals: None,
             };
         }
     };
@@ -184,6 +185,8 @@ pub(super) async fn run(
         window: window.get(),
         counted: None,
         shards: Some(closed),
+        // followers' token arrival times are not sent: counted at completion
+        arrivals: None,
     }
 }
 
