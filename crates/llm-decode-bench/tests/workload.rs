@@ -407,6 +407,38 @@ fn every_replay_wait_ends_at_the_run_limit() {
     assert!(took < 30.0, "took {took:.1} s");
 }
 
+/// Three one-turn conversations a second apart, each over long before the
+/// next: a session run measures its token gaps and the turns in flight
+/// (1, not the 3 sessions), and its throughput over time holds every token
+/// the turns received.
+#[test]
+fn sessions_measure_token_gaps_and_turns_in_flight() {
+    let (dir, trace) = tmp("apart.jsonl");
+    let rows: String = (0..3)
+        .map(|s| {
+            format!(
+                "{{\"timestamp\": {s}, \"input_tokens\": 100, \"output_tokens\": 8, \"session_id\": \"s{s}\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows).expect("trace");
+    let p = trace.to_str().expect("path");
+    let doc = replay(dir.path(), 5e6, &["--trace", p, "--trace-sessions"]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["sessions"], 3, "{r}");
+    let s = &r["summary"];
+    assert_eq!(s["completed"], 3, "{s}");
+    assert_eq!(s["max_in_flight"], 1, "{s}");
+    assert!(f(&s["token_gap_p99"]) > 0.0, "{s}");
+    let by_arrival: u64 = s["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .map(|b| b["output_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(by_arrival, 24, "{s}");
+}
+
 /// BurstGPT with its filters, and our JSONL with literal prompts, sent as
 /// they are.
 #[test]
