@@ -3,10 +3,11 @@
 //! Sources, in order of preference:
 //! - `vllm_counters`: Δ`vllm:prefix_cache_hits_total` ÷
 //!   Δ`vllm:prefix_cache_queries_total` (tokens, counted at admission);
-//! - `sglang_counters`: Δ`sglang:cached_tokens_total` ÷
-//!   Δ`sglang:prompt_tokens_total` (tokens, counted per finished request; the
-//!   `sglang:cache_hit_rate` gauge covers only the last prefill interval and
-//!   is not used);
+//! - `sglang_counters`: 1 − Δ`sglang:uncached_prompt_tokens_histogram_sum`
+//!   ÷ Δ`sglang:prompt_tokens_total`, else Δ`sglang:cached_tokens_total` ÷
+//!   Δ`sglang:prompt_tokens_total` (tokens, counted per finished request;
+//!   `ldb_core::engine`; the `sglang:cache_hit_rate` gauge covers only the
+//!   last prefill interval and is not used);
 //! - `llamacpp_timings`: Σ`timings.cache_n` ÷ Σ(`cache_n` + `prompt_n`) over
 //!   the span's requests;
 //! - `usage_cached_tokens`: Σ`usage.prompt_tokens_details.cached_tokens` ÷

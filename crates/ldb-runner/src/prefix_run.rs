@@ -82,8 +82,9 @@ async fn check_reset(rc: &RunCtx, before: SpanStart) {
     let (Some(a), Some(b)) = (before.scrape, rc.scraper.scrape_once().await) else {
         return;
     };
-    if let (Some(h0), Some(h1)) = (a.snap.prefix_hits, b.snap.prefix_hits) {
-        let hits = (h1 - h0).max(0.0);
+    // (per replica over --metrics-url: a replica's late hits series counts from 0)
+    if let Some(c) = crate::prefix_achieved::counted_between(&a, &b) {
+        let hits = c.hits;
         rc.live.event(if hits == 0.0 {
             "prefix cache reset checked: the first request after it found 0 cached tokens"
                 .to_string()

@@ -676,6 +676,21 @@ fn bad_traces_are_refused_before_any_request() {
         &format!("{p}:2: timestamp goes backwards"),
     );
     refuse("\n".into(), "no request to replay");
+    // a run limit that is no limit, or one without a replay to limit
+    for (args, want) in [
+        (vec!["--trace", p, "--replay-limit", "0"], "--replay-limit"),
+        (
+            vec!["--replay-limit", "5"],
+            "only applies to --trace or --sessions",
+        ),
+    ] {
+        std::fs::write(&trace, format!("{good}\n")).expect("trace");
+        let o = run(&[&["--host", "http://127.0.0.1:9"][..], &args].concat());
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
     // skipped and counted instead
     std::fs::write(&trace, format!("{good}\nnot json\n{later}\n")).expect("trace");
     let doc = replay(dir.path(), 5e6, &["--trace", p, "--trace-skip-bad"]);
