@@ -381,6 +381,24 @@ fn counter(page: &str, name: &str) -> f64 {
         .sum()
 }
 
+/// The benchmark through `router` with the replicas' `metrics` URLs and
+/// `args`, writing `out`: its valid result.
+fn run_behind(router: u16, metrics: &[String], args: &[&str], out: &Path) -> Value {
+    let mut all = vec!["--host".to_string(), format!("http://127.0.0.1:{router}")];
+    for m in metrics {
+        all.extend(["--metrics-url".to_string(), m.clone()]);
+    }
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend(["--display-mode", "plain", "--no-hw-monitor", "--output"].map(String::from));
+    all.push(out.display().to_string());
+    let o = run(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out).expect("result")).expect("JSON");
+    common::assert_valid(&doc);
+    doc
+}
+
 struct Killed(std::process::Child);
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -397,13 +415,11 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
     wait_listening(b);
     let router = start_router(vec![a, b]);
     let (_d, out) = common::tmp("r.json");
-    let o = run(&[
-        "--host",
-        &format!("http://127.0.0.1:{router}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{a}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{b}/metrics"),
+    let metrics = [
+        format!("http://127.0.0.1:{a}"),
+        format!("http://127.0.0.1:{b}/metrics"),
+    ];
+    let run_args = [
         "--concurrency",
         "8",
         "--contexts",
@@ -413,15 +429,8 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
         "--decode-warmup-seconds",
         "0",
         "--skip-prefill",
-        "--display-mode",
-        "plain",
-        "--output",
-        out.to_str().expect("path"),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    common::assert_valid(&doc);
+    ];
+    let doc = run_behind(router, &metrics, &run_args, &out);
     // The KV budget is both replicas' (quickstart: 16 tokens x 200,000 blocks each).
     let md = &doc["metadata"];
     assert_eq!(md["kv_budget_tokens"], 2 * 16 * 200_000, "{md}");
@@ -543,24 +552,10 @@ fn a_replica_whose_hit_counter_appears_late_counts_from_zero() {
     std::fs::write(&trace, rows).expect("trace");
     let out = dir.path().join("r.json");
     let router = start_router(vec![a, b]);
-    let o = run(&[
-        "--host",
-        &format!("http://127.0.0.1:{router}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{a}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{b}"),
-        "--trace",
-        trace.to_str().expect("path"),
-        "--trace-tokenize-checks",
-        "0",
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-        "--output",
-        out.to_str().expect("path"),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let metrics = [a, b].map(|p| format!("http://127.0.0.1:{p}"));
+    let t = trace.to_str().expect("path");
+    let args = ["--trace", t, "--trace-tokenize-checks", "0"];
+    let doc = run_behind(router, &metrics, &args, &out);
     let after = [http_get(a, "/metrics"), http_get(b, "/metrics")];
     assert!(
         has_series(&after[1], cached),
@@ -573,9 +568,6 @@ fn a_replica_whose_hit_counter_appears_late_counts_from_zero() {
             .sum()
     };
     let truth = delta(cached) / delta("sglang:prompt_tokens_total");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    common::assert_valid(&doc);
     let pc = &doc["trace_results"][0]["prefix_cache"];
     let achieved = pc["server_prefix_cache_hit_rate"].as_f64().expect("rate");
     assert!(
