@@ -12,6 +12,7 @@ pub mod replicas;
 pub mod scrape;
 pub mod stream;
 pub mod text_stream;
+pub mod token_seconds;
 mod woken;
 
 pub use error::{ClientError, Result};

@@ -70,13 +70,13 @@ impl Replicas {
         Ok(found)
     }
 
-    /// One scrape of every replica, combined; `Err` names the first replica
-    /// that failed and why.
+    /// One scrape of every replica, combined, and each replica's own
+    /// snapshot; `Err` names the first replica that failed and why.
     pub async fn scrape(
         &self,
         engine: Engine,
         attn_tp_size: u64,
-    ) -> std::result::Result<ServerSnapshot, String> {
+    ) -> std::result::Result<(ServerSnapshot, Vec<ServerSnapshot>), String> {
         let pages = join_all(
             self.targets
                 .iter()
@@ -100,7 +100,7 @@ impl Replicas {
             }
             parts.push(server_snapshot(engine, &set));
         }
-        Ok(ldb_core::replicas::combine(&parts, &self.kv_tokens))
+        Ok((ldb_core::replicas::combine(&parts, &self.kv_tokens), parts))
     }
 }
 

@@ -35,8 +35,13 @@ pub struct Scrape {
     pub t: f64,
     /// Run-clock time the request was sent.
     pub sent: f64,
-    /// Engine-independent values.
+    /// Engine-independent values (over `--metrics-url` replicas: combined,
+    /// `ldb_core::replicas::combine`).
     pub snap: ServerSnapshot,
+    /// `--metrics-url`: each replica's own values, in the order the URLs
+    /// were given, so a span's counters can be taken per replica
+    /// (`ldb_core::replicas::fleet_delta`); empty for one server.
+    pub parts: Vec<ServerSnapshot>,
 }
 
 impl Scrape {
@@ -233,13 +238,14 @@ impl Scraper {
             let combined = self.replicas.scrape(self.engine, self.attn_tp_size).await;
             let t = self.clock.now();
             return match combined {
-                Ok(snap) => {
+                Ok((snap, parts)) => {
                     self.succeeded();
                     Some(Scrape {
                         seq: 0,
                         t,
                         sent,
                         snap,
+                        parts,
                     })
                 }
                 Err(reason) => self.failed(reason),
@@ -267,6 +273,7 @@ impl Scraper {
             t,
             sent,
             snap,
+            parts: Vec::new(),
         })
     }
 

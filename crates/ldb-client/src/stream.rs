@@ -75,6 +75,8 @@ pub struct CellCounters {
     pub failed: AtomicU64,
     /// Gaps between consecutive tokens inside the window.
     pub gaps: GapHistogram,
+    /// Tokens by the second they arrived in (replays start it).
+    pub arrivals: crate::token_seconds::TokenSeconds,
 }
 
 /// Everything a stream needs besides its payload.
@@ -532,6 +534,7 @@ fn count_tokens(
     let new = effect.new_tokens;
     if new > 0 {
         env.counters.tokens.fetch_add(new, Ordering::Relaxed);
+        env.counters.arrivals.add(t, new);
     }
     let counted = out.track.window_tokens - before;
     if counted > 0 {

@@ -252,6 +252,22 @@ fn sglang_cached(m: &MetricSet) -> Option<f64> {
         .or_else(|| m.sum(name, &[]))
 }
 
+/// SGLang's prefix-cache hits, in prompt tokens: prompt − uncached prompt
+/// tokens, from two series SGLang 0.5.23 exports from its start
+/// (`sglang:prompt_tokens_total` and
+/// `sglang:uncached_prompt_tokens_histogram_sum`, both counted as a request
+/// finishes), so a span that starts before the first hit still has both
+/// ends; else the cached-token counter, which SGLang exports only after its
+/// first hit (absent then counts as 0, `prefix_achieved::counted_hits`).
+fn sglang_hits(m: &MetricSet) -> Option<f64> {
+    let prompt = m.sum("sglang:prompt_tokens_total", &[]);
+    let uncached = m.sum("sglang:uncached_prompt_tokens_histogram_sum", &[]);
+    match (prompt, uncached) {
+        (Some(p), Some(u)) => Some((p - u).max(0.0)),
+        _ => sglang_cached(m),
+    }
+}
+
 fn server_snapshot_inner(
     engine: Engine,
     m: &MetricSet,
@@ -294,7 +310,7 @@ fn server_snapshot_inner(
             prompt_cached: sglang_cached(m),
             // SGLang counts every prompt token as a lookup and cached ones as hits.
             prefix_queries: s("sglang:prompt_tokens_total"),
-            prefix_hits: sglang_cached(m),
+            prefix_hits: sglang_hits(m),
             request_success: s("sglang:num_requests_total"),
             prefill_time_sum: m.sum(
                 "sglang:per_stage_req_latency_seconds_sum",
@@ -460,5 +476,43 @@ llamacpp:n_busy_slots_per_decode 2.5\nllamacpp:requests_processing 4\n";
         let old = "llamacpp:tokens_predicted_total 156\n";
         let snap = server_snapshot(Engine::LlamaCpp, &MetricSet::parse(old));
         assert_eq!(snap.gen_tokens, Some(156.0));
+    }
+
+    /// The recorded SGLang 0.5.23 pages: the cached-token series is absent
+    /// while idle, the hits (prompt − uncached) are there from the start and
+    /// agree with the cached-token counter once it appears.
+    #[test]
+    fn sglang_hits_are_prompt_less_uncached_from_the_first_page() {
+        let fix = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ldb-client/tests/fixtures/sglang-0.5.23"
+        );
+        let snap = |f: &str| {
+            let page = std::fs::read_to_string(format!("{fix}/{f}")).expect("fixture");
+            server_snapshot(Engine::Sglang, &MetricSet::parse(&page))
+        };
+        let idle = snap("metrics-idle.txt");
+        assert_eq!(idle.prompt_cached, None, "no cached-token series yet");
+        assert_eq!(idle.prefix_hits, Some(0.0));
+        for (f, cached) in [
+            ("metrics-after-chats.txt", 89.0),
+            ("metrics-long-after.txt", 113.0),
+            ("metrics-final.txt", 249.0),
+        ] {
+            let s = snap(f);
+            assert_eq!(
+                (s.prefix_hits, s.prompt_cached),
+                (Some(cached), Some(cached)),
+                "{f}"
+            );
+        }
+        // without the uncached series: the cached-token counter
+        let bare = MetricSet::parse(
+            "sglang:prompt_tokens_total 10\nsglang:cached_tokens_total{cache_source=\"device\"} 4\n",
+        );
+        assert_eq!(
+            server_snapshot(Engine::Sglang, &bare).prefix_hits,
+            Some(4.0)
+        );
     }
 }

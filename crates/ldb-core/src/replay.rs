@@ -83,9 +83,16 @@ pub struct PrefixCacheCheck {
     pub granularity: Option<CacheGranularity>,
     /// The hit rate the server reported over the replay.
     pub server_prefix_cache_hit_rate: Option<f64>,
-    /// Where that came from: `metrics` (counter deltas) or `usage`
-    /// (`usage.prompt_tokens_details.cached_tokens` summed).
+    /// Where that came from, named as cells name it: `vllm_counters`,
+    /// `sglang_counters`, `server_counters` (counter deltas),
+    /// `llamacpp_timings` (`timings.cache_n` summed) or
+    /// `usage_cached_tokens` (`usage.prompt_tokens_details.cached_tokens`
+    /// summed). Older result files say `metrics` or `usage`.
     pub achieved_source: Option<String>,
+    /// Over `--metrics-url` replicas: what the counters rest on (see
+    /// `PrefixCacheCell::server_prefix_cache_basis`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_basis: Option<String>,
     /// The two differ by more than 10 points.
     pub differs: bool,
     /// The reset before the replay (`--reset-prefix-cache before-run` or

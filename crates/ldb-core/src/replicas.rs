@@ -15,7 +15,10 @@
 //! - the process start is the latest, so a restart of any replica shows.
 //!
 //! A value that one replica lacks is absent from the sum: a total over some
-//! replicas would be read as the whole server's.
+//! replicas would be read as the whole server's. A counter's growth over a
+//! span is taken per replica ([`fleet_delta`]) and then summed, so a series
+//! that one replica exports only later (SGLang's cached-token counter) is
+//! read as that replica's 0 at the start, not as the fleet's.
 
 use crate::engine::ServerSnapshot;
 
@@ -103,6 +106,67 @@ pub fn combine(parts: &[ServerSnapshot], kv_tokens: &[u64]) -> ServerSnapshot {
     }
 }
 
+/// A counter's growth over replicas: each replica's own delta, summed, and
+/// which replicas the figure rests on in a special way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetDelta {
+    /// Σ over replicas of (end − start).
+    pub value: f64,
+    /// Replicas (0-based, in `--metrics-url` order) whose series was absent
+    /// at the start and present at the end: read as 0 at the start.
+    pub late: Vec<usize>,
+    /// Replicas whose series was absent at both ends: they add 0.
+    pub never: Vec<usize>,
+}
+
+/// How a counter missing from a replica's page is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// Nothing is known: the fleet figure is unknown.
+    Unknown,
+    /// The engine exports the series only once it moved (a labelled
+    /// counter, like SGLang's `sglang:cached_tokens_total` before its first
+    /// cache hit): absent means 0.
+    Zero,
+}
+
+/// The growth of `f` between two scrapes of the same replicas, taken per
+/// replica and summed, so a series one replica exports late is not read as
+/// the whole fleet's count appearing at once (a sum over replicas is `None`
+/// while any replica lacks the series). `None` when the replicas differ in
+/// number, a series went down or vanished (a restart), or a missing series
+/// is [`Absent::Unknown`].
+pub fn fleet_delta(
+    start: &[ServerSnapshot],
+    end: &[ServerSnapshot],
+    f: impl Fn(&ServerSnapshot) -> Option<f64>,
+    absent: Absent,
+) -> Option<FleetDelta> {
+    if start.len() != end.len() || start.is_empty() {
+        return None;
+    }
+    let mut out = FleetDelta::default();
+    for (i, (a, b)) in start.iter().zip(end).enumerate() {
+        let d = match (f(a), f(b), absent) {
+            (Some(a), Some(b), _) => b - a,
+            (None, Some(b), Absent::Zero) => {
+                out.late.push(i);
+                b
+            }
+            (None, None, Absent::Zero) => {
+                out.never.push(i);
+                0.0
+            }
+            _ => return None,
+        };
+        if d < 0.0 {
+            return None;
+        }
+        out.value += d;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +243,31 @@ mod tests {
             &[1, 1],
         );
         assert!(before.restart_evidence(&after).is_some());
+    }
+
+    #[test]
+    fn fleet_deltas_are_per_replica_and_a_late_series_starts_at_zero() {
+        let snap = |h: Option<f64>| ServerSnapshot {
+            prefix_hits: h,
+            ..ServerSnapshot::default()
+        };
+        let hits = |p: &ServerSnapshot| p.prefix_hits;
+        // replica 0 had 5,000 hits before the run; replica 1 none yet (no
+        // series), 300 during it; replica 2 none at all
+        let start = [snap(Some(5000.0)), snap(None), snap(None)];
+        let end = [snap(Some(5100.0)), snap(Some(300.0)), snap(None)];
+        // the sum over replicas is unknown at the start: read as 0, the
+        // delta would be 5,400
+        assert_eq!(combine(&start, &[]).prefix_hits, None);
+        let d = fleet_delta(&start, &end, hits, Absent::Zero).expect("delta");
+        assert_eq!(d.value, 400.0);
+        assert_eq!((d.late, d.never), (vec![1], vec![2]));
+        assert_eq!(fleet_delta(&start, &end, hits, Absent::Unknown), None);
+        // a replica that restarted (its counter went down or vanished)
+        let restarted = [snap(Some(10.0)), snap(Some(300.0)), snap(None)];
+        assert_eq!(fleet_delta(&start, &restarted, hits, Absent::Zero), None);
+        let vanished = [snap(None), snap(Some(300.0)), snap(None)];
+        assert_eq!(fleet_delta(&start, &vanished, hits, Absent::Zero), None);
+        assert_eq!(fleet_delta(&start, &end[..2], hits, Absent::Zero), None);
     }
 }

@@ -67,6 +67,7 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
     let sched = scheduler(&i);
     let (kv_mean, kv_max) = kv_usage(&i);
     let (spec, steps_source) = spec_fields(&i, &server, tokens, wall);
+    let (prefix_rate, prefix_basis) = prefix_hit_rate(&i).unzip();
 
     let errors = error_summary(i.outcomes, i.max_error_rate);
     let status = verdict(tokens, &sched, &errors);
@@ -113,7 +114,11 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             requests_cancelled: tally.cancelled,
             server_utilization_max: kv_max,
             server_steps_source: steps_source,
-            server_prefix_cache_hit_rate: prefix_hit_rate(&i),
+            server_prefix_cache_hit_rate: prefix_rate,
+            prefix_cache: ldb_core::result::PrefixCacheCell {
+                server_prefix_cache_basis: prefix_basis.unwrap_or_default(),
+                ..Default::default()
+            },
             server_gauge_basis: gauge_basis(&i),
             tokens_per_joule: i
                 .hw

@@ -15,7 +15,7 @@ mod timing;
 pub use burst::BurstConfig;
 pub use kv::KvConfig;
 pub use matrix::MatrixConfig;
-pub use open_loop::{DEFAULT_SEED, OpenLoopConfig};
+pub use open_loop::{DEFAULT_SEED, OpenLoopConfig, SESSION_LIMIT_S};
 pub use output::OutputConfig;
 pub use prefill::{PrefillConfig, PrefillMetric};
 pub use slo::SloConfig;

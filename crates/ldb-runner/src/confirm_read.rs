@@ -89,6 +89,7 @@ mod tests {
                 waiting,
                 ..ServerSnapshot::default()
             },
+            parts: Vec::new(),
         }
     }
 

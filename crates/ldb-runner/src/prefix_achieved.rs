@@ -3,20 +3,131 @@
 //! Sources, in order of preference:
 //! - `vllm_counters`: Δ`vllm:prefix_cache_hits_total` ÷
 //!   Δ`vllm:prefix_cache_queries_total` (tokens, counted at admission);
-//! - `sglang_counters`: Δ`sglang:cached_tokens_total` ÷
-//!   Δ`sglang:prompt_tokens_total` (tokens, counted per finished request; the
-//!   `sglang:cache_hit_rate` gauge covers only the last prefill interval and
-//!   is not used);
+//! - `sglang_counters`: 1 − Δ`sglang:uncached_prompt_tokens_histogram_sum`
+//!   ÷ Δ`sglang:prompt_tokens_total`, else Δ`sglang:cached_tokens_total` ÷
+//!   Δ`sglang:prompt_tokens_total` (tokens, counted per finished request;
+//!   `ldb_core::engine`; the `sglang:cache_hit_rate` gauge covers only the
+//!   last prefill interval and is not used);
 //! - `llamacpp_timings`: Σ`timings.cache_n` ÷ Σ(`cache_n` + `prompt_n`) over
 //!   the span's requests;
 //! - `usage_cached_tokens`: Σ`usage.prompt_tokens_details.cached_tokens` ÷
 //!   Σ`usage.prompt_tokens`, where the server sends it.
 //!
-//! [`counter_hit_rate`] takes any two scrapes, so a trace replay or a session
-//! run can take the rate over its own span.
+//! Every mode reads it by one rule, [`achieved`]: a cell's span, a trace
+//! replay and a session run alike, so a true 0 % is 0 % everywhere and each
+//! names its source the same way. Over `--metrics-url` replicas the counters
+//! are taken per replica ([`counted_between`]) and the figure says what it
+//! rests on.
 
+use ldb_client::scrape::Scrape;
 use ldb_client::stream::StreamOutcome;
 use ldb_core::engine::{Engine, ServerSnapshot};
+use ldb_core::replicas::{Absent, FleetDelta, fleet_delta};
+
+/// The achieved hit rate of a span, its source, and over replicas what the
+/// counters it came from rest on (empty for one server).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Achieved {
+    /// Tokens served from the cache ÷ prompt tokens.
+    pub rate: f64,
+    /// Where it came from (`vllm_counters`, `sglang_counters`, …).
+    pub source: &'static str,
+    /// Over replicas, what the counters rest on; empty otherwise.
+    pub basis: String,
+}
+
+/// The one rule of every mode: the server's counters between the span's
+/// scrapes, else what every request of the span reported (llama.cpp
+/// timings, else usage's cached tokens), 0 included.
+pub fn achieved(
+    engine: Engine,
+    scrapes: (Option<&Scrape>, Option<&Scrape>),
+    requests: &[RequestCache],
+) -> Option<Achieved> {
+    if let (Some(a), Some(b)) = scrapes
+        && let Some(c) = counted_between(a, b)
+        && c.queries > 0.0
+    {
+        return Some(Achieved {
+            rate: (c.hits / c.queries).clamp(0.0, 1.0),
+            source: counter_source(engine),
+            basis: c.basis,
+        });
+    }
+    request_hit_rate(requests).map(|(rate, source)| Achieved {
+        rate,
+        source,
+        basis: String::new(),
+    })
+}
+
+fn counter_source(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Vllm => "vllm_counters",
+        Engine::Sglang => "sglang_counters",
+        _ => "server_counters",
+    }
+}
+
+/// Prefix-cache hits and lookups (tokens) counted between two scrapes,
+/// with what they rest on over replicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    /// Prompt tokens served from the cache.
+    pub hits: f64,
+    /// Prompt tokens looked up.
+    pub queries: f64,
+    /// Over replicas, what the counts rest on; empty for one server.
+    pub basis: String,
+}
+
+/// Hits and lookups between two scrapes. Over replicas each replica's
+/// delta is its own, and a series a replica exports only after it first
+/// moved (SGLang's cached-token counter, before that replica's first hit)
+/// counts from 0; one server is read as [`counted_hits`] reads it.
+pub fn counted_between(a: &Scrape, b: &Scrape) -> Option<Counted> {
+    if a.parts.len() > 1 && a.parts.len() == b.parts.len() {
+        let q = fleet_delta(&a.parts, &b.parts, |s| s.prefix_queries, Absent::Zero)?;
+        let h = fleet_delta(&a.parts, &b.parts, |s| s.prefix_hits, Absent::Zero)?;
+        return Some(Counted {
+            hits: h.value,
+            queries: q.value,
+            basis: fleet_basis(a.parts.len(), &q, &h),
+        });
+    }
+    let (hits, queries) = counted_hits(&a.snap, &b.snap)?;
+    Some(Counted {
+        hits,
+        queries,
+        basis: String::new(),
+    })
+}
+
+/// What a fleet's hit rate rests on, in words: how many replicas, and
+/// which of them lacked a series (replicas numbered from 1, in
+/// `--metrics-url` order).
+fn fleet_basis(n: usize, q: &FleetDelta, h: &FleetDelta) -> String {
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|i| (i + 1).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!("counter deltas of {n} replicas, each its own");
+    for (d, what) in [(q, "lookups"), (h, "hits")] {
+        if !d.late.is_empty() {
+            out += &format!(
+                "; replica {}: no {what} series at the start (exported after it first moved), \
+                 counted from 0",
+                list(&d.late)
+            );
+        }
+        if !d.never.is_empty() {
+            out += &format!("; replica {}: no {what} series, 0", list(&d.never));
+        }
+    }
+    out
+}
 
 /// Δhits ÷ Δqueries of the server's prefix-cache token counters between two
 /// scrapes, with its source; `None` without both counters, when a counter
@@ -30,12 +141,7 @@ pub fn counter_hit_rate(
     if q <= 0.0 {
         return None;
     }
-    let source = match engine {
-        Engine::Vllm => "vllm_counters",
-        Engine::Sglang => "sglang_counters",
-        _ => "server_counters",
-    };
-    Some(((h / q).clamp(0.0, 1.0), source))
+    Some(((h / q).clamp(0.0, 1.0), counter_source(engine)))
 }
 
 /// Δhits and Δqueries (tokens) of the server's prefix-cache counters between
@@ -77,8 +183,15 @@ impl RequestCache {
 
 /// The hit rate the requests themselves reported, with its source:
 /// llama.cpp timings when every request carried them, else usage's cached
-/// tokens when every request carried them; `None` otherwise.
+/// tokens when every request carried them (0 cached is a rate of 0);
+/// `None` otherwise. A request that reported nothing at all (it failed
+/// before its usage) is left out.
 pub fn request_hit_rate(reqs: &[RequestCache]) -> Option<(f64, &'static str)> {
+    let reqs: Vec<RequestCache> = reqs
+        .iter()
+        .filter(|r| r.prompt_tokens > 0 || r.cached_tokens.is_some() || r.timings.is_some())
+        .copied()
+        .collect();
     if reqs.is_empty() {
         return None;
     }
@@ -151,7 +264,7 @@ mod tests {
             Engine::Sglang,
             &page("sglang-0.5.23/metrics-after-chats.txt"),
         );
-        assert_eq!(a.prefix_hits, None);
+        assert_eq!(a.prompt_cached, None, "no cached-token series while idle");
         let (rate, source) = counter_hit_rate(Engine::Sglang, &a, &b).expect("rate");
         assert!((rate - 89.0 / 168.0).abs() < 1e-9, "{rate}");
         assert_eq!(source, "sglang_counters");
@@ -186,8 +299,118 @@ mod tests {
             request_hit_rate(&usage),
             Some((0.48, "usage_cached_tokens"))
         );
-        let partial = [usage[0], RequestCache::default()];
-        assert_eq!(request_hit_rate(&partial), None);
+        let unreported = RequestCache {
+            prompt_tokens: 100,
+            ..Default::default()
+        };
+        assert_eq!(request_hit_rate(&[usage[0], unreported]), None);
+        // a failed request reported nothing: left out
+        let failed = RequestCache::default();
+        assert_eq!(
+            request_hit_rate(&[usage[1], failed]),
+            Some((0.96, "usage_cached_tokens"))
+        );
+        assert_eq!(request_hit_rate(&[failed]), None);
         assert_eq!(request_hit_rate(&[]), None);
+    }
+
+    fn scrape(snap: ServerSnapshot, parts: Vec<ServerSnapshot>) -> Scrape {
+        Scrape {
+            snap,
+            parts,
+            ..Scrape::default()
+        }
+    }
+
+    /// A server whose cache served nothing has an achieved rate of 0, by
+    /// every source, in every mode (replays and sessions once showed no
+    /// value when no answer reported a cached token).
+    #[test]
+    fn a_true_zero_is_a_rate_by_every_source() {
+        let zero = |source: &str, got: Option<Achieved>| {
+            let a = got.unwrap_or_else(|| panic!("{source}: no value"));
+            assert_eq!((a.rate, a.source), (0.0, source));
+        };
+        let usage = [RequestCache {
+            prompt_tokens: 500,
+            cached_tokens: Some(0),
+            timings: None,
+        }; 3];
+        zero(
+            "usage_cached_tokens",
+            achieved(Engine::Vllm, (None, None), &usage),
+        );
+        let llama = [RequestCache {
+            timings: Some((0, 500)),
+            ..Default::default()
+        }];
+        zero(
+            "llamacpp_timings",
+            achieved(Engine::LlamaCpp, (None, None), &llama),
+        );
+        // SGLang before its first hit: no cached-token series at either end
+        let a = scrape(
+            snap(Engine::Sglang, "sglang:prompt_tokens_total 39\n"),
+            vec![],
+        );
+        let b = scrape(
+            snap(Engine::Sglang, "sglang:prompt_tokens_total 539\n"),
+            vec![],
+        );
+        zero(
+            "sglang_counters",
+            achieved(Engine::Sglang, (Some(&a), Some(&b)), &[]),
+        );
+    }
+
+    /// Over replicas each replica's counters are its own: replica 2's hits
+    /// series appears during the span and counts from 0, replica 1's hits
+    /// from before the span do not count, and the basis says so.
+    #[test]
+    fn replicas_count_their_own_deltas_and_say_what_the_rate_rests_on() {
+        let page = |q: u32, h: Option<u32>| {
+            let hits = h.map_or(String::new(), |h| {
+                format!("sglang:cached_tokens_total{{cache_source=\"device\"}} {h}\n")
+            });
+            snap(
+                Engine::Sglang,
+                &format!("sglang:prompt_tokens_total {q}\n{hits}"),
+            )
+        };
+        let (a1, a2) = (page(10_000, Some(8_000)), page(40, None));
+        let (b1, b2) = (page(11_000, Some(8_100)), page(1_040, Some(300)));
+        let combined = |x: &ServerSnapshot, y: &ServerSnapshot| {
+            ldb_core::replicas::combine(&[x.clone(), y.clone()], &[])
+        };
+        let start = scrape(combined(&a1, &a2), vec![a1.clone(), a2.clone()]);
+        let end = scrape(combined(&b1, &b2), vec![b1, b2]);
+        let got = achieved(Engine::Sglang, (Some(&start), Some(&end)), &[]).expect("rate");
+        // (100 + 300) of (1,000 + 1,000) prompt tokens
+        assert!((got.rate - 0.2).abs() < 1e-12, "{got:?}");
+        assert_eq!(got.source, "sglang_counters");
+        assert!(
+            got.basis.contains("counter deltas of 2 replicas"),
+            "{}",
+            got.basis
+        );
+        assert!(
+            got.basis.contains("replica 2: no hits series at the start"),
+            "{}",
+            got.basis
+        );
+        // one server: no basis
+        let one = achieved(
+            Engine::Sglang,
+            (
+                Some(&scrape(a1, vec![])),
+                Some(&scrape(page(11_000, Some(8_100)), vec![])),
+            ),
+            &[],
+        )
+        .expect("rate");
+        assert!(
+            (one.rate - 0.1).abs() < 1e-12 && one.basis.is_empty(),
+            "{one:?}"
+        );
     }
 }

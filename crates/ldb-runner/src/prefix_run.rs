@@ -15,7 +15,7 @@ use crate::cache_granularity::discover_cache_granularity;
 use crate::cache_reset::{reset_before_cell, reset_before_run};
 use crate::ctx::RunCtx;
 use crate::prefix::{IntendedMark, ResetMode};
-use crate::prefix_achieved::{RequestCache, counter_hit_rate, request_hit_rate};
+use crate::prefix_achieved::{RequestCache, achieved};
 use crate::prompts::{BodyOptions, PromptPlan, chat_body};
 use crate::shared_prefix::warm_shared_prefixes;
 
@@ -82,8 +82,9 @@ async fn check_reset(rc: &RunCtx, before: SpanStart) {
     let (Some(a), Some(b)) = (before.scrape, rc.scraper.scrape_once().await) else {
         return;
     };
-    if let (Some(h0), Some(h1)) = (a.snap.prefix_hits, b.snap.prefix_hits) {
-        let hits = (h1 - h0).max(0.0);
+    // (per replica over --metrics-url: a replica's late hits series counts from 0)
+    if let Some(c) = crate::prefix_achieved::counted_between(&a, &b) {
+        let hits = c.hits;
         rc.live.event(if hits == 0.0 {
             "prefix cache reset checked: the first request after it found 0 cached tokens"
                 .to_string()
@@ -231,18 +232,15 @@ pub(crate) async fn span_end(
         Some(_) => rc.scraper.scrape_once().await,
         None => None,
     };
-    let counters = match (&start.scrape, &end) {
-        (Some(a), Some(b)) => counter_hit_rate(rc.engine, &a.snap, &b.snap),
-        _ => None,
-    };
-    let achieved = counters.or_else(|| request_hit_rate(requests));
+    let achieved = achieved(rc.engine, (start.scrape.as_ref(), end.as_ref()), requests);
     let intended = start.mark.rate_until(rc.prefix.mark());
     (
-        achieved.map(|(r, _)| r),
+        achieved.as_ref().map(|a| a.rate),
         PrefixCacheCell {
             prefix_cache_intended: intended,
             prefix_cache_granularity: intended.map(|_| rc.cache_granularity()),
-            server_prefix_cache_source: achieved.map_or("", |(_, s)| s).into(),
+            server_prefix_cache_source: achieved.as_ref().map_or("", |a| a.source).into(),
+            server_prefix_cache_basis: achieved.map(|a| a.basis).unwrap_or_default(),
             prefix_cache_reset: None,
         },
     )

@@ -114,6 +114,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             seed: open_loop.seed,
             rate_request_count: open_loop.count,
             max_in_flight,
+            replay_limit: a.workload.replay_limit,
             ..d.open_loop
         },
         slo: parts::slo(a),

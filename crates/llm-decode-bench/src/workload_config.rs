@@ -152,12 +152,26 @@ pub(crate) fn replay(a: &BenchArgs) -> Result<Option<ReplayConfig>, ConfigError>
     {
         return Err(bad(flag, "only applies to sessions: add --sessions N"));
     }
+    if let Some(v) = w.replay_limit
+        && !(v.is_finite() && v > 0.0)
+    {
+        return Err(bad(
+            "--replay-limit",
+            "must be a positive number of seconds",
+        ));
+    }
     let replay = match (&w.trace, w.sessions) {
         (Some(_), Some(_)) => {
             return Err(bad("--sessions", "cannot be combined with --trace"));
         }
         (Some(path), None) => trace(w, path)?,
         (None, Some(n)) => sessions(w, n)?,
+        (None, None) if w.replay_limit.is_some() => {
+            return Err(bad(
+                "--replay-limit",
+                "only applies to --trace or --sessions",
+            ));
+        }
         (None, None) if w.prompt_corpus.is_some() => {
             return Err(bad(
                 "--prompt-corpus",

@@ -387,6 +387,24 @@ fn counter(page: &str, name: &str) -> f64 {
         .sum()
 }
 
+/// The benchmark through `router` with the replicas' `metrics` URLs and
+/// `args`, writing `out`: its valid result.
+fn run_behind(router: u16, metrics: &[String], args: &[&str], out: &Path) -> Value {
+    let mut all = vec!["--host".to_string(), format!("http://127.0.0.1:{router}")];
+    for m in metrics {
+        all.extend(["--metrics-url".to_string(), m.clone()]);
+    }
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend(["--display-mode", "plain", "--no-hw-monitor", "--output"].map(String::from));
+    all.push(out.display().to_string());
+    let o = run(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out).expect("result")).expect("JSON");
+    common::assert_valid(&doc);
+    doc
+}
+
 struct Killed(std::process::Child);
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -403,13 +421,11 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
     wait_listening(b);
     let router = start_router(vec![a, b]);
     let (_d, out) = common::tmp("r.json");
-    let o = run(&[
-        "--host",
-        &format!("http://127.0.0.1:{router}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{a}"),
-        "--metrics-url",
-        &format!("http://127.0.0.1:{b}/metrics"),
+    let metrics = [
+        format!("http://127.0.0.1:{a}"),
+        format!("http://127.0.0.1:{b}/metrics"),
+    ];
+    let run_args = [
         "--concurrency",
         "8",
         "--contexts",
@@ -419,15 +435,8 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
         "--decode-warmup-seconds",
         "0",
         "--skip-prefill",
-        "--display-mode",
-        "plain",
-        "--output",
-        out.to_str().expect("path"),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    common::assert_valid(&doc);
+    ];
+    let doc = run_behind(router, &metrics, &run_args, &out);
     // The KV budget is both replicas' (quickstart: 16 tokens x 200,000 blocks each).
     let md = &doc["metadata"];
     assert_eq!(md["kv_budget_tokens"], 2 * 16 * 200_000, "{md}");
@@ -466,5 +475,115 @@ fn metrics_urls_sum_the_replicas_behind_a_router() {
     assert!(
         (server / client - 1.0).abs() < 0.05,
         "server {server} vs client {client}: {cell}"
+    );
+}
+
+/// A simulator with SGLang's metrics on `port`.
+fn spawn_sglang_sim(port: u16) -> Killed {
+    Killed(
+        common::bin()
+            .args(["sim", "--scenario", "quickstart", "--engine", "sglang"])
+            .args(["--port", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("simulator starts"),
+    )
+}
+
+/// A non-streamed chat request straight to a replica.
+fn chat(port: u16, content: &str) {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({
+        "model": "sim-quickstart-8b",
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": 2,
+    })
+    .to_string();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    assert!(
+        out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200"),
+        "{out}"
+    );
+}
+
+/// Whether a page has a sample (not only the HELP/TYPE lines) of `name`.
+fn has_series(page: &str, name: &str) -> bool {
+    page.lines()
+        .any(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+}
+
+/// SGLang exports `sglang:cached_tokens_total` only after a replica's first
+/// cache hit. Replica 1 has hits before the run, replica 2 has none until
+/// the run gives it some: the fleet's achieved hit rate is each replica's
+/// delta (replica 2's from 0), summed, and the result says what it rests
+/// on. Summed first, the start would be unknown and read as 0, and replica
+/// 1's hits from before the run would count.
+#[test]
+fn a_replica_whose_hit_counter_appears_late_counts_from_zero() {
+    let (a, b) = (common::free_port(), common::free_port());
+    let _sims = [spawn_sglang_sim(a), spawn_sglang_sim(b)];
+    wait_listening(a);
+    wait_listening(b);
+    let cached = "sglang:cached_tokens_total";
+    let long = "word ".repeat(4000);
+    for _ in 0..3 {
+        chat(a, &long);
+    }
+    let before = [http_get(a, "/metrics"), http_get(b, "/metrics")];
+    assert!(counter(&before[0], cached) > 8000.0, "{}", before[0]);
+    assert!(!has_series(&before[1], cached), "{}", before[1]);
+    // 40 requests 50 ms apart in 4 groups sharing their first 512-token block
+    let (dir, trace) = common::tmp("groups.jsonl");
+    let rows: String = (0..40)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 1024, \"output_length\": 4, \
+                 \"hash_ids\": [{}, {}]}}\n",
+                i * 50,
+                i % 4,
+                100 + i
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows).expect("trace");
+    let out = dir.path().join("r.json");
+    let router = start_router(vec![a, b]);
+    let metrics = [a, b].map(|p| format!("http://127.0.0.1:{p}"));
+    let t = trace.to_str().expect("path");
+    let args = ["--trace", t, "--trace-tokenize-checks", "0"];
+    let doc = run_behind(router, &metrics, &args, &out);
+    let after = [http_get(a, "/metrics"), http_get(b, "/metrics")];
+    assert!(
+        has_series(&after[1], cached),
+        "replica 2 had no hit: {}",
+        after[1]
+    );
+    let delta = |name: &str| -> f64 {
+        (0..2)
+            .map(|i| counter(&after[i], name) - counter(&before[i], name))
+            .sum()
+    };
+    let truth = delta(cached) / delta("sglang:prompt_tokens_total");
+    let pc = &doc["trace_results"][0]["prefix_cache"];
+    let achieved = pc["server_prefix_cache_hit_rate"].as_f64().expect("rate");
+    assert!(
+        (achieved - truth).abs() < 0.01,
+        "achieved {achieved} vs {truth}: {pc}"
+    );
+    assert_eq!(pc["achieved_source"], "sglang_counters", "{pc}");
+    let basis = pc["achieved_basis"].as_str().unwrap_or_default();
+    assert!(
+        basis.contains("2 replicas") && basis.contains("replica 2: no hits series at the start"),
+        "{basis}"
     );
 }

@@ -175,7 +175,7 @@ fn a_mooncake_trace_replays_on_schedule_with_the_intended_sharing() {
     );
     assert!(want > 0.6, "{pc}");
     assert!((want - got).abs() < 0.01, "{pc}");
-    assert_eq!(pc["achieved_source"], "metrics");
+    assert_eq!(pc["achieved_source"], "vllm_counters");
     assert_eq!(pc["differs"], false);
 }
 
@@ -337,6 +337,110 @@ fn the_first_request_after_a_reset_is_cold() {
     let pc = &doc["trace_results"][0]["prefix_cache"];
     assert_eq!(pc["prefix_cache_reset"], "done", "{pc}");
     assert!(pc.get("first_request_cached_tokens").is_none(), "{pc}");
+}
+
+/// The binary with `args` against the simulator scenario `sim`, killed if it
+/// runs past `wall` (a wait without a deadline shows as that failure, not
+/// as a hung test); its exit code, the result and the seconds it took.
+fn bounded(dir: &Path, sim: &str, args: &[&str], wall: f64) -> (Option<i32>, Value, f64) {
+    let out = dir.join("bounded.json");
+    let t0 = std::time::Instant::now();
+    let mut child = common::bin()
+        .args(["--sim", sim, "--display-mode", "plain", "--no-hw-monitor"])
+        .args(["--output", out.to_str().expect("path")])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("binary runs");
+    let code = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st.code();
+        }
+        if t0.elapsed().as_secs_f64() > wall {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {wall} s: a wait without a deadline");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let took = t0.elapsed().as_secs_f64();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    (code, doc, took)
+}
+
+/// A server that accepts every request and never answers (keep-alive
+/// comments only), with `--stream-idle-timeout 0`: a one-request trace
+/// after a reset, whose first-request check waits for that request, and a
+/// session run both end at `--replay-limit`, the open request an error.
+#[test]
+fn every_replay_wait_ends_at_the_run_limit() {
+    let (dir, trace) = tmp("one.jsonl");
+    let sim = dir.path().join("mute.toml");
+    let body = format!("{FAST}\n[faults]\nkeepalive_only_share = 1.0\n");
+    std::fs::write(&sim, body).expect("scenario");
+    let sim = sim.to_str().expect("path");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n",
+    )
+    .expect("trace");
+    let common = ["--stream-idle-timeout", "0", "--replay-limit", "3"];
+    let mut args = vec![
+        "--trace",
+        trace.to_str().expect("path"),
+        "--reset-prefix-cache",
+        "before-run",
+    ];
+    args.extend(common);
+    let (_, doc, took) = bounded(dir.path(), sim, &args, 60.0);
+    let t = &doc["trace_results"][0];
+    assert_eq!(t["status"], "error", "{t}");
+    assert_eq!(t["summary"]["errors"], 1, "{t}");
+    assert!(took < 30.0, "took {took:.1} s");
+    let mut args = vec!["--sessions", "2", "--turns", "2", "--user-tokens", "50"];
+    args.extend(common);
+    let (_, doc, took) = bounded(dir.path(), sim, &args, 60.0);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "error", "{r}");
+    let why = r["status_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("limit of 3 s"), "{why}");
+    assert_eq!(r["summary"]["errors"], 2, "{r}");
+    assert!(took < 30.0, "took {took:.1} s");
+}
+
+/// Three one-turn conversations a second apart, each over long before the
+/// next: a session run measures its token gaps and the turns in flight
+/// (1, not the 3 sessions), and its throughput over time holds every token
+/// the turns received.
+#[test]
+fn sessions_measure_token_gaps_and_turns_in_flight() {
+    let (dir, trace) = tmp("apart.jsonl");
+    let rows: String = (0..3)
+        .map(|s| {
+            format!(
+                "{{\"timestamp\": {s}, \"input_tokens\": 100, \"output_tokens\": 8, \"session_id\": \"s{s}\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows).expect("trace");
+    let p = trace.to_str().expect("path");
+    let doc = replay(dir.path(), 5e6, &["--trace", p, "--trace-sessions"]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["sessions"], 3, "{r}");
+    let s = &r["summary"];
+    assert_eq!(s["completed"], 3, "{s}");
+    assert_eq!(s["max_in_flight"], 1, "{s}");
+    assert!(f(&s["token_gap_p99"]) > 0.0, "{s}");
+    let by_arrival: u64 = s["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .map(|b| b["output_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(by_arrival, 24, "{s}");
 }
 
 /// BurstGPT with its filters, and our JSONL with literal prompts, sent as
@@ -650,6 +754,21 @@ fn bad_traces_are_refused_before_any_request() {
         &format!("{p}:2: timestamp goes backwards"),
     );
     refuse("\n".into(), "no request to replay");
+    // a run limit that is no limit, or one without a replay to limit
+    for (args, want) in [
+        (vec!["--trace", p, "--replay-limit", "0"], "--replay-limit"),
+        (
+            vec!["--replay-limit", "5"],
+            "only applies to --trace or --sessions",
+        ),
+    ] {
+        std::fs::write(&trace, format!("{good}\n")).expect("trace");
+        let o = run(&[&["--host", "http://127.0.0.1:9"][..], &args].concat());
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
     // skipped and counted instead
     std::fs::write(&trace, format!("{good}\nnot json\n{later}\n")).expect("trace");
     let doc = replay(dir.path(), 5e6, &["--trace", p, "--trace-skip-bad"]);

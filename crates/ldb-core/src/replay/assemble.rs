@@ -27,6 +27,9 @@ pub struct ReplayInputs<'a> {
     pub capped: bool,
     /// Token gap p99, seconds.
     pub token_gap_p99: Option<f64>,
+    /// Output tokens by the second (from `start`) they arrived in; `None`:
+    /// counted at each request's completion instead (sharded replays).
+    pub token_arrivals: Option<&'a [u64]>,
     /// `--slo`, for goodput.
     pub slo: Option<&'a SloSpec>,
     /// Failed share above which the replay is an error.
@@ -57,8 +60,10 @@ pub fn meets(slo: &SloSpec, r: &ReplayRequest) -> bool {
         })
 }
 
-/// 1 s buckets from `start`: requests due and completed in each.
-pub fn buckets(start: f64, requests: &[ReplayRequest]) -> Vec<Bucket> {
+/// 1 s buckets from `start`: requests due and completed in each, and the
+/// output tokens that arrived in each (`arrivals`, by second from `start`),
+/// else those of the requests that completed in it.
+pub fn buckets(start: f64, requests: &[ReplayRequest], arrivals: Option<&[u64]>) -> Vec<Bucket> {
     let index = |t: f64| ((t - start).max(0.0)).floor() as usize;
     let mut out: Vec<Bucket> = Vec::new();
     let grow = |out: &mut Vec<Bucket>, i: usize| {
@@ -78,8 +83,14 @@ pub fn buckets(start: f64, requests: &[ReplayRequest]) -> Vec<Bucket> {
             let i = index(done);
             grow(&mut out, i);
             out[i].completed += 1;
-            out[i].output_tokens += r.output_tokens;
+            if arrivals.is_none() {
+                out[i].output_tokens += r.output_tokens;
+            }
         }
+    }
+    for (i, &n) in arrivals.unwrap_or_default().iter().enumerate() {
+        grow(&mut out, i);
+        out[i].output_tokens = n;
     }
     out
 }
@@ -131,7 +142,7 @@ pub fn assemble(i: &ReplayInputs<'_>) -> (ReplaySummary, CellStatus, String) {
         ),
         max_in_flight: i.max_in_flight,
         max_in_flight_capped: i.capped,
-        buckets: buckets(i.start, rs),
+        buckets: buckets(i.start, rs, i.token_arrivals),
     };
     let sent = rs.len() as u64;
     let share = if sent + i.not_sent > 0 {
@@ -217,6 +228,25 @@ mod tests {
         assert_eq!((b[0].scheduled, b[1].scheduled, b[0].completed), (2, 2, 0));
         assert_eq!((b[1].completed, b[2].completed, b[3].completed), (2, 1, 1));
         assert_eq!(b[1].output_tokens, 20);
+    }
+
+    /// One request streaming 10 tokens a second for 4 s: its tokens belong
+    /// to the seconds they arrived in, not all to the second it ended in.
+    #[test]
+    fn throughput_over_time_counts_tokens_by_arrival() {
+        let rs = [req(0.0, 0.0, 0.1, 4.0, 40)];
+        let by_completion = buckets(0.0, &rs, None);
+        assert_eq!(by_completion[4].output_tokens, 40);
+        let arrivals = [10, 10, 10, 10];
+        let (s, _, _) = assemble(&ReplayInputs {
+            requests: &rs,
+            scheduled: 1,
+            token_arrivals: Some(&arrivals),
+            ..ReplayInputs::default()
+        });
+        let tokens: Vec<u64> = s.buckets.iter().map(|b| b.output_tokens).collect();
+        assert_eq!(tokens, [10, 10, 10, 10, 0]);
+        assert_eq!(s.buckets[4].completed, 1);
     }
 
     #[test]

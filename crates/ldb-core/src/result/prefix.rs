@@ -53,6 +53,11 @@ pub struct PrefixCacheCell {
     /// `sglang_counters`, `llamacpp_timings` or `usage_cached_tokens`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub server_prefix_cache_source: String,
+    /// Over `--metrics-url` replicas: what the counters behind the achieved
+    /// rate rest on (how many replicas, each its own delta, and any
+    /// replica whose series was absent); absent for one server.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub server_prefix_cache_basis: String,
     /// The reset before this cell (absent when no reset was asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_cache_reset: Option<ResetStatus>,

@@ -161,18 +161,13 @@ pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
     })
 }
 
-/// Δhits / Δlookups of the prefix cache between the bracketing scrapes.
-pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<f64> {
-    prefix_hit_rate_between(i.start_scrape?, i.end_scrape?)
-}
-
-/// Δhits / Δlookups of the prefix cache between two scrapes: the one
-/// reading of the server's achieved hit rate, for cells and replays alike.
-fn prefix_hit_rate_between(a: &Scrape, b: &Scrape) -> Option<f64> {
-    // The same reading as a replay's: SGLang exports its hits counter only
-    // after the first hit, so a window of misses still has a rate (0).
-    let (h, q) = crate::prefix_achieved::counted_hits(&a.snap, &b.snap)?;
-    (q > 0.0).then(|| (h / q).clamp(0.0, 1.0))
+/// Δhits / Δlookups of the prefix cache between the bracketing scrapes,
+/// and over replicas what they rest on: the same reading as every other
+/// mode's (`prefix_achieved::achieved`), so a window of misses has a rate
+/// (0) and a replica's late series counts from 0.
+pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<(f64, String)> {
+    let c = crate::prefix_achieved::counted_between(i.start_scrape?, i.end_scrape?)?;
+    (c.queries > 0.0).then(|| ((c.hits / c.queries).clamp(0.0, 1.0), c.basis))
 }
 
 /// Which capacity condition fired, in words.

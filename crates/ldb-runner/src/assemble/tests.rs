@@ -96,6 +96,7 @@ fn scrape(t: f64, gen_tokens: f64, running: f64) -> Scrape {
             kv_usage: Some(0.25),
             ..ServerSnapshot::default()
         },
+        parts: Vec::new(),
     }
 }
 

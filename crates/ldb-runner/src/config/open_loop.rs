@@ -21,7 +21,16 @@ pub struct OpenLoopConfig {
     /// cell's limit (the limit is that or 3 × the schedule's span, whichever
     /// is longer). Not a flag; tests shorten it.
     pub open_loop_grace: f64,
+    /// `--replay-limit`: the most seconds a trace replay or a session run
+    /// lasts from its start (`None`: a replay's own limit, see
+    /// `replay::trace::replay_limit`; sessions [`SESSION_LIMIT_S`]).
+    pub replay_limit: Option<f64>,
 }
+
+/// A session run's limit without `--replay-limit`: sessions have no
+/// schedule to size one from, and a server that never answers must not
+/// hold the run for ever.
+pub const SESSION_LIMIT_S: f64 = 3600.0;
 
 impl OpenLoopConfig {
     /// True for an open-loop run (`--request-rate`).
@@ -39,6 +48,7 @@ impl Default for OpenLoopConfig {
             rate_request_count: 0,
             max_in_flight: 0,
             open_loop_grace: 120.0,
+            replay_limit: None,
         }
     }
 }

@@ -65,6 +65,9 @@ impl Dispatcher {
         let counters = Arc::new(Counters::default());
         let window = Arc::new(SharedWindow::default());
         window.open(start);
+        // throughput over time counts tokens by arrival from the start
+        let cell_counters = Arc::new(CellCounters::default());
+        cell_counters.arrivals.start_at(start);
         let deadline = tokio::time::Instant::now()
             + Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
         let d = Dispatcher {
@@ -74,7 +77,7 @@ impl Dispatcher {
             cap: (rc.cfg.open_loop.max_in_flight > 0)
                 .then(|| Arc::new(Semaphore::new(rc.cfg.open_loop.max_in_flight as usize))),
             window,
-            counters: Arc::new(CellCounters::default()),
+            counters: cell_counters,
             tx,
             in_flight: Arc::new(AtomicU64::new(0)),
             sent: Arc::new(AtomicU64::new(0)),

@@ -14,7 +14,7 @@ use ldb_client::scrape::Scrape;
 
 use super::dispatch::{Dispatcher, Finished};
 use crate::ctx::RunCtx;
-use crate::prefix_achieved::counted_hits;
+use crate::prefix_achieved::counted_between;
 
 /// How often the watch looks at the dispatcher's counts.
 const POLL: Duration = Duration::from_millis(5);
@@ -38,12 +38,22 @@ impl FirstRequestWatch {
 
     /// The prefix-cache hits the server counted for the first request
     /// alone, from the counter; `None` when a second request was sent first,
-    /// the server has no such counter, or nothing was sent.
-    pub(super) async fn counted_hits(&self, rc: &RunCtx, before: Option<&Scrape>) -> Option<f64> {
+    /// the server has no such counter, nothing was sent, or the replay's
+    /// time limit (run-clock `limit`) came first: the wait for a request
+    /// that never ends must not outlast the replay.
+    pub(super) async fn counted_hits(
+        &self,
+        rc: &RunCtx,
+        before: Option<&Scrape>,
+        limit: f64,
+    ) -> Option<f64> {
         let before = before.filter(|b| b.snap.prefix_queries.is_some())?;
         loop {
             let sent = self.sent.load(Ordering::SeqCst);
             if sent > 1 || (sent == 0 && self.sending_done.load(Ordering::SeqCst)) {
+                return None;
+            }
+            if rc.clock.now() >= limit {
                 return None;
             }
             if sent == 1 && self.finished.load(Ordering::SeqCst) >= 1 {
@@ -55,7 +65,7 @@ impl FirstRequestWatch {
         if self.sent.load(Ordering::SeqCst) > 1 {
             return None;
         }
-        counted_hits(&before.snap, &after.snap).map(|(h, _)| h)
+        counted_between(before, &after).map(|c| c.hits)
     }
 }
 

@@ -5,17 +5,18 @@
 //! before it), open across sessions; each turn's latencies count from the
 //! time it was due.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
-use ldb_client::stream::{ChannelTexts, StreamEnv, run_stream};
+use ldb_client::stream::{CellCounters, ChannelTexts, SharedWindow, StreamEnv, run_stream};
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
     ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn, per_session_of,
 };
-use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, assemble};
+use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
 use ldb_core::trace::corpus::TextSource;
 use rand::{Rng, SeedableRng};
@@ -24,9 +25,14 @@ use tokio_util::sync::CancellationToken;
 use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
+use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
+use crate::prefix_achieved::RequestCache;
 use crate::prompts::{BodyOptions, chat_json};
+
+/// Why a turn still open at the run's limit failed.
+const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
 
 /// What every session task shares.
 #[derive(Clone)]
@@ -38,8 +44,51 @@ pub(super) struct Shared {
     start: f64,
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
-    usage: Arc<Mutex<(u64, u64)>>,
     progress: Arc<Counters>,
+    tally: Tally,
+}
+
+/// What the turns add to as they run, for the result: what each answer
+/// said of the cache, the token gaps, the most requests in flight at once;
+/// and whether the run's limit came.
+#[derive(Clone, Default)]
+pub(super) struct Tally {
+    caches: Arc<Mutex<Vec<RequestCache>>>,
+    window: Arc<SharedWindow>,
+    counters: Arc<CellCounters>,
+    most: Arc<AtomicU64>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl Tally {
+    /// A tally whose window (for the token gaps) opens at `start`.
+    fn new(start: f64) -> Tally {
+        let t = Tally::default();
+        t.window.open(start);
+        t.counters.arrivals.start_at(start);
+        t
+    }
+
+    /// Cancels `skip` at run-clock time `limit` (the run's limit), marking
+    /// the run timed out; the timer ends with the returned guard.
+    fn limit(&self, rc: &RunCtx, skip: CancellationToken, limit: f64) -> AbortOnDrop {
+        let timed_out = self.timed_out.clone();
+        let wait = Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+        AbortOnDrop(tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            timed_out.store(true, Ordering::SeqCst);
+            skip.cancel();
+        }))
+    }
+}
+
+/// Ends a spawned task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The text of a new user message: `words` tokens of its own (one-token
@@ -148,6 +197,8 @@ pub(super) async fn session(
         let body = turn_body(rc, &messages, plan.max_tokens);
         let texts = Arc::new(Mutex::new(ChannelTexts::default()));
         let env = StreamEnv {
+            window: sh.tally.window.clone(),
+            counters: sh.tally.counters.clone(),
             cancel: sh.skip.child_token(),
             idle_timeout: rc.cfg.timing.idle_timeout(),
             first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
@@ -156,13 +207,14 @@ pub(super) async fn session(
         };
         let p = &sh.progress;
         Counters::bump(&p.sent);
-        Counters::bump(&p.in_flight);
+        let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        sh.tally.most.fetch_max(now, Ordering::Relaxed);
         let o = run_stream(&env, body).await;
-        p.in_flight
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        p.in_flight.fetch_sub(1, Ordering::Relaxed);
         p.ended(o.cancelled || o.track.error().is_some());
         let w = env.window.get();
-        let request = rate_request(&o, due, w, None);
+        let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
+        let request = rate_request(&o, due, w, overdue);
         let sample = o.track.to_sample(0.0, w);
         // The server's count when it reports one, else the built size.
         let prompt_tokens = if sample.input_tokens > 0 {
@@ -170,11 +222,11 @@ pub(super) async fn session(
         } else {
             conv.tokens() + plan.built_tokens
         };
-        if let Some(c) = o.cached_tokens {
-            let mut u = sh.usage.lock().unwrap_or_else(|p| p.into_inner());
-            u.0 += c;
-            u.1 += prompt_tokens;
-        }
+        sh.tally
+            .caches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(RequestCache::of(&o, prompt_tokens));
         let segments = conv.next_turn(prompt_tokens);
         let done = request.completed_at;
         {
@@ -304,14 +356,17 @@ async fn run_with(
         start: 0.0,
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(cache)),
-        usage: Arc::new(Mutex::new((0, 0))),
         progress: Arc::new(Counters::default()),
+        tally: Tally::default(),
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace);
     // Fixed once every conversation is planned: a first turn due while a long
     // trace is read would leave late, the delay in its latencies (issue 35).
     let start = rc.clock.now() + 0.2;
     sh.start = start;
+    sh.tally = Tally::new(start);
+    let limit_s = rc.cfg.open_loop.replay_limit.unwrap_or(SESSION_LIMIT_S);
+    let _timer = sh.tally.limit(rc, sh.skip.clone(), start + limit_s);
     let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
     let (sessions, turns) = (
         expected.len() as u64,
@@ -328,34 +383,20 @@ async fn run_with(
     let all = run_all(rc, &sh, plans).await;
     drop((measuring, ticker));
     let after = super::trace::scrape_if(rc).await;
-    let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
-    let (summary, mut status, mut why) = assemble(&ReplayInputs {
-        start,
-        requests: &requests,
-        scheduled: total,
-        max_in_flight: sessions,
-        slo: rc.cfg.slo.spec.as_ref(),
-        max_error_rate: rc.cfg.timing.max_error_rate,
-        ..ReplayInputs::default()
-    });
-    if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
-        status = CellStatus::SkippedUser;
-        why = "cut short by the user".into();
-    }
+    let (summary, status, why) = summarise(rc, &sh, &all, total, limit_s);
     let slo = rc.cfg.slo.spec.as_ref();
     let (tps, done, good) = per_session_of(
         &all,
         |id| expected.get(id as usize).copied().unwrap_or(0),
         |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
     );
-    let usage = *sh.usage.lock().unwrap_or_else(|p| p.into_inner());
+    let caches = std::mem::take(&mut *sh.tally.caches.lock().unwrap_or_else(|p| p.into_inner()));
     let intended = sh
         .cache
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .hit_rate()
         .filter(|_| !literal);
-    let (achieved, source) = super::trace::achieved(before.as_ref(), after.as_ref(), usage);
     let wall = summary.wall_time;
     let result = SessionResult {
         sessions,
@@ -372,9 +413,7 @@ async fn run_with(
         prefix_cache: PrefixCacheCheck {
             prefix_cache_intended: intended,
             granularity: Some(granularity),
-            server_prefix_cache_hit_rate: achieved,
-            achieved_source: source,
-            ..PrefixCacheCheck::default()
+            ..super::trace::achieved_check(rc, (before.as_ref(), after.as_ref()), &caches)
         }
         .judge(),
         summary,
@@ -383,6 +422,47 @@ async fn run_with(
     };
     note_done(rc, &result);
     result
+}
+
+/// The run's summary from its turns (`total` planned), its status and why:
+/// a run whose limit (`limit_s` after its start) came first is an error.
+fn summarise(
+    rc: &RunCtx,
+    sh: &Shared,
+    all: &[SessionRequest],
+    total: u64,
+    limit_s: f64,
+) -> (ReplaySummary, CellStatus, String) {
+    let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
+    let arrivals = sh.tally.counters.arrivals.counts();
+    let (summary, mut status, mut why) = assemble(&ReplayInputs {
+        start: sh.start,
+        requests: &requests,
+        scheduled: total,
+        max_in_flight: sh.tally.most.load(Ordering::Relaxed),
+        token_gap_p99: sh.tally.counters.gaps.stats().p99,
+        token_arrivals: arrivals.as_deref(),
+        slo: rc.cfg.slo.spec.as_ref(),
+        max_error_rate: rc.cfg.timing.max_error_rate,
+        ..ReplayInputs::default()
+    });
+    if sh.tally.timed_out.load(Ordering::SeqCst) {
+        status = CellStatus::Error;
+        why = format!(
+            "the run's limit of {limit_s:.0} s came first (--replay-limit): {} of {total} turns \
+             sent{}",
+            requests.len(),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!("; {why}")
+            }
+        );
+    } else if rc.controls.stop.is_cancelled() && status != CellStatus::Error {
+        status = CellStatus::SkippedUser;
+        why = "cut short by the user".into();
+    }
+    (summary, status, why)
 }
 
 /// The event line that closes a session run.

@@ -23,7 +23,7 @@ use super::first_request::{FirstRequestWatch, first_cached};
 use super::progress::{Counters, trace_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
-use crate::prefix_achieved::counted_hits;
+use crate::prefix_achieved::{RequestCache, achieved};
 use crate::prompts::{BodyOptions, chat_body};
 
 /// A request made ready to send: its messages, its prompt tokens and
@@ -180,6 +180,14 @@ async fn send_all(
     Ok(s)
 }
 
+/// How long after its start a replay of a `span`-second schedule may run:
+/// `--replay-limit`, else the span plus 3 × the span or the open-loop grace
+/// (120 s), whichever is longer (docs/workloads.md, "Time limits").
+pub(super) fn replay_limit(ol: &crate::config::OpenLoopConfig, span: f64) -> f64 {
+    ol.replay_limit
+        .unwrap_or(span + (3.0 * span).max(ol.open_loop_grace))
+}
+
 /// What the result says of the trace file.
 pub(super) fn trace_source(cfg: &TraceConfig) -> TraceSource {
     TraceSource {
@@ -206,25 +214,20 @@ pub(super) async fn scrape_if(rc: &RunCtx) -> Option<ldb_client::scrape::Scrape>
     }
 }
 
-/// The achieved hit rate: counter deltas between two scrapes, else the
-/// cached tokens the answers reported over their prompt tokens.
-pub(super) fn achieved(
-    a: Option<&Scrape>,
-    b: Option<&Scrape>,
-    usage: (u64, u64),
-) -> (Option<f64>, Option<String>) {
-    // (SGLang exports its cached-token counter only after a first hit.)
-    if let (Some(a), Some(b)) = (a, b)
-        && let Some((h, q)) = counted_hits(&a.snap, &b.snap)
-        && q > 0.0
-    {
-        return (Some((h / q).clamp(0.0, 1.0)), Some("metrics".into()));
+/// The achieved hit rate of a replay or a session run, by the rule every
+/// mode reads (`prefix_achieved::achieved`), into the result's keys.
+pub(super) fn achieved_check(
+    rc: &RunCtx,
+    scrapes: (Option<&Scrape>, Option<&Scrape>),
+    requests: &[RequestCache],
+) -> PrefixCacheCheck {
+    let a = achieved(rc.engine, scrapes, requests);
+    PrefixCacheCheck {
+        server_prefix_cache_hit_rate: a.as_ref().map(|a| a.rate),
+        achieved_source: a.as_ref().map(|a| a.source.to_string()),
+        achieved_basis: a.map(|a| a.basis).filter(|b| !b.is_empty()),
+        ..PrefixCacheCheck::default()
     }
-    let (cached, prompt) = usage;
-    if prompt > 0 && cached > 0 {
-        return (Some(cached as f64 / prompt as f64), Some("usage".into()));
-    }
-    (None, None)
 }
 
 /// What one replay's sending left behind, on the leader's clock: every
@@ -248,6 +251,8 @@ pub(super) struct Ran {
     pub counted: Option<f64>,
     /// `--shards`: each shard's part and the shards lost, else `None`.
     pub shards: Option<super::trace_shards::ShardsPart>,
+    /// Output tokens by the second they arrived in (`None` over shards).
+    pub arrivals: Option<Vec<u64>>,
 }
 
 impl Ran {
@@ -263,6 +268,7 @@ impl Ran {
             window: Default::default(),
             counted: None,
             shards: None,
+            arrivals: None,
         }
     }
 }
@@ -285,7 +291,7 @@ async fn run_alone(
         sent
     };
     let (sent, counted) = match rc.prefix.run_reset() {
-        Some(ResetStatus::Done) => tokio::join!(sending, watch.counted_hits(rc, before)),
+        Some(ResetStatus::Done) => tokio::join!(sending, watch.counted_hits(rc, before, limit)),
         _ => (sending.await, None),
     };
     let (window, counters, capped) = (d.window.clone(), d.counters.clone(), d.capped);
@@ -301,6 +307,7 @@ async fn run_alone(
         window: window.get(),
         counted,
         shards: None,
+        arrivals: counters.arrivals.counts(),
     }
 }
 
@@ -344,7 +351,7 @@ pub(super) async fn replay(rc: &RunCtx, disc: &Discovery, cfg: &TraceConfig) -> 
     // is fixed only after every prompt and part is built (issue 35, 1).
     let times = |lead: f64| {
         let start = rc.clock.now() + lead;
-        let limit = start + span + (3.0 * span).max(rc.cfg.open_loop.open_loop_grace);
+        let limit = start + replay_limit(&rc.cfg.open_loop, span);
         (start, limit)
     };
     let parts = (&mut builder, &mut cache);
@@ -408,6 +415,7 @@ fn finish(
         max_in_flight: ran.most,
         capped: ran.capped,
         token_gap_p99: ran.gap_p99,
+        token_arrivals: ran.arrivals.as_deref(),
         slo: rc.cfg.slo.spec.as_ref(),
         max_error_rate: rc.cfg.timing.max_error_rate,
     });
@@ -415,14 +423,11 @@ fn finish(
         status = CellStatus::SkippedUser;
         why = "cut short by the user".into();
     }
-    let mut usage = (0u64, 0u64);
+    let mut caches = Vec::new();
     let mut reported = Vec::new();
     for (i, _, o) in outs {
         let prompt = o.track.to_sample(0.0, w).input_tokens;
-        if let Some(c) = o.cached_tokens {
-            usage.0 += c;
-            usage.1 += prompt;
-        }
+        caches.push(RequestCache::of(o, prompt));
         if let Some(Some(want)) = sent.intended_tokens.get(*i)
             && prompt > 0
         {
@@ -430,7 +435,6 @@ fn finish(
         }
     }
     let output_short = output_short(rc, &requests, outs, &sent.output_tokens);
-    let (achieved_rate, source) = achieved(before, after, usage);
     let (reported_n, rmax, _) = errors(&reported);
     result.status = status;
     result.status_reason = why;
@@ -438,10 +442,8 @@ fn finish(
     let reset = rc.prefix.run_reset();
     result.prefix_cache = PrefixCacheCheck {
         prefix_cache_intended: if sent.literal { None } else { cache.hit_rate() },
-        server_prefix_cache_hit_rate: achieved_rate,
-        achieved_source: source,
         prefix_cache_reset: reset,
-        ..PrefixCacheCheck::default()
+        ..achieved_check(rc, (before, after), &caches)
     }
     .judge();
     if reset == Some(ResetStatus::Done) {

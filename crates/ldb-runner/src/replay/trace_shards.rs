@@ -208,6 +208,8 @@ pub(super) async fn run(
         window: window.get(),
         counted: None,
         shards: Some(closed),
+        // followers' token arrival times are not sent: counted at completion
+        arrivals: None,
     };
     (ran, (start, limit))
 }
