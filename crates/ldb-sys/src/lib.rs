@@ -5,6 +5,7 @@
 //! at run time so that nothing CUDA is linked at build time. Everything
 //! above this crate stays `unsafe_code = "forbid"`.
 
+pub mod clock_sync;
 pub mod cuda;
 pub mod nccl;
 pub mod nvrtc;
