@@ -43,8 +43,9 @@ pub fn kernel_clock() -> io::Result<KernelClock> {
     }
     Ok(KernelClock {
         synchronised: tx.status & libc::STA_UNSYNC == 0 && state != libc::TIME_ERROR,
-        est_error_us: i64::from(tx.esterror),
-        max_error_us: i64::from(tx.maxerror),
+        // c_long: i64 on 64-bit Linux, i32 on 32-bit.
+        est_error_us: tx.esterror as i64,
+        max_error_us: tx.maxerror as i64,
         status: tx.status,
         state,
     })

@@ -126,13 +126,16 @@ mod tests {
     }
 
     fn cell(ttfts: &[f64], gap: f64) -> CellResult {
-        let mut c = CellResult::default();
-        c.request_samples = ttfts.iter().map(|t| req(*t)).collect();
+        let mut samples: Vec<RequestSample> = ttfts.iter().map(|t| req(*t)).collect();
         // A ramp-up request: not in the cell's TTFT, so not in the pool.
-        c.request_samples.push(RequestSample {
+        samples.push(RequestSample {
             first_token_in_window: false,
             ..req(99.0)
         });
+        let mut c = CellResult {
+            request_samples: samples,
+            ..CellResult::default()
+        };
         c.latency = latency_stats(
             c.request_samples.iter().filter(|s| s.in_window),
             LatencyScope::Window,
