@@ -210,6 +210,11 @@ pub struct Metadata {
     /// (`duration_per_test` is then its maximum). Absent for fixed windows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_auto: Option<crate::autostop::DurationAuto>,
+    /// `merge` of offline shards: each host's clock-sync state while its
+    /// shard ran, and whether they were synchronised to within the windows'
+    /// tolerance. Absent in every other run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_clocks: Option<crate::host_clock::MergeClocks>,
     /// The effective configuration: every flag by long name after
     /// defaults, presets and `--config`, secrets removed (`rerun` reads it).
     /// Absent in files written before the key existed.

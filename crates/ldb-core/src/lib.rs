@@ -23,6 +23,7 @@ pub mod gaps;
 pub mod gauge_mean;
 pub mod hardware;
 pub mod headroom;
+pub mod host_clock;
 pub mod http1;
 pub mod kv;
 pub mod live;

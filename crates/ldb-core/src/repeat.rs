@@ -4,8 +4,11 @@
 //! The model (docs/result-json.md, "Repeats"): the cell object stays one
 //! object per (context, concurrency). Its detail keys (samples, token
 //! counts, window, scheduler, hardware) are those of its first repeat; its
-//! headline metrics — the ones listed in [`METRICS`] — are the mean over the
-//! repeats that measured a value. `repeats` lists every repeat's own values
+//! headline metrics — the ones listed in [`METRICS`] — come from the
+//! repeats that measured a value: the rates are their mean, the TTFT, TTFO
+//! and token-gap distributions are those of all their requests and gaps
+//! pooled ([`pool`]; files from before 7 Dec 2026 have no pools, and their
+//! cells keep the mean of each repeat's value). `repeats` lists every repeat's own values
 //! in the order they were measured, `repeat_stats` the mean, standard
 //! deviation and 95 % interval of each headline metric. With N = 1 neither
 //! key is written, so a single run's file is unchanged.
@@ -16,6 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::result::{CellResult, CellStatus, Dist};
 use crate::student::MeanCi;
+
+pub mod pool;
+
+use pool::{RepeatPool, pooled};
 
 /// One measurement of a repeated cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -29,6 +36,11 @@ pub struct RepeatEntry {
     pub window_start_unix: Option<f64>,
     /// Its window end, Unix seconds.
     pub window_end_unix: Option<f64>,
+    /// What its distributions are made of, pooled into the cell's
+    /// percentiles (valid repeats only; absent in files from before 7 Dec
+    /// 2026).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<RepeatPool>,
     /// The headline metrics it measured, by key (absent: no value).
     #[serde(flatten)]
     pub values: BTreeMap<String, f64>,
@@ -141,6 +153,7 @@ pub fn entry(c: &CellResult, repeat: u32) -> RepeatEntry {
         status: c.ext.status,
         window_start_unix: c.ext.window_start_unix,
         window_end_unix: c.ext.window_end_unix,
+        pool: valid(c.ext.status).then(|| RepeatPool::of(c)),
         values,
     }
 }
@@ -209,23 +222,57 @@ pub fn settle(cell: &mut CellResult) {
         for (k, m) in &stats {
             set_metric(cell, k, m.mean);
         }
+        set_pooled(cell);
     } else {
         clear_headline(cell);
     }
     cell.ext.repeat_stats = stats;
 }
 
-/// An invalid cell shows no headline number, as a single `error` or
-/// `no_tokens` measurement does: the mean of its valid repeats would read
-/// as the cell's value. Its latency keys go back to the detail record's own
-/// (the first valid repeat's, not a mean); `repeats` and `repeat_stats`
-/// keep every measured value.
-fn clear_headline(cell: &mut CellResult) {
-    if let Some(first) = cell.ext.repeats.iter().find(|r| valid(r.status)).cloned() {
-        apply_values(cell, &first);
+/// The distributions' keys from every valid repeat's requests and gaps
+/// pooled, when every valid repeat has its pool (else the means stay). The
+/// token gaps only when every pool has a histogram.
+fn set_pooled(cell: &mut CellResult) {
+    let pools: Option<Vec<&RepeatPool>> = cell
+        .ext
+        .repeats
+        .iter()
+        .filter(|r| valid(r.status))
+        .map(|r| r.pool.as_ref())
+        .collect();
+    let Some(pools) = pools.filter(|p| p.len() > 1) else {
+        return;
+    };
+    let with_gaps = pools.iter().all(|p| !p.gap_buckets.is_empty());
+    let p = pooled(pools);
+    if p.ttft.is_some() {
+        cell.latency.ttft = p.ttft;
     }
+    if p.ttfo.is_some() {
+        cell.latency.ttfo = p.ttfo;
+    }
+    if with_gaps && p.gaps.count > 0 {
+        cell.ext.token_gap_p50 = p.gaps.p50;
+        cell.ext.token_gap_p90 = p.gaps.p90;
+        cell.ext.token_gap_p99 = p.gaps.p99;
+        cell.ext.token_gap_max = p.gaps.max;
+    }
+}
+
+/// An invalid cell shows no headline number, as a single `error` or
+/// `no_tokens` measurement does: the mean of its valid repeats — or one
+/// valid repeat's own value — would read as the cell's value. So every key
+/// of [`METRICS`] goes: the rates, TTFT, TTFO and the token gaps. `repeats`
+/// and `repeat_stats` keep every measured value.
+fn clear_headline(cell: &mut CellResult) {
     cell.aggregate_tps = None;
     cell.per_request_avg_tps = None;
+    cell.latency.ttft = None;
+    cell.latency.ttfo = None;
+    cell.ext.token_gap_p50 = None;
+    cell.ext.token_gap_p90 = None;
+    cell.ext.token_gap_p99 = None;
+    cell.ext.token_gap_max = None;
 }
 
 #[cfg(test)]
@@ -302,9 +349,106 @@ mod tests {
         add(&mut cell, bad, 3);
         assert_eq!(cell.ext.status, CellStatus::NoTokens);
         assert_eq!(cell.aggregate_tps, None);
-        // The latency keys are the detail record's own (repeat 1), not a mean.
-        assert_eq!(cell.latency.ttft.map(|d| d.p99), Some(0.2));
         assert_eq!(count(&cell), 3);
+    }
+
+    /// Issue 35: a failed repeat cleared the rates but left TTFT, TTFO and
+    /// the token gaps standing (a valid repeat's value read as the cell's).
+    #[test]
+    fn a_failed_repeat_clears_every_headline_key() {
+        let with_all = |tps: f64| {
+            let mut c = measured(tps, 0.2, 10.0);
+            c.latency.ttfo = c.latency.ttft;
+            c.ext.token_gap_p50 = Some(0.01);
+            c.ext.token_gap_p90 = Some(0.02);
+            c.ext.token_gap_p99 = Some(0.03);
+            c.ext.token_gap_max = Some(0.04);
+            c
+        };
+        let mut cell = with_all(100.0);
+        add(&mut cell, with_all(110.0), 2);
+        assert!(METRICS.iter().all(|k| metric(&cell, k).is_some()));
+        let mut bad = with_all(0.0);
+        bad.ext.status = CellStatus::Error;
+        add(&mut cell, bad, 3);
+        for k in METRICS {
+            assert_eq!(metric(&cell, k), None, "{k} stays on a failed cell");
+        }
+        // Each repeat's values and their statistics stay.
+        assert_eq!(cell.ext.repeats[1].values["token_gap_p99"], 0.03);
+        assert_eq!(cell.ext.repeat_stats["ttft_p99"].n, 2);
+    }
+
+    /// A measured repeat whose window requests have these TTFTs and whose
+    /// window gaps are 100 of `gap` seconds, with the cell's own statistics.
+    fn with_requests(ttfts: &[f64], gap: f64) -> CellResult {
+        use crate::cellstats::{LatencyScope, latency_stats};
+        use crate::gaps::{GapHistogram, TokenGaps};
+        let mut c = measured(100.0, 0.0, 10.0);
+        c.request_samples = ttfts
+            .iter()
+            .map(|&t| crate::result::RequestSample {
+                ttft: t,
+                ttfo: t,
+                output_tokens: 10,
+                in_window: true,
+                first_token_in_window: true,
+                ..crate::result::RequestSample::default()
+            })
+            .collect();
+        c.latency = latency_stats(&c.request_samples, LatencyScope::Window);
+        let h = GapHistogram::default();
+        h.record(TokenGaps {
+            each: gap,
+            count: 100,
+        });
+        let g = h.stats();
+        (c.ext.token_gap_p50, c.ext.token_gap_p90) = (g.p50, g.p90);
+        (c.ext.token_gap_p99, c.ext.token_gap_max) = (g.p99, g.max);
+        c.ext.gap_counts = Some(h.snapshot());
+        c
+    }
+
+    /// Issue 35: a repeated cell's p99 was the mean of its repeats' p99s,
+    /// which is not the p99 of anything. The headline percentiles are those
+    /// of every valid repeat's requests (and gaps) together; each repeat's
+    /// own values stay in `repeats` and `repeat_stats`.
+    #[test]
+    fn headline_percentiles_come_from_the_pooled_requests_of_the_valid_repeats() {
+        let fast = vec![0.1; 100];
+        let mut slow = vec![0.2; 97];
+        slow.extend([3.0, 3.0, 3.0]);
+        let mut cell = with_requests(&fast, 0.01);
+        add(&mut cell, with_requests(&slow, 0.05), 2);
+        let all: Vec<f64> = fast.iter().chain(&slow).copied().collect();
+        let truth = crate::stats::summarize(all);
+        let ttft = cell.latency.ttft.expect("ttft");
+        assert_eq!(
+            (ttft.p50, ttft.p90, ttft.p99),
+            (truth.p50, truth.p90, truth.p99)
+        );
+        assert_eq!(cell.latency.ttfo.map(|d| d.p99), Some(truth.p99));
+        let mean_p99 = cell.ext.repeat_stats["ttft_p99"].mean;
+        assert!(
+            (ttft.p99 - mean_p99).abs() > 0.1,
+            "{} vs mean {mean_p99}",
+            ttft.p99
+        );
+        // Gaps: half at 10 ms, half at 50 ms; the pooled median is the
+        // 10 ms bucket (the mean of medians would say 30 ms), the max 50 ms.
+        let p50 = cell.ext.token_gap_p50.expect("gap p50");
+        assert!((p50 - 0.01).abs() < 0.0002, "{p50}");
+        assert!((cell.ext.token_gap_max.expect("max") - 0.05).abs() < 1e-12);
+        // Each repeat's own value and the rates' mean stay.
+        assert_eq!(cell.ext.repeats[1].values["ttft_p99"], 3.0);
+        assert_eq!(cell.aggregate_tps, Some(100.0));
+        // The pools travel in the file: read back and settled again, the
+        // same numbers.
+        let mut back: CellResult =
+            serde_json::from_str(&serde_json::to_string(&cell).unwrap()).unwrap();
+        settle(&mut back);
+        assert_eq!(back.latency.ttft, cell.latency.ttft);
+        assert_eq!(back.ext.token_gap_p50, cell.ext.token_gap_p50);
     }
 
     #[test]

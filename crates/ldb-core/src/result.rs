@@ -287,6 +287,10 @@ pub struct CellExtras {
     pub token_gap_p99: Option<f64>,
     /// Largest token gap inside the window, seconds.
     pub token_gap_max: Option<f64>,
+    /// The window's token-gap histogram, in memory only (never written):
+    /// `--repeat` pools it across repeats (`repeat::pool`).
+    #[serde(skip)]
+    pub gap_counts: Option<crate::gaps::GapCounts>,
     /// Window tokens on the reasoning channel.
     pub reasoning_tokens: u64,
     /// Window tokens on the answer channel (`total_tokens − reasoning_tokens`).

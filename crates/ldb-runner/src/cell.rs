@@ -333,6 +333,8 @@ pub(crate) fn finish(
         ignore_eos: !rc.cfg.matrix.respect_eos,
         max_error_rate: rc.cfg.timing.max_error_rate,
     });
+    // In memory only: `--repeat` pools the repeats' gap histograms.
+    cell.ext.gap_counts = Some(pool.counters.gaps.snapshot());
     cell.ext.client_stall_max_s = round(win.stall, 3);
     cell.ext.client_runqueue_wait_s = win.load.runqueue_wait_s.map(|s| round(s, 3));
     cell.ext.client_major_faults = win.load.major_faults;

@@ -73,8 +73,19 @@ pub(crate) async fn prefill_phase(
     if let Some(w) = plan.prefill_warmup {
         live.event(format!("prefill warmup start ctx={}", format_context(w)));
         let warm = prompts.messages(w, "warm-prefill");
-        let _ = probe(&env, &rc.model, &warm, &rc.controls.stop).await;
-        live.event(format!("prefill warmup done ctx={}", format_context(w)));
+        // Bounded like the JIT request and the decode warmup: with the plain
+        // probe's 30-minute first-token limit, a server sending only
+        // keep-alive comments held the run here (issue 35).
+        let out = probe(&jit_env, &rc.model, &warm, &rc.controls.stop).await;
+        match out.error.filter(|_| !rc.controls.stop.is_cancelled()) {
+            Some(e) => {
+                let ctx = format_context(w);
+                let why = format!("prefill warmup request ctx={ctx}: {e}; the run went on");
+                live.event(format!("prefill warmup failed: {why}"));
+                rec.warmup_label(why);
+            }
+            None => live.event(format!("prefill warmup done ctx={}", format_context(w))),
+        }
     }
     for &x in plan.scout_only.iter().filter(|x| !carried(x)) {
         if rc.controls.stop.is_cancelled() {

@@ -37,7 +37,7 @@ impl WindowStop {
     pub(crate) fn pass(&mut self, rc: &RunCtx, elapsed: f64, tokens: u64) -> bool {
         if let Some(rule) = self.rule {
             self.samples.push((elapsed, tokens));
-            self.last = autostop::estimate_window(&self.samples, elapsed);
+            self.last = autostop::estimate_window(&self.samples, elapsed, self.max_s);
             let live = self.last.map(|e| LiveRateCi {
                 mean: e.mean,
                 half_width: e.half_width,

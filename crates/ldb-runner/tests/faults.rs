@@ -213,6 +213,30 @@ async fn keep_alive_comments_alone_end_the_warmup_at_its_limit_and_label_it() {
     sim.shutdown().await;
 }
 
+/// Issue 35: the prefill warmup (request 2, after the JIT request) used the
+/// 30-minute first-token limit, so a server feeding it only keep-alive
+/// comments held the run. It is bounded like the JIT request and the decode
+/// warmup, the run goes on to measure, and the file says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefill_warmup_fed_only_keep_alives_ends_at_the_warmup_limit_and_is_labelled() {
+    let _serial = SERIAL.lock().await;
+    let sim = start(FLAT, |s| s.faults.keepalive_requests = vec![2]).await;
+    let mut cfg = config(&sim, &[1], &[8192], 1.5);
+    cfg.timing.cell_warmup_timeout = 3.0;
+    cfg.timing.ready_stable_seconds = 1.0;
+    let run = bench(cfg, Arc::default());
+    let (doc, _) = tokio::time::timeout(std::time::Duration::from_secs(90), run)
+        .await
+        .expect("the run ends: the prefill warmup is bounded");
+    assert_eq!(sim.stats().http.injected_keepalive_only, 1);
+    let why = &doc.metadata.warmup_timeout;
+    assert!(why.contains("prefill warmup request ctx=8k"), "{why}");
+    assert!(why.contains("no token within 3 s"), "{why}");
+    let r = &doc.results[0];
+    assert_eq!(r.ext.status, CellStatus::Ok, "{:?}", r.ext);
+    sim.shutdown().await;
+}
+
 /// Issue 24 item 2: the first scout of a context fails (one transient 503);
 /// its cell goes on and its streams put the prompt in the prefix cache. The
 /// next cell's scout must not be timed on that cached prompt: it is sent

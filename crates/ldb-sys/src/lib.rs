@@ -20,6 +20,7 @@
 //! ([`cuda::Stream::synchronize`]).
 
 pub mod child;
+pub mod clock_sync;
 pub mod cuda;
 pub mod nccl;
 pub mod nvrtc;

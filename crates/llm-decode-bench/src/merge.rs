@@ -39,5 +39,18 @@ pub fn run(a: &MergeArgs) -> Result<i32, AppError> {
         doc.results.len(),
         a.output.display()
     );
+    // The windows agree by construction; only the hosts' own clock state
+    // can say they were one time base (metadata.merge_clocks).
+    if let Some(m) = doc
+        .metadata
+        .merge_clocks
+        .as_ref()
+        .filter(|m| !m.synchronised)
+    {
+        eprintln!(
+            "WARNING: the shards' host clocks were not shown synchronised: {}",
+            m.problem
+        );
+    }
     Ok(exit::OK)
 }

@@ -104,9 +104,9 @@ fn window_auto_stop_note(auto: &DurationAuto) -> MethodologyNote {
         ..note(
             "Window closes when its rate is known (--duration auto)",
             true,
-            "batch rates r_i over 10 equal sub-windows; mean ± t(0.975, 9) · s/√10 · √((1+ρ)/(1−ρ)), ρ = lag-1 autocorrelation of r_i + (1+3ρ)/10, clamped to [0, 0.9]; drift = slope(r_i) · 10 / mean",
+            "batch rates r_i over k = ⌊window s⌋ (3…30) equal sub-windows, never under 1 s; mean ± t(0.975, k−1) · s/√k · √((1+ρ)/(1−ρ)), ρ = lag-1 autocorrelation of r_i + (1+3ρ)/k, clamped to [0, 0.9]; drift = slope(r_i) per second · duration_per_test / mean, with its 95 % interval from the residuals (same inflation)",
             format!(
-                "A sustained cell's window closes at the first tick after {} s where the 95 % interval of its client-counted rate is within ±{} % of the mean and the rate moved by at most that much across the window (drift); otherwise at duration_per_test, the maximum. stopped_by, rate_ci95 and rate_drift_pct record each cell's close. Open-loop and request-count cells keep their counts.",
+                "A sustained cell's window closes at the first tick after {} s where the 95 % interval of its client-counted rate is within ±{} % of the mean, the rate's trend would move it by at most that much across the longest window (drift over duration_per_test), and the drift's own 95 % interval lies within three times that; otherwise at duration_per_test, the maximum. stopped_by, rate_ci95 and rate_drift_pct record each cell's close. Open-loop and request-count cells keep their counts.",
                 auto.min_duration, auto.target_ci_pct
             ),
         )

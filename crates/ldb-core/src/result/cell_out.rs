@@ -22,7 +22,7 @@ struct CellOut<'a> {
     benchmark_mode: DecodeMode,
     request_count_target: u64,
     warmup_request_count: u64,
-    #[serde(serialize_with = "round6")]
+    #[serde(serialize_with = "round6")] // see `measurement_seconds_as_written`
     measurement_seconds: f64,
     #[serde(serialize_with = "round6")]
     measurement_wall_seconds: f64,
@@ -53,6 +53,15 @@ struct CellOut<'a> {
     hardware_summary: &'a HardwareSummary,
     #[serde(flatten)]
     ext: &'a CellExtras,
+}
+
+impl CellResult {
+    /// `measurement_seconds` as the file holds it (6 decimals). What is
+    /// judged from a cell both in the run and from its saved file (goodput)
+    /// reads it this way, or the two differ in the last bits.
+    pub fn measurement_seconds_as_written(&self) -> f64 {
+        super::round(self.measurement_seconds, 6)
+    }
 }
 
 impl Serialize for CellResult {

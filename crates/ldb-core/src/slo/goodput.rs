@@ -86,9 +86,16 @@ fn window_tokens(s: &RequestSample, window: Option<f64>) -> f64 {
 /// Goodput of a cell, tok/s: `aggregate_tps` × the share of the window's
 /// tokens that came from requests meeting every per-request target. `None`
 /// when the cell has no `aggregate_tps` or no request with tokens.
+///
+/// Computed only from values as the result file holds them, so that
+/// `report --slo` on the saved file gives the run's own goodput to the last
+/// bit: the window is read at the 6 decimals it is written with (in memory
+/// it has more), and the share is taken before it scales the rate, so a cell
+/// whose every request met the targets has exactly its `aggregate_tps`.
 pub fn goodput(spec: &SloSpec, c: &CellResult) -> Option<f64> {
     let tps = c.aggregate_tps?;
-    let window = (c.benchmark_mode == DecodeMode::Duration).then_some(c.measurement_seconds);
+    let window =
+        (c.benchmark_mode == DecodeMode::Duration).then(|| c.measurement_seconds_as_written());
     let (mut good, mut all) = (0.0, 0.0);
     for s in c.request_samples.iter().filter(|s| s.in_window) {
         let w = window_tokens(s, window);
@@ -97,7 +104,7 @@ pub fn goodput(spec: &SloSpec, c: &CellResult) -> Option<f64> {
             good += w;
         }
     }
-    (all > 0.0).then(|| tps * good / all)
+    (all > 0.0).then(|| tps * (good / all))
 }
 
 #[cfg(test)]
@@ -167,6 +174,54 @@ mod tests {
         let c = batch(vec![sample(0.5, 100), failed, no_answer]);
         let g = goodput(&spec("ttfo_p99=1"), &c).unwrap();
         assert!((g - 200.0 / 3.0).abs() < 1e-9, "{g}");
+    }
+
+    /// Issue 35: `report --slo` on the saved file gave 461.7872601387836
+    /// where the run wrote 461.78726013878367 — the file holds the window
+    /// at 6 decimals, and `tps · good / all` is not `tps` even when every
+    /// request met the targets. Judged in memory and from the file, the
+    /// goodput must be the same bits, whether all requests met or not.
+    #[test]
+    fn goodput_from_the_saved_cell_is_the_runs_own_to_the_last_bit() {
+        let req = |first: f64, last: f64, e2e_ok: bool| RequestSample {
+            ttft: 0.1,
+            ttfo: 0.1,
+            output_tokens: 37,
+            completed: e2e_ok,
+            latency: if e2e_ok { 1.0 } else { 0.0 },
+            start_s: first - 0.1,
+            first_token_s: Some(first),
+            end_s: Some(last),
+            in_window: true,
+            first_token_in_window: true,
+            ..RequestSample::default()
+        };
+        for i in 0..200u32 {
+            let window = 10.0 + f64::from(i) * 1.234_567_891e-7;
+            let mut c = CellResult {
+                benchmark_mode: DecodeMode::Duration,
+                measurement_seconds: window,
+                aggregate_tps: Some(461.787_260_138_783_6 + f64::from(i) * 0.013),
+                request_samples: vec![
+                    req(0.3, 10.7, false),
+                    req(1.1, 9.2, true),
+                    req(2.0, 10.000_000_3, false),
+                ],
+                ..CellResult::default()
+            };
+            let back = |c: &CellResult| -> CellResult {
+                serde_json::from_value(c.to_json()).expect("reads back")
+            };
+            for s in ["e2e_p99=600", "e2e_p99=0.5"] {
+                let live = goodput(&spec(s), &c);
+                assert_eq!(live, goodput(&spec(s), &back(&c)), "{s} at {window}");
+            }
+            // Every request meets a loose spec: goodput is exactly the rate.
+            c.request_samples
+                .iter_mut()
+                .for_each(|r| r.completed = true);
+            assert_eq!(goodput(&spec("e2e_p99=600"), &c), c.aggregate_tps);
+        }
     }
 
     /// A sustained window of 10 s: requests cut at its end have no e2e

@@ -14,7 +14,7 @@ use ldb_core::gaps::GapHistogram;
 use ldb_core::result::CellResult;
 use ldb_core::shard::{share, uncertainty_bound, windows_differ};
 
-use super::record::{RECORD_VERSION, ShardRecordFile, write_record};
+use super::record::{RECORD_VERSION, ShardRecordFile, note_host_clock, write_record};
 use super::wire::ShardCellData;
 use crate::assemble::{CellInputs, assemble};
 use crate::cell::decode_body;
@@ -80,7 +80,11 @@ pub async fn run_offline(
         ignore_eos: !rc.cfg.matrix.respect_eos,
         metadata: Some(md),
         cells: Vec::new(),
+        host_clock: None,
     };
+    // The merge cannot see a host clock that is off (the windows agree by
+    // construction): record what the kernel says of it, now and per cell.
+    note_host_clock(&mut rec);
     let slot = o.ramp_seconds + rc.cfg.matrix.duration + SLOT_TAIL_S;
     for (k, cell) in plan.cells_to_measure().enumerate() {
         if rc.controls.stop.is_cancelled() {
@@ -137,6 +141,7 @@ pub async fn run_offline(
             gaps: pool.counters.gaps.snapshot(),
             ..ShardCellData::default()
         });
+        note_host_clock(&mut rec);
         write_record(&o.record_path, &rec)
             .map_err(|e| OfflineError::Output(format!("{}: {e}", o.record_path.display())))?;
     }
@@ -192,6 +197,7 @@ pub fn merged_document(
         .find(|r| r.shard_index == 0)
         .ok_or("shard 0 is missing")?;
     let mut md = zero.metadata.clone().unwrap_or_default();
+    md.merge_clocks = Some(merge_clocks(recs, &cells));
     md.run_status = Some(ldb_core::result::RunStatus::Complete);
     md.timestamp = chrono::Local::now()
         .format("%Y-%m-%dT%H:%M:%S%.6f")
@@ -211,6 +217,31 @@ pub fn merged_document(
         methodology,
         ..ldb_core::document::ResultDocument::default()
     })
+}
+
+/// Every host's clock state, judged against the shortest window's tolerance.
+fn merge_clocks(
+    recs: &[ShardRecordFile],
+    cells: &[CellResult],
+) -> ldb_core::host_clock::MergeClocks {
+    let shortest = cells
+        .iter()
+        .filter_map(|c| Some(c.ext.window_end_unix? - c.ext.window_start_unix?))
+        .fold(f64::INFINITY, f64::min);
+    let mut hosts: Vec<_> = recs
+        .iter()
+        .map(|r| ldb_core::host_clock::ShardHostClock {
+            shard_index: r.shard_index,
+            clock: r.host_clock.clone(),
+        })
+        .collect();
+    hosts.sort_by_key(|h| h.shard_index);
+    let tolerance = if shortest.is_finite() {
+        uncertainty_bound(shortest)
+    } else {
+        0.0
+    };
+    ldb_core::host_clock::judge(hosts, tolerance)
 }
 
 /// One cell from every shard's part `k`, on shard 0's clock.
@@ -373,5 +404,68 @@ mod tests {
         late.cells[0].window_unix = Some((1000.2, 1010.2));
         let why = merge_records(&[record(0, 900.0), late]).expect_err("window");
         assert!(why.contains("different windows"), "{why}");
+    }
+
+    /// Issue 35: the windows in the records agree by construction (each
+    /// shard computed them from `--start-at` on its own clock), so the merge
+    /// could never catch a host clock that was off. Each record carries its
+    /// host's kernel clock state; the merged file lists them and flags hosts
+    /// that were not shown synchronised within the windows' tolerance.
+    #[test]
+    fn the_merged_file_records_each_hosts_clock_and_flags_unsynchronised_ones() {
+        use ldb_core::host_clock::HostClock;
+        let clock = |synchronised: bool, est_ms: f64| HostClock {
+            source: "adjtimex".into(),
+            synchronised,
+            est_error_s: est_ms / 1e3,
+            max_error_s: 0.02,
+            read_error: String::new(),
+        };
+        let with = |i: u32, c: Option<HostClock>| ShardRecordFile {
+            host_clock: c,
+            ..record(i, 900.0)
+        };
+        let doc = merged_document(&[
+            with(0, Some(clock(true, 0.5))),
+            with(1, Some(clock(true, 1.0))),
+        ])
+        .expect("merged");
+        let m = doc.metadata.merge_clocks.expect("merge_clocks");
+        // A 10 s window: 0.05 % is 5 ms.
+        assert!((m.tolerance_s - 0.005).abs() < 1e-12, "{m:?}");
+        assert!(m.synchronised, "{m:?}");
+        assert_eq!(m.hosts.len(), 2);
+        let doc = merged_document(&[
+            with(0, Some(clock(true, 0.5))),
+            with(1, Some(clock(false, 0.5))),
+        ])
+        .expect("merged all the same");
+        let m = doc.metadata.merge_clocks.expect("merge_clocks");
+        assert!(!m.synchronised);
+        assert!(
+            m.problem.contains("shard 1: host clock not synchronised"),
+            "{}",
+            m.problem
+        );
+        // A record from before the clock state: unknown, so flagged.
+        let doc =
+            merged_document(&[with(0, Some(clock(true, 0.5))), with(1, None)]).expect("merged");
+        assert!(
+            !doc.metadata
+                .merge_clocks
+                .expect("merge_clocks")
+                .synchronised
+        );
+    }
+
+    #[test]
+    fn a_shard_reads_its_hosts_clock_state() {
+        let mut rec = record(0, 900.0);
+        crate::shard::record::note_host_clock(&mut rec);
+        let c = rec.host_clock.expect("read");
+        if cfg!(target_os = "linux") {
+            assert_eq!(c.source, "adjtimex", "{c:?}");
+            assert!(c.est_error_s >= 0.0 && c.max_error_s >= 0.0);
+        }
     }
 }

@@ -44,6 +44,11 @@ pub struct ShardRecordFile {
     /// merged result takes shard 0's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ldb_core::document::Metadata>,
+    /// Offline shards: what this host's kernel said of its clock's
+    /// synchronisation, the worst of the readings at the start and after
+    /// each cell (absent in records from before 7 Dec 2026).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_clock: Option<ldb_core::host_clock::HostClock>,
     /// How the shard ended: `finished`, `leader_lost`, or still `running`.
     pub ended: String,
     /// The cells, in the order run.
@@ -69,6 +74,33 @@ pub fn write_record(path: &Path, rec: &ShardRecordFile) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp-shard");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
+}
+
+/// This host's clock-sync state now, from the kernel (`adjtimex`).
+pub fn host_clock_now() -> ldb_core::host_clock::HostClock {
+    use ldb_core::host_clock::HostClock;
+    match ldb_sys::clock_sync::kernel_clock() {
+        Ok(k) => HostClock {
+            source: "adjtimex".into(),
+            synchronised: k.synchronised,
+            est_error_s: k.est_error_us as f64 * 1e-6,
+            max_error_s: k.max_error_us as f64 * 1e-6,
+            read_error: String::new(),
+        },
+        Err(e) => HostClock {
+            read_error: e.to_string(),
+            ..HostClock::default()
+        },
+    }
+}
+
+/// Fold a new reading of this host's clock into the record.
+pub fn note_host_clock(rec: &mut ShardRecordFile) {
+    let now = host_clock_now();
+    rec.host_clock = Some(match &rec.host_clock {
+        Some(before) => before.worse(&now),
+        None => now,
+    });
 }
 
 /// Read a record file.
