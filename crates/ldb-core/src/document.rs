@@ -306,6 +306,9 @@ pub struct ResultDocument {
     pub slo: Option<SloSummary>,
     /// The `--coding-peak` probe (absent without it).
     pub coding_peak: Option<crate::coding_peak::CodingPeak>,
+    /// Energy and cost settings, idle power, frontier and replay costs
+    /// (absent when the run stamped none; `energy_cost.rs`).
+    pub energy_cost: Option<crate::energy_cost::RunEnergyCost>,
 }
 
 /// The file as written: the document's fields by reference, in file order,
@@ -339,6 +342,8 @@ struct DocumentOut<'a> {
     methodology: &'a Methodology,
     #[serde(skip_serializing_if = "Option::is_none")]
     coding_peak: Option<&'a crate::coding_peak::CodingPeak>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    energy_cost: Option<&'a crate::energy_cost::RunEnergyCost>,
 }
 
 impl Serialize for ResultDocument {
@@ -369,6 +374,7 @@ impl Serialize for ResultDocument {
             slo: self.slo.as_ref(),
             methodology: &self.methodology,
             coding_peak: self.coding_peak.as_ref(),
+            energy_cost: self.energy_cost.as_ref(),
         }
         .serialize(s)
     }

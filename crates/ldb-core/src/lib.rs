@@ -17,6 +17,7 @@ pub mod cjk;
 pub mod client_load;
 pub mod coding_peak;
 pub mod document;
+pub mod energy_cost;
 pub mod engine;
 pub mod failure;
 pub mod gaps;

@@ -268,6 +268,10 @@ pub struct CellExtras {
     /// Absent when the scout answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scout_timeout: Option<String>,
+    /// Joules and dollars per token (`energy_cost.rs`; absent until a run
+    /// stamps it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_cost: Option<crate::energy_cost::CellEnergyCost>,
     /// Output tokens per joule of GPU energy in the window (0 when unknown).
     pub tokens_per_joule: f64,
     /// Streams launched → window start.

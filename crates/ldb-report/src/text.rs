@@ -13,6 +13,7 @@
 
 mod burst;
 mod coding_peak;
+mod energy_cost;
 // The HTML report reuses the cell grammar, legend and formats.
 pub(crate) mod cells;
 pub(crate) mod decode;
@@ -160,6 +161,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
         out.extend(decode::section(&cx));
     }
     out.extend(hardware::section(&cx));
+    out.extend(energy_cost::section(&cx));
     out.extend(burst::section(&cx));
     out.extend(slo::section(&cx));
     out.extend(summary::section(&cx));

@@ -48,4 +48,7 @@ pub struct RunConfig {
     pub replay: Option<crate::replay::ReplayConfig>,
     /// Shared prefixes, cache granularity override and resets (`prefix.rs`).
     pub prefix_cache: crate::prefix::PrefixCacheSettings,
+    /// `--energy-baseline`, `--gpu-hour-price`, `--gpu-count` (the idle
+    /// power is measured by the run; `energy.rs`).
+    pub energy: ldb_core::energy_cost::RunEnergyCost,
 }

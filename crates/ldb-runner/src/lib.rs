@@ -10,6 +10,7 @@ pub mod burst;
 mod cache_granularity;
 mod cache_reset;
 mod calibration_cache;
+mod energy;
 pub mod cell;
 mod cell_io;
 mod cell_view;

@@ -28,6 +28,9 @@ pub(crate) struct Recorder {
     prior_events: Vec<String>,
     /// Server outages and restarts, stamped into the metadata at each save.
     faults: Option<crate::server_watch::SharedFaults>,
+    /// Energy and cost settings with the measured idle power; stamped into
+    /// the cells at every save (`ldb_core::energy_cost`).
+    energy: Option<ldb_core::energy_cost::RunEnergyCost>,
 }
 
 impl Recorder {
@@ -50,9 +53,15 @@ impl Recorder {
             request_mode,
             prior_events,
             faults: None,
+            energy: None,
         };
         r.save(ldb_core::result::RunStatus::InProgress);
         r
+    }
+
+    /// Stamp energy and cost figures into every cell at each save.
+    pub(crate) fn stamp_energy(&mut self, energy: ldb_core::energy_cost::RunEnergyCost) {
+        self.energy = Some(energy);
     }
 
     /// Stamp the run's server faults into the metadata at every save.
@@ -249,6 +258,9 @@ impl Recorder {
         doc.event_log.extend(self.live.events());
         if let Some(h) = &self.hardware {
             doc.hardware_run_summary = h.summary_since(0);
+        }
+        if let Some(energy) = &self.energy {
+            ldb_core::energy_cost::stamp(doc, energy.clone());
         }
         let spec_present = doc.results.iter().any(|c| c.spec.steps_per_s > 0.0);
         let request_mode = self.request_mode;

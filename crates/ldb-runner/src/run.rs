@@ -222,6 +222,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         rc.hardware.clone(),
         request_mode,
     );
+    rec.stamp_energy(crate::energy::settings(&rc));
     rec.show_carried(&plan);
     rec.watch_faults(rc.faults.clone());
     if rc.cfg.replay.is_some() {

@@ -35,6 +35,8 @@ pub struct DiagnosticsConfig {
     pub topo_timeout: Duration,
     /// Environment to record; `None` reads the process environment.
     pub env: Option<Vec<(String, String)>>,
+    /// Sysfs root and `lspci` for the PCIe topology facts.
+    pub pcie: crate::pcie_topology::PcieConfig,
 }
 
 impl Default for DiagnosticsConfig {
@@ -48,6 +50,7 @@ impl Default for DiagnosticsConfig {
             command_timeout: Duration::from_secs(2),
             topo_timeout: Duration::from_secs(8),
             env: None,
+            pcie: crate::pcie_topology::PcieConfig::default(),
         }
     }
 }
@@ -131,7 +134,10 @@ pub fn collect_startup_diagnostics_with(
         nvidia_smi_query: query,
         nvidia_smi_topo: topo,
         nvidia_smi_error: smi_error,
-        extra: Map::new(),
+        extra: Map::from_iter([(
+            "pcie_topology".to_string(),
+            crate::pcie_topology::collect(&cfg.pcie),
+        )]),
     }
 }
 

@@ -22,6 +22,7 @@ pub mod error;
 pub mod gpu;
 pub mod live;
 pub mod monitor;
+pub mod pcie_topology;
 
 pub use diagnostics::{
     DiagnosticsConfig, StartupDiagnostics, collect_startup_diagnostics,

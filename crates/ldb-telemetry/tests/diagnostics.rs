@@ -21,6 +21,11 @@ fn config(fake: &str, params: &str) -> DiagnosticsConfig {
         nvml_lib: None,
         command_timeout: Duration::from_millis(1500),
         topo_timeout: Duration::from_millis(1500),
+        pcie: ldb_telemetry::pcie_topology::PcieConfig {
+            sysfs_root: fixture("pcie/absent"),
+            lspci: fixture("pcie/absent/lspci"),
+            timeout: Duration::from_millis(1500),
+        },
         env: Some(
             [
                 ("PATH", "/usr/bin"),

@@ -522,6 +522,9 @@ pub struct BenchArgs {
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
+    /// Energy and cost per token (docs/methodology.md §11).
+    #[command(flatten)]
+    pub energy: crate::cli_energy::EnergyArgs,
     /// Shards: one measurement from several client processes (docs/shards.md).
     #[command(flatten)]
     pub shard: crate::cli_shard::ShardArgs,

@@ -64,6 +64,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     } = m;
     let prefix_cache = crate::cli_prefix::settings(&a.prefix_cache, &contexts)?;
     let metrics_urls = crate::address::metrics_urls(&a.metrics_url)?;
+    let energy = crate::cli_energy::settings(&a.energy)?;
     let repeat = repeat(a, open_loop.on)?;
     let replay = crate::workload_config::replay(a)?;
     // A replay runs no matrix: one context of 0 and one concurrency,
@@ -122,6 +123,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
         output: parts::output(a, argv),
         replay,
         prefix_cache,
+        energy,
     })
 }
 

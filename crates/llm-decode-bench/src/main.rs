@@ -10,6 +10,7 @@ mod bench;
 mod cjk_watchdog;
 mod cli;
 mod cli_cstats;
+mod cli_energy;
 mod cli_fabric;
 mod cli_float;
 mod cli_prefix;

@@ -72,6 +72,10 @@ pub(crate) const REPLAYED: &[&str] = &[
     "cell-warmup-timeout-seconds",
     "respect-eos",
     "max-error-rate",
+    // energy and cost: arithmetic over what was measured, nothing acts
+    "energy-baseline",
+    "gpu-hour-price",
+    "gpu-count",
     "wait-for-server",
     "stream-idle-timeout",
     "server-down-grace",
