@@ -16,7 +16,7 @@ pub struct EnergyArgs {
     pub energy_baseline: String,
     /// Price of one GPU-hour in US dollars: adds $ per million output tokens to every cell,
     /// the SLO frontier and replays.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = crate::cli_float::number)]
     pub gpu_hour_price: Option<f64>,
     /// GPUs the price is paid for, where telemetry cannot see them [default: GPUs telemetry sees].
     #[arg(long, value_name = "N")]

@@ -59,7 +59,7 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "S|exp:MEAN")]
     pub think_time: Option<String>,
     /// Trace replay or sessions: end the run at most this many seconds after its start; requests still open then fail (default: a replay's span + max(3 × span, 120 s); sessions 3600 s).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli_float::number)]
     pub replay_limit: Option<f64>,
     /// Cut built prompt text (--trace token counts, --sessions messages) from this text file instead of filler words.
     #[arg(long, value_name = "FILE")]

@@ -195,6 +195,7 @@ pub(crate) const REPLAYED: &[&str] = &[
     "turns",
     "user-tokens",
     "think-time",
+    "replay-limit",
 ];
 
 /// Flags never replayed from a result file, each with its reason.
