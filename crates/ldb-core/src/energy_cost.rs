@@ -114,9 +114,12 @@ pub fn stamp(doc: &mut ResultDocument, mut run: RunEnergyCost) {
         .map(|(x, row)| (*x, prefill_joules_per_token(row, &run)))
         .collect();
     let fill = |cell: &mut CellResult| {
-        let pre = prefill.get(&cell.context_tokens).cloned().unwrap_or_else(|| {
-            Err("no prefill row for this context (run without prefill)".to_string())
-        });
+        let pre = prefill
+            .get(&cell.context_tokens)
+            .cloned()
+            .unwrap_or_else(|| {
+                Err("no prefill row for this context (run without prefill)".to_string())
+            });
         cell.ext.energy_cost = Some(cell_energy_cost(cell, &run, pre));
     };
     doc.results.iter_mut().for_each(fill);
@@ -132,14 +135,18 @@ pub fn stamp(doc: &mut ResultDocument, mut run: RunEnergyCost) {
             });
             let usd = match cell.and_then(|c| c.ext.energy_cost.as_ref()) {
                 Some(e) => e.usd_per_million_output_tokens.ok_or_else(|| {
-                    e.usd_per_million_output_tokens_reason.clone().unwrap_or_default()
+                    e.usd_per_million_output_tokens_reason
+                        .clone()
+                        .unwrap_or_default()
                 }),
                 None => Err("no cell meets every SLO at this context".to_string()),
             };
             if let Err(why) = &usd {
-                run.reasons.push(format!("SLO frontier at context {x}: {why}"));
+                run.reasons
+                    .push(format!("SLO frontier at context {x}: {why}"));
             }
-            run.slo_frontier_usd_per_million_output_tokens.insert(*x, usd.ok());
+            run.slo_frontier_usd_per_million_output_tokens
+                .insert(*x, usd.ok());
         }
     }
     run.replay_usd_per_million_output_tokens = doc

@@ -94,14 +94,15 @@ const COLUMNS: &[Column] = &[
     col!("server_utilization", |c| f(c.server_utilization)),
     col!("server_spec_accept_length", |c| f(c.spec.accept_length)),
     col!("tokens_per_joule", |c| f(c.ext.tokens_per_joule)),
-    col!("decode_joules_per_token", |c| energy(c, |e| e.decode_joules_per_token)),
-    col!("prefill_joules_per_token", |c| energy(c, |e| e.prefill_joules_per_token)),
+    col!("decode_joules_per_token", |c| energy(c, |e| e
+        .decode_joules_per_token)),
+    col!("prefill_joules_per_token", |c| energy(c, |e| e
+        .prefill_joules_per_token)),
     col!("idle_power_w", |c| energy(c, |e| e.idle_power_w)),
-    col!("tokens_per_second_per_kw", |c| energy(c, |e| e.tokens_per_second_per_kw)),
-    col!("usd_per_million_output_tokens", |c| energy(
-        c,
-        |e| e.usd_per_million_output_tokens
-    )),
+    col!("tokens_per_second_per_kw", |c| energy(c, |e| e
+        .tokens_per_second_per_kw)),
+    col!("usd_per_million_output_tokens", |c| energy(c, |e| e
+        .usd_per_million_output_tokens)),
     col!("status_reason", |c| c.ext.status_reason.clone()),
     col!("slo_met", |c| c
         .ext
@@ -333,5 +334,9 @@ fn energy(
     c: &CellResult,
     get: impl Fn(&ldb_core::energy_cost::CellEnergyCost) -> Option<f64>,
 ) -> String {
-    c.ext.energy_cost.as_ref().and_then(get).map_or_else(String::new, f)
+    c.ext
+        .energy_cost
+        .as_ref()
+        .and_then(get)
+        .map_or_else(String::new, f)
 }

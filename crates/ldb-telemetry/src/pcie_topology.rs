@@ -68,7 +68,11 @@ pub fn parse_lspci_acs(text: &str) -> Vec<(String, AcsCtl)> {
 
 fn full_bdf(s: &str) -> String {
     let s = s.to_ascii_lowercase();
-    if s.matches(':').count() == 1 { format!("0000:{s}") } else { s }
+    if s.matches(':').count() == 1 {
+        format!("0000:{s}")
+    } else {
+        s
+    }
 }
 
 fn is_bdf(s: &str) -> bool {
@@ -87,7 +91,12 @@ fn gpu_facts(dev: &Path, bdf: &str, acs: Option<&[(String, AcsCtl)]>) -> Value {
     let real = std::fs::canonicalize(dev).unwrap_or_else(|_| dev.to_path_buf());
     let bridges: Vec<String> = real
         .components()
-        .filter_map(|c| c.as_os_str().to_str().filter(|s| is_bdf(s)).map(String::from))
+        .filter_map(|c| {
+            c.as_os_str()
+                .to_str()
+                .filter(|s| is_bdf(s))
+                .map(String::from)
+        })
         .filter(|b| b != bdf)
         .collect();
     let speed = (read(dev, "current_link_speed"), read(dev, "max_link_speed"));
@@ -104,8 +113,12 @@ fn gpu_facts(dev: &Path, bdf: &str, acs: Option<&[(String, AcsCtl)]>) -> Value {
     };
     // bridges[0] is the root port; the rest are switch ports.
     let switch_ports = bridges.get(1..).unwrap_or(&[]);
-    let switch_redirect: Option<Vec<&String>> =
-        acs.map(|_| switch_ports.iter().filter(|b| redirects(b) == Some(true)).collect());
+    let switch_redirect: Option<Vec<&String>> = acs.map(|_| {
+        switch_ports
+            .iter()
+            .filter(|b| redirects(b) == Some(true))
+            .collect()
+    });
     let (through_rc, why) = match (&switch_redirect, switch_ports.is_empty()) {
         (_, true) => (
             Some(true),
@@ -151,7 +164,9 @@ pub fn collect(cfg: &PcieConfig) -> Value {
     let mut gpus: Vec<(String, PathBuf)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
-        .filter(|(_, p)| read(p, "class").is_some_and(|c| c.starts_with("0x0300") || c.starts_with("0x0302")))
+        .filter(|(_, p)| {
+            read(p, "class").is_some_and(|c| c.starts_with("0x0300") || c.starts_with("0x0302"))
+        })
         .collect();
     gpus.sort();
     if gpus.is_empty() {
@@ -162,7 +177,10 @@ pub fn collect(cfg: &PcieConfig) -> Value {
     let (acs, acs_source) = if run.not_found {
         (None, "unavailable: lspci not found".to_string())
     } else if run.timed_out || run.returncode != 0 {
-        (None, format!("unavailable: lspci -vvv failed (exit {})", run.returncode))
+        (
+            None,
+            format!("unavailable: lspci -vvv failed (exit {})", run.returncode),
+        )
     } else {
         let acs = parse_lspci_acs(&run.stdout);
         let note = if acs.is_empty() && run.stdout.contains("access denied") {

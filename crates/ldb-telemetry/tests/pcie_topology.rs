@@ -64,7 +64,10 @@ fn rtx_workstation_with_acs_on_routes_p2p_through_the_root_complex() {
 #[test]
 fn lspci_without_root_or_missing_says_why() {
     let v = facts("h100-plx", "lspci-denied");
-    assert!(v["acs_source"].as_str().unwrap().contains("needs root"), "{v}");
+    assert!(
+        v["acs_source"].as_str().unwrap().contains("needs root"),
+        "{v}"
+    );
     assert!(v["gpus"][0]["p2p_through_root_complex"].is_null());
     assert!(v["gpus"][0]["current_link_speed"].is_string());
     let v = facts("h100-plx", "no-such-lspci");
@@ -76,7 +79,8 @@ fn lspci_without_root_or_missing_says_why() {
 
 #[test]
 fn lspci_lines_without_a_domain_get_domain_zero() {
-    let acs = parse_lspci_acs("00:01.1 PCI bridge: x\n\t\tACSCtl:\tSrcValid+ ReqRedir- CmpltRedir+\n");
+    let acs =
+        parse_lspci_acs("00:01.1 PCI bridge: x\n\t\tACSCtl:\tSrcValid+ ReqRedir- CmpltRedir+\n");
     assert_eq!(acs.len(), 1);
     assert_eq!(acs[0].0, "0000:00:01.1");
     assert!(!acs[0].1.req_redir && acs[0].1.cmplt_redir);

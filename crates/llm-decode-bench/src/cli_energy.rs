@@ -40,7 +40,12 @@ pub fn settings(a: &EnergyArgs) -> Result<RunEnergyCost, ConfigError> {
         energy_baseline: baseline,
         gpu_hour_price_usd: a.gpu_hour_price,
         gpu_count: a.gpu_count,
-        gpu_count_source: if a.gpu_count.is_some() { "--gpu-count" } else { "" }.into(),
+        gpu_count_source: if a.gpu_count.is_some() {
+            "--gpu-count"
+        } else {
+            ""
+        }
+        .into(),
         ..RunEnergyCost::default()
     })
 }

@@ -30,9 +30,7 @@ fn net_energy(hw: &HardwareSummary, run: &RunEnergyCost) -> Result<(f64, f64), S
 
 /// US dollars per million tokens: `price × GPUs × seconds / 3600 / tokens × 10⁶`.
 pub fn usd_per_million(run: &RunEnergyCost, seconds: f64, tokens: f64) -> Result<f64, String> {
-    let price = run
-        .gpu_hour_price_usd
-        .ok_or("no --gpu-hour-price given")?;
+    let price = run.gpu_hour_price_usd.ok_or("no --gpu-hour-price given")?;
     let gpus = run
         .gpu_count
         .filter(|n| *n > 0)

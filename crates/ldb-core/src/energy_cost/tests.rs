@@ -64,11 +64,18 @@ fn idle_baseline_subtracts_idle_power_times_the_window() {
     let mut r = run(None, None);
     r.energy_baseline = EnergyBaseline::Idle;
     let e = cell_energy_cost(&c, &r, Err("x".into()));
-    assert_eq!(e.decode_joules_per_token, Some((300.0 - 100.0) * 10.0 / 1500.0));
+    assert_eq!(
+        e.decode_joules_per_token,
+        Some((300.0 - 100.0) * 10.0 / 1500.0)
+    );
     r.idle_power_w = None;
     let e = cell_energy_cost(&c, &r, Err("x".into()));
     assert_eq!(e.decode_joules_per_token, None);
-    assert!(e.decode_joules_per_token_reason.unwrap().contains("idle power unknown"));
+    assert!(
+        e.decode_joules_per_token_reason
+            .unwrap()
+            .contains("idle power unknown")
+    );
 }
 
 #[test]
@@ -79,7 +86,11 @@ fn price_gives_dollars_per_million_tokens_exactly() {
         e.usd_per_million_output_tokens,
         Some(2.0 * 4.0 * 10.0 / 3600.0 / 1500.0 * 1e6)
     );
-    assert!(e.cost_basis.contains("4 GPU(s) (--gpu-count)"), "{}", e.cost_basis);
+    assert!(
+        e.cost_basis.contains("4 GPU(s) (--gpu-count)"),
+        "{}",
+        e.cost_basis
+    );
     let e = cell_energy_cost(&c, &run(None, Some(4)), Err("x".into()));
     assert_eq!(e.usd_per_million_output_tokens, None);
     assert_eq!(
@@ -94,7 +105,12 @@ fn a_cell_without_energy_counters_says_why_instead_of_zero() {
     c.hardware_summary = Default::default();
     let e = cell_energy_cost(&c, &run(Some(2.0), Some(1)), Err("x".into()));
     assert_eq!(e.decode_joules_per_token, None);
-    assert!(e.decode_joules_per_token_reason.as_deref().unwrap().contains("no GPU energy counters"));
+    assert!(
+        e.decode_joules_per_token_reason
+            .as_deref()
+            .unwrap()
+            .contains("no GPU energy counters")
+    );
     assert!(e.tokens_per_second_per_kw_reason.is_some());
     // Cost rests on time, not energy: still there.
     assert!(e.usd_per_million_output_tokens.is_some());
@@ -119,7 +135,11 @@ fn prefill_rows_give_joules_per_prompt_token() {
         samples: 1,
         ..PrefillEntry::default()
     };
-    assert!(prefill_joules_per_token(&scout, &r).unwrap_err().contains("scout"));
+    assert!(
+        prefill_joules_per_token(&scout, &r)
+            .unwrap_err()
+            .contains("scout")
+    );
 }
 
 #[test]

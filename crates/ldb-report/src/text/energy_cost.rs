@@ -32,7 +32,15 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     if rows.is_empty() {
         return Vec::new();
     }
-    let headers = ["ctx", "C", "J/out tok", "J/prompt tok", "idle W", "tok/s/kW", "$/Mtok out"];
+    let headers = [
+        "ctx",
+        "C",
+        "J/out tok",
+        "J/prompt tok",
+        "idle W",
+        "tok/s/kW",
+        "$/Mtok out",
+    ];
     let mut t = Table::new("Energy and Cost", &headers).right(&[1, 2, 3, 4, 5, 6]);
     let mut reasons: Vec<String> = Vec::new();
     for (c, e) in &rows {
@@ -73,7 +81,10 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
     }
     for (x, usd) in &run.slo_frontier_usd_per_million_output_tokens {
         if let Some(usd) = usd {
-            note.push_str(&format!(" SLO frontier at {}: ${usd:.3}/Mtok.", context(*x)));
+            note.push_str(&format!(
+                " SLO frontier at {}: ${usd:.3}/Mtok.",
+                context(*x)
+            ));
         }
     }
     for (i, usd) in run.replay_usd_per_million_output_tokens.iter().enumerate() {

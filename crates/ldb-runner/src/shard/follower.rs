@@ -240,7 +240,9 @@ impl Following {
                     order.bodies = first;
                 }
                 if let Err(why) = super::check::rate_bodies(&order) {
-                    return Some(FollowEnd::LeaderLost(format!("a number out of range: {why}")));
+                    return Some(FollowEnd::LeaderLost(format!(
+                        "a number out of range: {why}"
+                    )));
                 }
                 self.rates_running += 1;
                 let (env, origin) = (self.base.clone(), self.clock.origin());

@@ -266,7 +266,11 @@ fn trace_replay(port: u16, dir: &Path, e: &Engine) {
     let t = &doc["trace_results"][0];
     let sum = &t["summary"];
     assert_eq!(s(t, "status"), "ok", "{t}");
-    assert_eq!((f(sum, "completed"), f(sum, "errors")), (TRACE_ROWS as f64, 0.0), "{t}");
+    assert_eq!(
+        (f(sum, "completed"), f(sum, "errors")),
+        (TRACE_ROWS as f64, 0.0),
+        "{t}"
+    );
     let l = &t["lengths"];
     assert!(f(l, "reported_max_error") <= 1.0, "{l}");
     assert!(f(l, "tokenized_max_error") <= 1.0, "{l}");
