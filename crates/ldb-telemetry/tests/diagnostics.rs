@@ -82,9 +82,12 @@ fn full_diagnostics_on_a_fake_four_gpu_host() {
             "gpu_inventory",
             "gpu_inventory_source",
             "nvidia_smi_query",
-            "nvidia_smi_topo"
+            "nvidia_smi_topo",
+            "pcie_topology"
         ]
     );
+    // The fake host has no sysfs PCI tree: the fact says so.
+    assert_eq!(v["pcie_topology"]["status"], "unavailable", "{v}");
     assert_eq!(v["server_url"], "http://<redacted>@127.0.0.1:5001");
     assert!(!d.hostname.is_empty() && !d.uname.is_empty());
     // Environment: only the five prefixes, secrets redacted.

@@ -732,6 +732,40 @@ fn trace_sessions_resend_the_conversation_turn_by_turn() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// A session turn whose own tokens exceed the model's context (16,384 in
+/// the scenario) is cut with the rest of its conversation before any text
+/// of it is built, and the event log says where; the other conversation
+/// runs whole (issue 34: before, the turn was built and sent, and failed).
+#[test]
+fn trace_session_turns_past_the_context_are_cut_before_they_are_built() {
+    let (dir, trace) = tmp("long.jsonl");
+    let rows = [("a", 1000), ("b", 1000), ("a", 1000), ("b", 20_000), ("b", 100)];
+    let body: String = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (id, n))| {
+            format!(
+                "{{\"timestamp\": {}, \"input_tokens\": {n}, \"output_tokens\": 4, \"session_id\": \"{id}\"}}\n",
+                i as f64 * 0.01
+            )
+        })
+        .collect();
+    std::fs::write(&trace, body).expect("trace");
+    let p = trace.to_str().expect("path");
+    let doc = replay(dir.path(), 5_000_000.0, &["--trace", p, "--trace-sessions"]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["sessions_completed"], 2, "{r}");
+    assert_eq!(r["summary"]["completed"], 3, "{r}");
+    assert_eq!(r["summary"]["errors"], 0, "{r}");
+    let log = doc["event_log"].to_string();
+    assert!(
+        log.contains("2 turns of 1 conversations not sent")
+            && log.contains("context (16384 tokens), first at line 4"),
+        "{log}"
+    );
+}
+
 /// A row that does not parse, timestamps going backwards and an empty
 /// trace: one line naming the file and line, exit 2, nothing sent.
 #[test]

@@ -307,7 +307,7 @@ fn plans_of(
     rc: &RunCtx,
     sh: &Shared,
     cfg: &SessionConfig,
-    trace: Option<&TraceConfig>,
+    trace: Option<(&TraceConfig, u64)>,
 ) -> (Vec<Vec<Turn>>, bool) {
     match trace {
         None => (
@@ -316,7 +316,7 @@ fn plans_of(
                 .collect(),
             false,
         ),
-        Some(t) => super::trace_sessions::plans(rc, sh, t),
+        Some((t, context)) => super::trace_sessions::plans(rc, sh, t, context),
     }
 }
 
@@ -359,7 +359,7 @@ async fn run_with(
         progress: Arc::new(Counters::default()),
         tally: Tally::default(),
     };
-    let (plans, literal) = plans_of(rc, &sh, cfg, trace);
+    let (plans, literal) = plans_of(rc, &sh, cfg, trace.map(|t| (t, disc.model_context)));
     // Fixed once every conversation is planned: a first turn due while a long
     // trace is read would leave late, the delay in its latencies (issue 35).
     let start = rc.clock.now() + 0.2;

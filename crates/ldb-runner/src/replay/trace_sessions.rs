@@ -8,9 +8,11 @@
 //! between turns are the think time, less the reply's own time. A row
 //! without a session id is a conversation of one turn. The window's rows
 //! are held in memory, grouped by session (the turns of a session cannot be
-//! sent before the replies before them).
+//! sent before the replies before them). A turn whose own new tokens and
+//! output exceed the model's context is cut, with the rest of its
+//! conversation, before any text of it is built (issue 34).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ldb_core::prompt::Message;
 use ldb_core::trace::TracePrompt;
@@ -21,7 +23,13 @@ use crate::ctx::RunCtx;
 
 /// The turns of each conversation of the trace, and whether any row was a
 /// literal prompt (then no intended hit rate: the tool did not build it).
-pub(super) fn plans(rc: &RunCtx, sh: &Shared, cfg: &TraceConfig) -> (Vec<Vec<Turn>>, bool) {
+/// `context` is the model's context in tokens (0: unknown, nothing cut).
+pub(super) fn plans(
+    rc: &RunCtx,
+    sh: &Shared,
+    cfg: &TraceConfig,
+    context: u64,
+) -> (Vec<Vec<Turn>>, bool) {
     let rows = match requests(cfg) {
         Ok(r) => r,
         Err(e) => {
@@ -32,6 +40,7 @@ pub(super) fn plans(rc: &RunCtx, sh: &Shared, cfg: &TraceConfig) -> (Vec<Vec<Tur
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut plans: Vec<Vec<Turn>> = Vec::new();
     let mut literal = false;
+    let mut cut = Cut::default();
     for r in rows {
         let at = match &r.session_id {
             Some(id) => *index.entry(id.clone()).or_insert_with(|| {
@@ -43,6 +52,9 @@ pub(super) fn plans(rc: &RunCtx, sh: &Shared, cfg: &TraceConfig) -> (Vec<Vec<Tur
                 plans.len() - 1
             }
         };
+        if cut.drops(at, &r, context) {
+            continue;
+        }
         let turn = plans[at].len() as u32 + 1;
         let (adds, built_tokens) = match &r.prompt {
             TracePrompt::Tokens(n) => {
@@ -77,5 +89,43 @@ pub(super) fn plans(rc: &RunCtx, sh: &Shared, cfg: &TraceConfig) -> (Vec<Vec<Tur
             max_tokens: r.output_tokens,
         });
     }
+    if let Some(note) = cut.note(context) {
+        rc.live.event(note);
+    }
     (plans, literal)
+}
+
+/// The conversations cut at a turn that cannot fit the model's context.
+#[derive(Default)]
+struct Cut {
+    sessions: HashSet<usize>,
+    turns: u64,
+    first_line: Option<u64>,
+}
+
+impl Cut {
+    /// Whether row `r` of conversation `at` is left out: it or an earlier
+    /// turn of its conversation asks for more than `context` tokens on its
+    /// own (every later turn resends it, so none of them fits either).
+    fn drops(&mut self, at: usize, r: &ldb_core::trace::TraceRequest, context: u64) -> bool {
+        let too_long = context > 0
+            && r.input_tokens()
+                .is_some_and(|n| n.saturating_add(r.output_tokens) > context);
+        if too_long && self.sessions.insert(at) {
+            self.first_line.get_or_insert(r.line);
+        }
+        let drop = self.sessions.contains(&at);
+        self.turns += u64::from(drop);
+        drop
+    }
+
+    /// The event line saying what was cut, if anything.
+    fn note(&self, context: u64) -> Option<String> {
+        let line = self.first_line?;
+        Some(format!(
+            "trace sessions: {} turns of {} conversations not sent: a turn's new tokens and output exceed the model's context ({context} tokens), first at line {line}; the rest of each such conversation is cut",
+            self.turns,
+            self.sessions.len()
+        ))
+    }
 }

@@ -338,12 +338,19 @@ const TO_LEADER_QUEUE: usize = 256;
 /// (The leader waits for the cell's results a bounded time, `cell.rs`.)
 async fn close_reporting(a: Active, clock: &Clock, tx: &mpsc::Sender<Msg>) -> ShardCellData {
     let cell = a.cell;
-    let close = close_cell(a, clock);
-    tokio::pin!(close);
+    while_reporting(cell, close_cell(a, clock), tx).await
+}
+
+/// Runs `work` (a cell's close, which waits for every stream to end) while
+/// sending the leader a status for `cell` every 250 ms: the leader counts a
+/// member silent for [`SILENCE_LIMIT`] as lost, and a slow close is not a
+/// loss (issue 34).
+async fn while_reporting<T>(cell: u64, work: impl Future<Output = T>, tx: &mpsc::Sender<Msg>) -> T {
+    tokio::pin!(work);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tokio::select! {
-            d = &mut close => return d,
+            d = &mut work => return d,
             _ = tick.tick() => {
                 let _ = tx.try_send(Msg::Status {
                     cell: Some(cell),
@@ -537,4 +544,37 @@ fn impostor(s: &FollowerSettings) -> Door {
 /// they come from the leader, and a terminal must not act on them.
 fn printable(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).take(300).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    /// A close that takes three silence limits still keeps the leader
+    /// hearing from the member: no gap between statuses, nor between the
+    /// last one and the end, comes near the limit (paused clock: exact).
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_close_keeps_sending_status() {
+        let (tx, mut rx) = mpsc::channel(1024);
+        let heard = tokio::spawn(async move {
+            let mut at = Vec::new();
+            while let Some(m) = rx.recv().await {
+                assert!(matches!(m, Msg::Status { cell: Some(7), .. }), "{m:?}");
+                at.push(Instant::now());
+            }
+            at
+        });
+        let t0 = Instant::now();
+        while_reporting(7, tokio::time::sleep(SILENCE_LIMIT * 3), &tx).await;
+        let end = Instant::now();
+        drop(tx);
+        let heard = heard.await.expect("receiver");
+        assert!(heard.len() >= 60, "{} statuses in 15 s", heard.len());
+        let mut prev = t0;
+        for t in heard.into_iter().chain([end]) {
+            assert!(t - prev <= Duration::from_millis(250), "{:?}", t - prev);
+            prev = t;
+        }
+    }
 }
