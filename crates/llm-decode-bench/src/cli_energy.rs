@@ -7,7 +7,7 @@ use clap::Args;
 use ldb_core::energy_cost::{EnergyBaseline, RunEnergyCost};
 
 /// Energy and cost flags.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Energy and cost (docs/methodology.md §11)")]
 pub struct EnergyArgs {
     /// idle: subtract the idle GPU power (measured before the first request) from each cell's
@@ -21,6 +21,18 @@ pub struct EnergyArgs {
     /// GPUs the price is paid for, where telemetry cannot see them [default: GPUs telemetry sees].
     #[arg(long, value_name = "N")]
     pub gpu_count: Option<u64>,
+}
+
+/// What clap gives when none of the flags is named (`BenchArgs::default()`
+/// builds through here too).
+impl Default for EnergyArgs {
+    fn default() -> Self {
+        EnergyArgs {
+            energy_baseline: "none".into(),
+            gpu_hour_price: None,
+            gpu_count: None,
+        }
+    }
 }
 
 /// The run's energy settings (idle power is measured later, by the run).

@@ -739,7 +739,13 @@ fn trace_sessions_resend_the_conversation_turn_by_turn() {
 #[test]
 fn trace_session_turns_past_the_context_are_cut_before_they_are_built() {
     let (dir, trace) = tmp("long.jsonl");
-    let rows = [("a", 1000), ("b", 1000), ("a", 1000), ("b", 20_000), ("b", 100)];
+    let rows = [
+        ("a", 1000),
+        ("b", 1000),
+        ("a", 1000),
+        ("b", 20_000),
+        ("b", 100),
+    ];
     let body: String = rows
         .iter()
         .enumerate()

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{self, Binding, Side};
 use super::join::version;
 use super::leader::SILENCE_LIMIT;
+use super::rate::RateOrder;
 use super::wire::{
     JOIN_FRAME_LIMIT, MEMBER_FRAME_LIMIT, Msg, Reader, ShardCellData, WireError, WireOutcome,
     Writer, framed,
@@ -188,6 +189,28 @@ struct Following {
 }
 
 impl Following {
+    /// Start this member's share of a rate cell, its bodies sent ahead in
+    /// chunks joined to the order first.
+    fn start_rate(&mut self, mut order: Box<RateOrder>) -> Option<FollowEnd> {
+        if let Some(mut first) = self.bodies.remove(&order.cell) {
+            first.append(&mut order.bodies);
+            order.bodies = first;
+        }
+        if let Err(why) = super::check::rate_bodies(&order) {
+            return Some(FollowEnd::LeaderLost(format!(
+                "a number out of range: {why}"
+            )));
+        }
+        self.rates_running += 1;
+        let (env, origin) = (self.base.clone(), self.clock.origin());
+        let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
+        self.parts.insert(order.cell, cancel.clone());
+        tokio::spawn(async move {
+            let _ = out.send(super::rate::run_share(*order, env, origin, cancel).await);
+        });
+        None
+    }
+
     /// Act on one message of the leader (Some: following ends).
     async fn on_message(
         &mut self,
@@ -234,24 +257,7 @@ impl Following {
             Msg::RateBodies { cell, bodies } => {
                 self.bodies.entry(cell).or_default().extend(bodies);
             }
-            Msg::RateStart(mut order) => {
-                if let Some(mut first) = self.bodies.remove(&order.cell) {
-                    first.append(&mut order.bodies);
-                    order.bodies = first;
-                }
-                if let Err(why) = super::check::rate_bodies(&order) {
-                    return Some(FollowEnd::LeaderLost(format!(
-                        "a number out of range: {why}"
-                    )));
-                }
-                self.rates_running += 1;
-                let (env, origin) = (self.base.clone(), self.clock.origin());
-                let (cancel, out) = (self.stop.child_token(), self.rate_tx.clone());
-                self.parts.insert(order.cell, cancel.clone());
-                tokio::spawn(async move {
-                    let _ = out.send(super::rate::run_share(*order, env, origin, cancel).await);
-                });
-            }
+            Msg::RateStart(order) => return self.start_rate(order),
             Msg::BatchStart(order) => {
                 self.rates_running += 1;
                 let (env, origin) = (self.base.clone(), self.clock.origin());
