@@ -260,6 +260,19 @@ fn repeat_row(kind: &str, cell: &CellResult, r: &RepeatEntry) -> Vec<String> {
         .collect()
 }
 
+/// An energy-and-cost figure of the cell, empty when absent (its reason is
+/// in the result JSON).
+fn energy(
+    c: &CellResult,
+    get: impl Fn(&ldb_core::energy_cost::CellEnergyCost) -> Option<f64>,
+) -> String {
+    c.ext
+        .energy_cost
+        .as_ref()
+        .and_then(get)
+        .map_or_else(String::new, f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,17 +339,4 @@ mod tests {
         assert_eq!(&row[at], "HTTP 500: \"boom\", then more\nlines");
         assert_eq!(&row[0], "decode");
     }
-}
-
-/// An energy-and-cost figure of the cell, empty when absent (its reason is
-/// in the result JSON).
-fn energy(
-    c: &CellResult,
-    get: impl Fn(&ldb_core::energy_cost::CellEnergyCost) -> Option<f64>,
-) -> String {
-    c.ext
-        .energy_cost
-        .as_ref()
-        .and_then(get)
-        .map_or_else(String::new, f)
 }
