@@ -59,10 +59,12 @@ impl fmt::Display for AppError {
     }
 }
 
-/// Print the error as one line and turn it into the exit code.
+/// Print the error as one line and turn it into the exit code. URL
+/// credentials and secret query parameters in it are redacted: an error
+/// often quotes the URL it failed on (docs/security.md).
 pub fn exit_with(r: Result<i32, AppError>) -> i32 {
     r.unwrap_or_else(|e| {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", ldb_core::redact::redact_text(&e.to_string()));
         e.exit_code()
     })
 }

@@ -159,6 +159,24 @@ fn an_unreachable_server_is_a_one_line_error_naming_the_url() {
         .expect("error line");
     assert!(line.contains("http://127.0.0.1:9/v1/models"), "{line}");
     assert!(!err.contains("panicked"));
+    // Credentials in the URL never reach the screen, the error line included
+    // (issue 34: it printed `user:hunter2@`).
+    let o = run(&[
+        "--host",
+        "http://user:hunter2@127.0.0.1:9",
+        "--output",
+        out.to_str().expect("path"),
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+    ]);
+    let (all, err) = (text(&o.stdout) + &text(&o.stderr), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(!all.contains("hunter2"), "{all}");
+    assert!(
+        err.contains("http://<redacted>@127.0.0.1:9/v1/models"),
+        "{err}"
+    );
 }
 
 #[test]
