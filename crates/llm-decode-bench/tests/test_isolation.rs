@@ -2,9 +2,10 @@
 //! its own process and tests of different files side by side. A timing test
 //! that keeps other tests off the CPU with a process-wide lock
 //! (`common::SERIAL`, `ONE_AT_A_TIME`) or a real-engine test is protected
-//! there only by `.config/nextest.toml`, which makes it run alone. This test
-//! fails when such a test file is missing from that list, so a new timing
-//! test cannot quietly lose its isolation.
+//! there only by `.config/nextest.toml`: the engines run alone, the timing
+//! tests two at a time and beside nothing else. This test fails when such a
+//! test file is missing from those lists, or a real engine from the list of
+//! those that run alone, so a new test cannot quietly lose its isolation.
 
 use std::path::{Path, PathBuf};
 
@@ -64,8 +65,37 @@ fn every_test_that_needs_the_machine_alone_runs_alone_under_nextest() {
     assert!(
         missing.is_empty(),
         "these test files take a process-wide lock or start a real engine, \
-         but .config/nextest.toml does not make them run alone: {missing:?}"
+         but .config/nextest.toml does not keep other tests away: {missing:?}"
     );
+    let alone = alone_block(&config);
+    let engines_not_alone: Vec<&str> = ENGINES
+        .iter()
+        .copied()
+        .filter(|id| !alone.contains(&format!("binary_id({id})")))
+        .collect();
+    assert!(
+        engines_not_alone.is_empty(),
+        "real-engine tests must run alone (threads-required = \"num-test-threads\"): \
+         {engines_not_alone:?}"
+    );
+}
+
+/// The tests that load both cores: real engines and the client CPU self-test.
+const ENGINES: [&str; 4] = [
+    "llm-decode-bench::vllm",
+    "llm-decode-bench::sglang",
+    "llm-decode-bench::llamacpp",
+    "llm-decode-bench::selftest",
+];
+
+/// The filter of the override that takes every slot (`threads-required =
+/// "num-test-threads"`): the text between its `[[profile.default.overrides]]`
+/// header and that line.
+fn alone_block(config: &str) -> &str {
+    config
+        .split("[[profile.default.overrides]]")
+        .find(|block| block.contains("threads-required = \"num-test-threads\""))
+        .expect("an override that runs tests alone")
 }
 
 #[test]
