@@ -126,11 +126,23 @@ fn export_one(a: &ReportArgs, run: &Run<'_>) -> Result<(), AppError> {
     let files: [(&Option<std::path::PathBuf>, &dyn Exporter); 2] =
         [(&a.csv, &export::Csv), (&a.markdown, &export::Markdown)];
     for (path, exporter) in files {
-        if let Some(path) = path {
+        let Some(path) = path else { continue };
+        if is_stdout(path) {
             let bytes = exporter.serialize(runs).map_err(|e| {
                 AppError::Output(format!("cannot write the {}: {e}", exporter.format()))
             })?;
-            emit(path, &bytes, exporter.format())?;
+            // A closed pipe is not a failure of the report.
+            let _ = std::io::stdout().lock().write_all(&bytes);
+        } else {
+            // Atomic like every other file the tool writes: a reader (or a
+            // killed report) never sees half a CSV.
+            export::write_atomic(exporter, runs, path).map_err(|e| {
+                AppError::Output(format!(
+                    "cannot write the {} file {}: {e}",
+                    exporter.format(),
+                    path.display()
+                ))
+            })?;
         }
     }
     Ok(())
@@ -160,17 +172,3 @@ fn print_fabric(
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// Writes `bytes` to the file, or to stdout for `-`.
-fn emit(path: &Path, bytes: &[u8], what: &str) -> Result<(), AppError> {
-    if is_stdout(path) {
-        // A closed pipe is not a failure of the report.
-        let _ = std::io::stdout().lock().write_all(bytes);
-        return Ok(());
-    }
-    std::fs::write(path, bytes).map_err(|e| {
-        AppError::Output(format!(
-            "cannot write the {what} file {}: {e}",
-            path.display()
-        ))
-    })
-}

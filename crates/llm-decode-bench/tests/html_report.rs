@@ -313,3 +313,35 @@ fn report_html_and_jsonl_paths_are_checked() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
 }
+
+#[test]
+fn report_csv_and_markdown_files_are_written_whole_like_stdout() {
+    let (dir, _) = tmp("x");
+    let result = dir.path().join("seed.json");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ldb-report/tests/golden/seed.json");
+    std::fs::copy(golden, &result).expect("copy the golden result");
+    let r = s(&result);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("out dir");
+    let (csv, md) = (out.join("r.csv"), out.join("r.md"));
+    // An older file in the way is replaced, not appended to.
+    std::fs::write(&csv, "old contents that are longer than nothing\n".repeat(500)).expect("old");
+    let o = run(&["report", r, "--csv", s(&csv), "--markdown", s(&md)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for (file, flag) in [(&csv, "--csv"), (&md, "--markdown")] {
+        let stdout = run(&["report", r, flag, "-"]);
+        assert_eq!(stdout.status.code(), Some(0), "{}", text(&stdout.stderr));
+        assert_eq!(std::fs::read(file).expect("written"), stdout.stdout, "{flag}");
+    }
+    // Written through a temporary file and renamed: nothing else is left.
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .expect("out")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    // A file that cannot be written is exit code 5, naming it.
+    let missing = dir.path().join("no/such/dir/r.csv");
+    let o = run(&["report", r, "--csv", s(&missing)]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(text(&o.stderr).contains("r.csv"), "{}", text(&o.stderr));
+}
