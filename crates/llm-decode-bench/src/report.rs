@@ -171,4 +171,3 @@ fn print_fabric(
     let text = ldb_report::text::fabric::render(p2pmark, amd_fabric, &opts);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
-

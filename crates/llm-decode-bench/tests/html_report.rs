@@ -325,13 +325,21 @@ fn report_csv_and_markdown_files_are_written_whole_like_stdout() {
     std::fs::create_dir(&out).expect("out dir");
     let (csv, md) = (out.join("r.csv"), out.join("r.md"));
     // An older file in the way is replaced, not appended to.
-    std::fs::write(&csv, "old contents that are longer than nothing\n".repeat(500)).expect("old");
+    std::fs::write(
+        &csv,
+        "old contents that are longer than nothing\n".repeat(500),
+    )
+    .expect("old");
     let o = run(&["report", r, "--csv", s(&csv), "--markdown", s(&md)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     for (file, flag) in [(&csv, "--csv"), (&md, "--markdown")] {
         let stdout = run(&["report", r, flag, "-"]);
         assert_eq!(stdout.status.code(), Some(0), "{}", text(&stdout.stderr));
-        assert_eq!(std::fs::read(file).expect("written"), stdout.stdout, "{flag}");
+        assert_eq!(
+            std::fs::read(file).expect("written"),
+            stdout.stdout,
+            "{flag}"
+        );
     }
     // Written through a temporary file and renamed: nothing else is left.
     let names: Vec<String> = std::fs::read_dir(&out)

@@ -98,6 +98,25 @@ fn start_shards(dir: &Path, flags: &[String], n: u32) -> Vec<Child> {
         .collect()
 }
 
+/// Starts `n` shard processes with `flags`, waits for every one to exit 0
+/// and returns the leader's result and every shard's log.
+fn run_shards(dir: &Path, flags: &[String], n: u32) -> (Value, String) {
+    let mut kids = start_shards(dir, flags, n);
+    wait_all_ok(dir, &mut kids)
+}
+
+/// Waits (120 s at most each) for the shard processes to exit 0: the
+/// leader's result and every shard's log.
+fn wait_all_ok(dir: &Path, kids: &mut [Child]) -> (Value, String) {
+    let codes: Vec<Option<i32>> = kids
+        .iter_mut()
+        .map(|k| wait(k, Duration::from_secs(120)))
+        .collect();
+    let all = logs(dir, kids.len() as u32);
+    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
+    (read(&dir.join("r.json")), all)
+}
+
 /// Kills shard 2 of three, then waits for the leader (120 s) and the other
 /// follower (30 s): their exit codes and every shard's log.
 fn kill_the_third(dir: &Path, kids: &mut [Child]) -> (Option<i32>, Option<i32>, String) {
@@ -134,14 +153,7 @@ fn four_shards_measure_one_cell_like_one_process_and_the_simulator() {
     let s = sim();
     let (dir, single_out) = tmp("single.json");
     let flags = bench_flags(&s.url, "12", "2000");
-    let mut kids = start_shards(dir.path(), &flags, 4);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 4);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &flags, 4);
     common::assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["status"], "ok", "{cell}\n{all}");
@@ -619,14 +631,7 @@ fn three_shards_send_one_open_loop_schedule_like_one_process() {
     // 10 req/s for 5 s: 50 requests of 20 tokens, each 0.4 s at the
     // simulator's 50 tok/s.
     let flags = rate_flags(&s.url, "10", "20");
-    let mut kids = start_shards(dir.path(), &flags, 3);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 3);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &flags, 3);
     common::assert_valid(&doc);
     let row = &doc["rate_results"][0];
     assert_eq!(row["status"], "ok", "{row}\n{all}");
@@ -720,14 +725,7 @@ fn three_shards_run_one_request_count_batch_like_one_process() {
     // C = 6, N = 12 of 100 tokens (2 s each at 50 tok/s): two waves.
     let mut flags = bench_flags(&s.url, "6", "100");
     flags.extend(["--request-count", "12"].map(String::from));
-    let mut kids = start_shards(dir.path(), &flags, 3);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 3);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &flags, 3);
     common::assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["status"], "ok", "{cell}\n{all}");
@@ -784,14 +782,7 @@ fn two_shards_close_one_auto_window_from_their_summed_rate() {
         ]
         .map(String::from),
     );
-    let mut kids = start_shards(dir.path(), &flags, 2);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 2);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &flags, 2);
     common::assert_valid(&doc);
     let cell = &doc["results"][0];
     assert_eq!(cell["status"], "ok", "{cell}\n{all}");
@@ -861,14 +852,7 @@ fn three_shards_replay_one_trace_like_one_process() {
     let trace = dir.path().join("conversations.jsonl");
     conversation_trace(&trace);
     let flags = trace_flags(&s.url, &trace);
-    let mut kids = start_shards(dir.path(), &flags, 3);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 3);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &flags, 3);
     common::assert_valid(&doc);
     let t = &doc["trace_results"][0];
     let sum = &t["summary"];
@@ -955,13 +939,7 @@ fn a_follower_killed_mid_replay_labels_the_trace_result() {
 /// one of `rows` requests completed, dealt `parts` over the shards, and
 /// each follower's record holds its part: the result document.
 fn assert_replayed(dir: &Path, kids: &mut [Child], rows: f64, parts: &[u64]) -> Value {
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir, kids.len() as u32);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.join("r.json"));
+    let (doc, all) = wait_all_ok(dir, kids);
     let t = doc["trace_results"][0].clone();
     assert_eq!(t["status"], "ok", "{}\n{all}", t["status_reason"]);
     let sum = &t["summary"];
@@ -1089,14 +1067,7 @@ fn a_sharded_replay_of_100k_rows_starts_its_clock_after_building_them() {
         })
         .collect();
     std::fs::write(&trace, rows).expect("trace");
-    let mut kids = start_shards(dir.path(), &trace_flags(&s.url, &trace), 2);
-    let codes: Vec<Option<i32>> = kids
-        .iter_mut()
-        .map(|k| wait(k, Duration::from_secs(120)))
-        .collect();
-    let all = logs(dir.path(), 2);
-    assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
-    let doc = read(&dir.path().join("r.json"));
+    let (doc, all) = run_shards(dir.path(), &trace_flags(&s.url, &trace), 2);
     let t = &doc["trace_results"][0];
     let sum = &t["summary"];
     assert_eq!(num(sum, "completed"), 1000.0, "{t}");
