@@ -18,27 +18,34 @@ const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
 /// The benchmark flags every shard shares.
 fn bench_flags(url: &str, concurrency: &str, max_tokens: &str) -> Vec<String> {
-    [
-        "--host",
+    plain_run(
         url,
-        "--concurrency",
-        concurrency,
-        "--contexts",
-        "0",
-        "--skip-prefill",
-        "--duration",
-        "4",
-        "--decode-warmup-seconds",
-        "0",
-        "--max-tokens",
-        max_tokens,
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+        &[
+            "--concurrency",
+            concurrency,
+            "--contexts",
+            "0",
+            "--skip-prefill",
+            "--duration",
+            "4",
+            "--decode-warmup-seconds",
+            "0",
+            "--max-tokens",
+            max_tokens,
+        ],
+    )
+}
+
+/// `--host url`, the mode's own flags, then a plain display and no
+/// hardware monitor (every shard test's run).
+fn plain_run(url: &str, flags: &[&str]) -> Vec<String> {
+    let head = ["--host", url];
+    let tail = ["--display-mode", "plain", "--no-hw-monitor"];
+    head.iter()
+        .chain(flags)
+        .chain(&tail)
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// One shard of a run as a process (stdout and stderr to files in `dir`).
@@ -599,29 +606,24 @@ fn offline_shards_merge_into_the_paced_truth_and_misaligned_windows_are_refused(
 /// The flags of an open-loop run every shard shares: one rate, constant
 /// spacing (the truth is then exactly the rate), short paced requests.
 fn rate_flags(url: &str, rate: &str, max_tokens: &str) -> Vec<String> {
-    [
-        "--host",
+    plain_run(
         url,
-        "--request-rate",
-        rate,
-        "--arrival",
-        "constant",
-        "--duration",
-        "5",
-        "--contexts",
-        "0",
-        "--skip-prefill",
-        "--decode-warmup-seconds",
-        "0",
-        "--max-tokens",
-        max_tokens,
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+        &[
+            "--request-rate",
+            rate,
+            "--arrival",
+            "constant",
+            "--duration",
+            "5",
+            "--contexts",
+            "0",
+            "--skip-prefill",
+            "--decode-warmup-seconds",
+            "0",
+            "--max-tokens",
+            max_tokens,
+        ],
+    )
 }
 
 #[test]
@@ -831,18 +833,7 @@ fn conversation_trace(path: &Path) {
 
 /// The flags of a plain trace replay against `url`.
 fn trace_flags(url: &str, trace: &Path) -> Vec<String> {
-    [
-        "--host",
-        url,
-        "--trace",
-        trace.to_str().expect("path"),
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    plain_run(url, &["--trace", trace.to_str().expect("path")])
 }
 
 #[test]
