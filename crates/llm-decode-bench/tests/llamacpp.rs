@@ -18,11 +18,12 @@
 
 mod engine;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::path::Path;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use engine::{assert_valid, cell, f, free_port, root, run_bench, s, text, within};
+use engine::server::{EngineServer, script};
+use engine::{assert_valid, cell, f, run_bench, s, text, within};
 use serde_json::Value;
 
 const SLOTS: u32 = 4;
@@ -41,99 +42,43 @@ const C1_DURATION: &str = "10";
 const MAX_TOKENS: &str = "896";
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
-fn script(args: &[&str]) -> std::process::Output {
-    Command::new("bash")
-        .arg(root().join("scripts/llama-server.sh"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("bash runs scripts/llama-server.sh")
-}
-
-/// A llama-server started for this test; stopped on drop, also on failure.
-struct Server {
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let port = self.port.to_string();
-        let out = script(&["stop", "--port", &port]);
-        if !out.status.success() {
-            eprintln!(
-                "llama-server.sh stop --port {port} failed: {}",
-                text(&out.stderr)
-            );
-        }
-    }
-}
+type Server = EngineServer;
 
 /// Start the server, or return None (notice printed) when it is not built and
 /// this is not CI.
 fn start_server() -> Option<Server> {
-    let mut path = script(&["path"]);
+    let path = script("llama-server.sh", &["path"], &[]);
     if !path.status.success() && std::env::var_os("CI").is_some() {
         // CI builds llama-server in the background beside the other tests
         // (.ci/run): `build` waits for that build's lock, then finds the
         // binary cached (or builds it here if the background build failed).
-        let built = script(&["build"]);
+        let built = script("llama-server.sh", &["build"], &[]);
         let log = text(&built.stderr);
         let tail: Vec<&str> = log.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         eprintln!("llama-server build (last lines):\n{}", tail.join("\n"));
-        path = script(&["path"]);
     }
-    if !path.status.success() {
-        let msg = "llama-server is not built: run `scripts/llama-server.sh build` \
-                   (and `scripts/llama-server.sh model`) first";
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg} (CI is set, so this test does not skip)");
-        }
-        eprintln!("NOTICE: skipping the llama.cpp end-to-end test: {msg}");
-        return None;
-    }
-    let port = free_port();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     // Prompt batches on at least 2 threads: a 1k-token prefill takes ~6 s on
     // the script's default of one thread per two cores.
     let threads_batch = (cores / 2).max(2).to_string();
-    let (p, slots, ctx) = (port.to_string(), SLOTS.to_string(), CTX_TOTAL.to_string());
-    let mut server = Server {
-        port,
-        log: PathBuf::new(),
-    };
-    let out = script(&[
-        "start",
-        "--port",
-        &p,
-        "--slots",
-        &slots,
-        "--ctx",
-        &ctx,
-        "--extra",
-        "--threads-batch",
-        &threads_batch,
-    ]);
-    let err = text(&out.stderr);
-    assert!(
-        out.status.success(),
-        "scripts/llama-server.sh start failed:\n{err}"
-    );
-    // "llama-server.sh: healthy: pid N, log /path/llama-server-PORT.log"
-    let log = err
-        .lines()
-        .find_map(|l| l.split_once(", log ").map(|(_, p)| p.trim().to_string()))
-        .unwrap_or_else(|| panic!("no log path in the script's output:\n{err}"));
-    server.log = PathBuf::from(log);
-    Some(server)
+    let (slots, ctx) = (SLOTS.to_string(), CTX_TOTAL.to_string());
+    EngineServer::start(
+        "llama-server.sh",
+        "`scripts/llama-server.sh build` (and `scripts/llama-server.sh model`)",
+        &[
+            "--slots",
+            &slots,
+            "--ctx",
+            &ctx,
+            "--extra",
+            "--threads-batch",
+            &threads_batch,
+        ],
+        &[],
+    )
 }
 
-fn log_len(s: &Server) -> usize {
-    std::fs::metadata(&s.log).map_or(0, |m| m.len() as usize)
-}
-
-/// Run the benchmark binary; returns its exit status, result JSON and output.
 fn bench(s: &Server, dir: &Path, name: &str, args: &[&str]) -> (ExitStatus, Value, String) {
     bench_with(s, dir, name, MAX_TOKENS, "5", args)
 }
@@ -296,7 +241,7 @@ fn benchmark_against_real_llama_server() {
         .expect("tempdir");
 
     // Run 1: C=1 × contexts 0 and 1k.
-    let log_from = log_len(&server);
+    let log_from = server.log_len();
     let (st, doc, out) = bench_with(
         &server,
         dir.path(),
@@ -305,7 +250,7 @@ fn benchmark_against_real_llama_server() {
         C1_DURATION,
         &["--concurrency", "1", "--contexts", "0,1k"],
     );
-    let log_to = log_len(&server);
+    let log_to = server.log_len();
     common_checks("c1", &doc, st, &out);
     let md = &doc["metadata"];
     assert_eq!(s(md, "token_targeting"), "exact", "{md}");

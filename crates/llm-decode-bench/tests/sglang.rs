@@ -23,13 +23,13 @@
 
 mod engine;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use engine::{assert_valid, cell, f, free_port, prefix, root, run_bench, s, text};
+use engine::server::EngineServer;
+use engine::{assert_valid, cell, f, prefix, run_bench, s};
+use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
 
 const MAX_RUNNING: u32 = 4;
@@ -40,33 +40,7 @@ const MAX_TOKENS: &str = "2048";
 const DURATION: &str = "6";
 const RUN_LIMIT: Duration = Duration::from_secs(400);
 
-fn script(args: &[&str]) -> std::process::Output {
-    Command::new("bash")
-        .arg(root().join("scripts/sglang-server.sh"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("bash runs scripts/sglang-server.sh")
-}
-
-/// An SGLang server started for this test; stopped on drop, also on failure.
-struct Server {
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let port = self.port.to_string();
-        let out = script(&["stop", "--port", &port]);
-        if !out.status.success() {
-            eprintln!(
-                "sglang-server.sh stop --port {port} failed: {}",
-                text(&out.stderr)
-            );
-        }
-    }
-}
+type Server = EngineServer;
 
 enum Tmp {
     Temp(tempfile::TempDir),
@@ -85,117 +59,36 @@ impl Tmp {
 /// Start the server, or return None (notice printed) when SGLang is not
 /// installed and this is not CI.
 fn start_server() -> Option<Server> {
-    let path = script(&["path"]);
-    if !path.status.success() {
-        let msg = "SGLang is not installed: run `scripts/sglang-server.sh build` \
-                   and `scripts/sglang-server.sh model` first";
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "{msg} (CI is set, so this test does not skip):\n{}",
-                text(&path.stderr)
-            );
-        }
-        eprintln!("NOTICE: skipping the SGLang end-to-end test: {msg}");
-        return None;
-    }
-    let port = free_port();
-    let (p, running, kv) = (
-        port.to_string(),
-        MAX_RUNNING.to_string(),
-        KV_TOKENS.to_string(),
-    );
-    let mut server = Server {
-        port,
-        log: PathBuf::new(),
-    };
+    let (running, kv) = (MAX_RUNNING.to_string(), KV_TOKENS.to_string());
     // SGLang sets its running/queue gauges on each prefill batch and every
     // `--decode-log-interval` decode steps (default 40). A GPU server runs
     // tens of steps a second; this CPU server on a busy 2-core machine runs
     // 1–10, so with the default the gauges lag the scheduler by 4–40 s and a
     // 6-second cell reads counts from before it started (seen: C=6 on 4
     // read as 2.1 running). One step per update keeps them current here.
-    let out = script(&[
-        "start",
-        "--port",
-        &p,
-        "--extra",
-        "--max-running-requests",
-        &running,
-        "--max-total-tokens",
-        &kv,
-        "--decode-log-interval",
-        "1",
-    ]);
-    let err = text(&out.stderr);
-    assert!(
-        out.status.success(),
-        "scripts/sglang-server.sh start failed:\n{err}"
-    );
-    // "sglang-server.sh: healthy: pid N, log /path/sglang-server-PORT.log"
-    let log = err
-        .lines()
-        .find_map(|l| l.split_once(", log ").map(|(_, p)| p.trim().to_string()))
-        .unwrap_or_else(|| panic!("no log path in the script's output:\n{err}"));
-    server.log = PathBuf::from(log);
-    Some(server)
-}
-
-/// A plain HTTP/1.1 GET on the server; returns the body of a 200 answer.
-fn get(s: &Server, path: &str) -> String {
-    let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(30))).ok();
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    EngineServer::start(
+        "sglang-server.sh",
+        "`scripts/sglang-server.sh build` and `scripts/sglang-server.sh model`",
+        &[
+            "--extra",
+            "--max-running-requests",
+            &running,
+            "--max-total-tokens",
+            &kv,
+            "--decode-log-interval",
+            "1",
+        ],
+        &[],
     )
-    .expect("send");
-    let mut raw = Vec::new();
-    c.read_to_end(&mut raw).expect("read");
-    let t = text(&raw);
-    let (head, body) = t.split_once("\r\n\r\n").expect("HTTP answer");
-    assert!(head.starts_with("HTTP/1.1 200"), "GET {path}: {head}");
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    }
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n..];
-        s = s.strip_prefix("\r\n").unwrap_or(s);
-    }
-    out
+fn get(s: &Server, path: &str) -> String {
+    s.get(path)
 }
 
 /// Sum of the samples of metric `name` in a /metrics text.
 fn metric(text: &str, name: &str) -> Option<f64> {
-    let mut found = None;
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix(name) else {
-            continue;
-        };
-        if !(rest.starts_with('{') || rest.starts_with(' ')) {
-            continue;
-        }
-        let v: f64 = rest
-            .rsplit(' ')
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        *found.get_or_insert(0.0) += v;
-    }
-    found
+    MetricSet::parse(text).sum(name, &[])
 }
 
 /// The server runs and queues nothing within a few seconds of a run's end.
@@ -217,14 +110,9 @@ fn assert_idle_soon(s: &Server, name: &str) {
     }
 }
 
-fn log_len(s: &Server) -> usize {
-    std::fs::metadata(&s.log).map_or(0, |m| m.len() as usize)
-}
-
 /// `POST /abort_request` calls the server accepted in a piece of its log.
 fn aborts_logged(s: &Server, from: usize) -> usize {
-    let log = std::fs::read(&s.log).expect("server log");
-    text(&log[from.min(log.len())..])
+    s.log_since(from)
         .lines()
         .filter(|l| l.contains("\"POST /abort_request HTTP/1.1\" 200"))
         .count()
@@ -402,7 +290,7 @@ fn benchmark_against_real_sglang() {
     let mut failures = Vec::new();
 
     // Run 1: C=1 × contexts 0 and 1k.
-    let from = log_len(&server);
+    let from = server.log_len();
     let (st, doc, out) = bench(
         &server,
         dir.path(),
@@ -455,7 +343,7 @@ fn benchmark_against_real_sglang() {
     );
 
     // Run 2: C = 2, 4 and 6 with at most 4 running.
-    let from = log_len(&server);
+    let from = server.log_len();
     let (st, doc, out) = bench(
         &server,
         dir.path(),

@@ -24,13 +24,12 @@
 mod engine;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use engine::{
-    assert_valid, cell, f, free_port, last_lines, prefix, root, run_bench, s, text, within,
-};
+use engine::server::EngineServer;
+use engine::{assert_valid, cell, f, last_lines, prefix, run_bench, s, within};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
 
@@ -45,45 +44,7 @@ const MAX_TOKENS: &str = "768";
 /// Room for a few client stalls of 80-110 s, each measured again (seen on CI).
 const RUN_LIMIT: Duration = Duration::from_secs(600);
 
-fn script(args: &[&str]) -> std::process::Output {
-    script_env(args, &[])
-}
-
-/// The script with extra environment for the server it starts.
-fn script_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    Command::new("bash")
-        .arg(root().join("scripts/vllm-server.sh"))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(root())
-        .output()
-        .expect("bash runs scripts/vllm-server.sh")
-}
-
-/// A vLLM server started for this test; stopped on drop, also on failure.
-struct Server {
-    port: u16,
-    log: PathBuf,
-}
-
-impl Server {
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let port = self.port.to_string();
-        let out = script(&["stop", "--port", &port]);
-        if !out.status.success() {
-            eprintln!(
-                "vllm-server.sh stop --port {port} failed: {}",
-                text(&out.stderr)
-            );
-        }
-    }
-}
+type Server = EngineServer;
 
 /// Start a server with these vLLM arguments, or return None (notice printed)
 /// when vLLM is not installed and this is not CI.
@@ -93,60 +54,21 @@ fn start_server(extra: &[&str]) -> Option<Server> {
 
 /// [`start_server`] with extra environment (e.g. `VLLM_SERVER_DEV_MODE=1`).
 fn start_server_env(extra: &[&str], env: &[(&str, &str)]) -> Option<Server> {
-    let path = script(&["path"]);
-    if !path.status.success() {
-        let msg = "vLLM is not installed: run `scripts/vllm-server.sh build` \
-                   and `scripts/vllm-server.sh model` first";
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "{msg} (CI is set, so this test does not skip): {}",
-                text(&path.stderr)
-            );
-        }
-        eprintln!("NOTICE: skipping a vLLM end-to-end test: {msg}");
-        return None;
-    }
-    let port = free_port();
-    let p = port.to_string();
-    let mut args = vec!["start", "--port", &p, "--extra"];
-    args.extend_from_slice(extra);
     let t0 = Instant::now();
-    let mut server = Server {
-        port,
-        log: PathBuf::new(),
-    };
-    let out = script_env(&args, env);
-    let err = text(&out.stderr);
-    assert!(
-        out.status.success(),
-        "scripts/vllm-server.sh start failed:\n{err}"
-    );
-    // "vllm-server.sh: healthy: pid N, log /path/vllm-server-PORT.log"
-    let log = err
-        .lines()
-        .find_map(|l| l.split_once(", log ").map(|(_, p)| p.trim().to_string()))
-        .unwrap_or_else(|| panic!("no log path in the script's output:\n{err}"));
-    server.log = PathBuf::from(log);
+    let mut args = vec!["--extra"];
+    args.extend_from_slice(extra);
+    let server = EngineServer::start(
+        "vllm-server.sh",
+        "`scripts/vllm-server.sh build` and `scripts/vllm-server.sh model`",
+        &args,
+        env,
+    )?;
     eprintln!("vLLM {extra:?} up in {:.0?}", t0.elapsed());
     Some(server)
 }
 
-/// GET with curl (the scripts need it anyway), body as text.
-fn get(url: &str) -> String {
-    let out = Command::new("curl")
-        .args(["-sS", "--fail", "--max-time", "20", url])
-        .output()
-        .expect("curl runs");
-    assert!(
-        out.status.success(),
-        "GET {url}: {}",
-        text(&out.stderr).trim()
-    );
-    text(&out.stdout)
-}
-
 fn scrape(s: &Server) -> MetricSet {
-    MetricSet::parse(&get(&s.url("/metrics")))
+    s.metrics()
 }
 
 fn counter(m: &MetricSet, name: &str) -> f64 {

@@ -5,6 +5,7 @@
 #![allow(dead_code, reason = "each engine's test uses a different subset")]
 
 pub mod prefix;
+pub mod server;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
