@@ -23,6 +23,17 @@ mod methodology_notes;
 mod resumed;
 
 pub use diagnostics::{CommandRecord, StartupDiagnostics};
+
+/// Reads `null` or `{}` as `None` and anything else as the typed block: for
+/// other documents that hold this document's blocks (e.g. completion stats'
+/// `nvidia_p2p_override`) and must read files where an empty block was `{}`.
+pub fn none_if_empty<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+where
+    T: serde::de::DeserializeOwned,
+    D: serde::Deserializer<'de>,
+{
+    empty_object_as_none::deserialize(d)
+}
 pub use fabric::{FabricBlock, FabricStatus};
 pub use faults::{MetricsLost, ServerOutage, ServerRestart};
 pub use load::LoadError;

@@ -5,7 +5,6 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use ldb_core::hardware::HardwareSummary;
 use ldb_eval::cstats::{CsDocument, CsRun, RunSummary};
 
 use crate::error::Result;
@@ -139,8 +138,7 @@ pub fn render_lines(doc: &CsDocument, opts: &TextOptions) -> Vec<String> {
 /// The whole-run power line of `hardware_run_summary`, when the run was
 /// sampled and drew power (`{}` or a null summary prints nothing).
 fn run_power(doc: &CsDocument) -> Option<String> {
-    let hw: HardwareSummary = serde_json::from_value(doc.hardware_run_summary.clone()).ok()?;
-    power_line(&hw)
+    power_line(doc.hardware_run_summary.as_ref()?)
 }
 
 /// How to read the scores of the run's scorer, one dim line at the end.
@@ -397,7 +395,7 @@ mod tests {
     fn doc(scorer: &str, hardware: serde_json::Value) -> CsDocument {
         let mut d = CsDocument::default();
         d.metadata.profile_scorer = scorer.into();
-        d.hardware_run_summary = hardware;
+        d.hardware_run_summary = serde_json::from_value(hardware).expect("a summary or null");
         d
     }
 

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use ldb_eval::cstats::{CsDocument, CsRun, Phase};
 use ldb_runner::cstats::{CsConfig, CsEvent, CsHooks, CsOutcome, run_completion_stats};
-use serde_json::Value;
 
 use crate::cli::BenchArgs;
 use crate::config::ConfigError;
@@ -148,7 +147,7 @@ impl Mode for CsSession {
         if let Some(path) = self.baseline.as_deref() {
             match paired_comparison(path, &doc, output) {
                 Ok(c) => {
-                    doc.comparison = Some(serde_json::to_value(&c).unwrap_or(Value::Null));
+                    doc.comparison = Some(c.clone());
                     if c.error.is_none() {
                         comparison = Some(c);
                     }
@@ -171,12 +170,7 @@ impl Mode for CsSession {
         let _ = ldb_report::cstats::render(&doc, &opts, &mut out);
         if let Some(c) = &comparison {
             let _ = write!(out, "{}", ldb_report::text::render_paired(c, &opts));
-        } else if let Some(e) = doc
-            .comparison
-            .as_ref()
-            .and_then(|c| c.get("error"))
-            .and_then(Value::as_str)
-        {
+        } else if let Some(e) = doc.comparison.as_ref().and_then(|c| c.error.as_deref()) {
             let _ = writeln!(out, "Paired comparison: {e}");
         }
         s.saves.failed()?;

@@ -4,6 +4,8 @@
 //! and `level_summaries`, so a document saved mid-run is as consistent as
 //! the final one.
 
+use ldb_core::hardware::HardwareSummary;
+use ldb_core::hardware::p2p::P2pOverride;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -191,8 +193,10 @@ pub struct CsMethodology {
 pub struct CsDocument {
     /// Settings and server.
     pub metadata: CsMetadata,
-    /// The NVIDIA P2P override check (same object as decode results).
-    pub nvidia_p2p_override: Value,
+    /// The NVIDIA P2P override check (same object as decode results;
+    /// `null` when it did not run, and `{}` in a file reads the same).
+    #[serde(default, deserialize_with = "ldb_core::document::none_if_empty")]
+    pub nvidia_p2p_override: Option<P2pOverride>,
     /// Fabric diagnostics: not run by this mode (`null`, read as `None`).
     pub p2pmark: Option<ldb_core::document::FabricBlock>,
     /// As `p2pmark`.
@@ -214,14 +218,15 @@ pub struct CsDocument {
     /// Runs at the selected concurrency that were wrong or failed.
     pub wrong_runs: Vec<CsRun>,
     /// Hardware over the whole run (`null` without a sampler).
-    pub hardware_run_summary: Value,
+    #[serde(default)]
+    pub hardware_run_summary: Option<HardwareSummary>,
     /// Every measured run, in the order they finished.
     pub runs: Vec<CsRun>,
     /// The method in words.
     pub methodology: CsMethodology,
     /// The paired comparison with `--compare-baseline`, when requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<Value>,
+    pub comparison: Option<crate::paired::Comparison>,
 }
 
 impl CsDocument {
@@ -339,5 +344,32 @@ mod tests {
         let json = serde_json::to_value(&doc).unwrap();
         assert!(json.get("comparison").is_none());
         assert!(json["accuracy"].is_object());
+    }
+
+    #[test]
+    fn typed_blocks_keep_the_files_layout() {
+        // A run without the P2P check or a sampler writes both as null, and
+        // an older file's `{}` reads the same.
+        let json = serde_json::to_value(CsDocument::default()).unwrap();
+        assert!(json["nvidia_p2p_override"].is_null());
+        assert!(json["hardware_run_summary"].is_null());
+        let mut older = json.clone();
+        older["nvidia_p2p_override"] = serde_json::json!({});
+        let doc: CsDocument = serde_json::from_value(older).unwrap();
+        assert_eq!(doc.nvidia_p2p_override, None);
+        // An embedded comparison that could not be made reads back whole.
+        let mut with = json;
+        with["comparison"] = serde_json::json!({
+            "baseline": {"label": "a", "model": "m", "server": null, "engine": "vllm", "timestamp": null, "test_profile": "p", "dataset": "d", "dataset_sha256": null, "temperature": null, "max_tokens": null},
+            "candidate": {"label": "b", "model": "m", "server": null, "engine": "vllm", "timestamp": null, "test_profile": "p", "dataset": "d", "dataset_sha256": null, "temperature": null, "max_tokens": null},
+            "paired_items": 0, "baseline_scored_items": 3, "candidate_scored_items": 0,
+            "profile_match": true, "dataset_match": true,
+            "error": "no item was scored on both sides"
+        });
+        let doc: CsDocument = serde_json::from_value(with.clone()).unwrap();
+        let c = doc.comparison.as_ref().expect("comparison");
+        assert_eq!(c.error.as_deref(), Some("no item was scored on both sides"));
+        assert!(c.result.is_none());
+        assert_eq!(serde_json::to_value(&doc).unwrap(), with);
     }
 }

@@ -9,7 +9,6 @@ use ldb_client::Http;
 use ldb_client::stream::RunClock;
 pub use ldb_eval::cstats::CsEvent;
 use ldb_eval::cstats::{AdaptiveRule, CsDocument, CsRun, LevelSummary, Phase, summarize_runs};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::batch::{BatchEnv, BatchResult, run_batch};
@@ -57,8 +56,7 @@ impl State {
         let ds = self.dataset.map(|(t, s)| (t, s, self.exhausted));
         self.doc.derive(ds);
         if let (Some(hw), Some(mark)) = (&hooks.hardware, self.hw_mark) {
-            self.doc.hardware_run_summary =
-                serde_json::to_value(hw.summary_since(mark)).unwrap_or(Value::Null);
+            self.doc.hardware_run_summary = Some(hw.summary_since(mark));
         }
         (hooks.save)(&self.doc);
     }
@@ -95,7 +93,7 @@ pub async fn run_completion_stats(cfg: CsConfig, hooks: CsHooks) -> Result<CsOut
     let mut st = State {
         doc: CsDocument {
             metadata: metadata(&cfg, &disc, &kv, hooks.p2p.as_ref()),
-            nvidia_p2p_override: serde_json::to_value(&hooks.p2p).unwrap_or(Value::Null),
+            nvidia_p2p_override: hooks.p2p.clone(),
             methodology: ldb_eval::cstats::CsMethodology::standard(),
             ..CsDocument::default()
         },
