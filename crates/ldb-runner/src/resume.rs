@@ -3,48 +3,10 @@
 //! discovers the server; these functions only compare and assemble.
 
 use ldb_core::document::{CellKey, Metadata, ResultDocument, ResumeEntry, Resumed};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::plan::RunPlan;
-
-/// Metadata keys that must be equal for a file to be resumed: who was
-/// measured (server, model, engine and its version, this tool's version) and
-/// every setting that shapes a cell or a prefill row. With `--sim` the
-/// simulator's port changes from run to run, so its scenario stands in for
-/// the server.
-const COMPARED: &[&str] = &[
-    "model",
-    "engine",
-    "engine_version",
-    "version",
-    "decode_mode",
-    "duration_per_test",
-    "request_count",
-    "warmup_request_count",
-    "run_burst",
-    "burst_request_count",
-    "burst_warmup_request_count",
-    "burst_requests_per_concurrency",
-    "prefill_mode",
-    "standalone_prefill",
-    "prefill_only",
-    "skip_prefill",
-    "prefill_contexts",
-    "prefill_metric",
-    "max_tokens",
-    "temperature",
-    "ignore_eos",
-    "concurrency_levels",
-    "context_lengths",
-    "max_error_rate",
-    "cell_warmup_timeout_seconds",
-    "dcp_size",
-    // how often the server's /metrics was read while measuring: on a
-    // CPU-bound server it moves the numbers (docs/performance.md §3)
-    "metrics_interval",
-    // --duration auto closes windows early: a different rule, different cells
-    "duration_auto",
-];
 
 /// Why a file cannot be resumed at all, whatever the run: it was not written
 /// by this tool.
@@ -64,43 +26,108 @@ pub fn check_resumable(doc: &ResultDocument) -> Result<(), String> {
 }
 
 /// The settings that differ between the file (`saved`) and this run (`now`),
-/// one `key: file X, now Y` item each; empty when the file may be resumed.
+/// one `key: file X, now Y` item each (values as the file writes them);
+/// empty when the file may be resumed.
+///
+/// Compared: who was measured (server, model, engine and its version, this
+/// tool's version) and every setting that shapes a cell or a prefill row.
+/// With `--sim` the simulator's port changes from run to run, so its
+/// scenario stands in for the server. Each field is compared as its own
+/// type, in this order.
 pub fn setting_differences(saved: &Metadata, now: &Metadata) -> Vec<String> {
-    let (a, b) = (compared(saved), compared(now));
-    a.iter()
-        .zip(&b)
-        .filter(|((_, x), (_, y))| x != y)
-        .map(|((k, x), (_, y))| format!("{k}: file {}, now {}", shown(x), shown(y)))
-        .collect()
-}
-
-/// The compared values of one metadata block, in `COMPARED` order.
-fn compared(md: &Metadata) -> Vec<(&'static str, Value)> {
-    let v = serde_json::to_value(md).unwrap_or(Value::Null);
-    let get = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
-    let mut out = Vec::with_capacity(COMPARED.len() + 2);
-    if md.sim_scenario.is_empty() {
-        out.push(("server", get("server")));
+    let mut out = Vec::new();
+    let (a, b) = (saved, now);
+    // The server, or the simulator's scenario when the file's run used one.
+    let who = |m: &Metadata| {
+        if a.sim_scenario.is_empty() {
+            m.server.clone()
+        } else {
+            m.sim_scenario.clone()
+        }
+    };
+    let key = if a.sim_scenario.is_empty() {
+        "server"
     } else {
-        out.push(("sim_scenario", get("sim_scenario")));
-    }
+        "sim_scenario"
+    };
+    differs(&mut out, key, &who(a), &who(b));
     // A budget given on the command line is a setting; a detected one may
     // move by a few blocks when the server restarts, and is not compared.
-    let kv = if md.kv_budget_source.starts_with("argument:") {
-        get("kv_budget_tokens")
-    } else {
-        Value::from("detected")
+    let kv = |m: &Metadata| {
+        m.kv_budget_source
+            .starts_with("argument:")
+            .then_some(m.kv_budget_tokens)
     };
-    out.push(("kv_budget", kv));
-    out.extend(COMPARED.iter().map(|k| (*k, get(k))));
+    differs_shown(&mut out, "kv_budget", &kv(a), &kv(b), |v| match v {
+        Some(tokens) => shown(tokens),
+        None => "detected".into(),
+    });
+    macro_rules! fields {
+        ($($f:ident),* $(,)?) => { $( differs(&mut out, stringify!($f), &a.$f, &b.$f); )* };
+    }
+    fields!(
+        model,
+        engine,
+        engine_version,
+        version,
+        decode_mode,
+        duration_per_test,
+        request_count,
+        warmup_request_count,
+        run_burst,
+        burst_request_count,
+        burst_warmup_request_count,
+        burst_requests_per_concurrency,
+        prefill_mode,
+        standalone_prefill,
+        prefill_only,
+        skip_prefill,
+        prefill_contexts,
+        prefill_metric,
+        max_tokens,
+        temperature,
+        ignore_eos,
+        concurrency_levels,
+        context_lengths,
+        max_error_rate,
+        cell_warmup_timeout_seconds,
+        dcp_size,
+        // how often the server's /metrics was read while measuring: on a
+        // CPU-bound server it moves the numbers (docs/performance.md §3)
+        metrics_interval,
+        // --duration auto closes windows early: a different rule, different cells
+        duration_auto,
+    );
     out
 }
 
-fn shown(v: &Value) -> String {
-    match v {
+/// Adds `key: file X, now Y` when the two values differ.
+fn differs<T: PartialEq + Serialize>(out: &mut Vec<String>, key: &str, file: &T, now: &T) {
+    differs_shown(out, key, file, now, shown);
+}
+
+/// [`differs`] with the values shown by `show`.
+fn differs_shown<T: PartialEq>(
+    out: &mut Vec<String>,
+    key: &str,
+    file: &T,
+    now: &T,
+    show: impl Fn(&T) -> String,
+) {
+    if file != now {
+        out.push(format!("{key}: file {}, now {}", show(file), show(now)));
+    }
+}
+
+/// A value as the file shows it: `none` for null or an empty list (the file
+/// leaves those out), `""` for an empty string, strings bare, everything
+/// else as JSON.
+fn shown<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v).unwrap_or(Value::Null) {
         Value::Null => "none".into(),
+        Value::Array(a) if a.is_empty() => "none".into(),
         Value::String(s) if s.is_empty() => "\"\"".into(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         other => other.to_string(),
     }
 }
