@@ -110,7 +110,8 @@ pub fn second_of(t: f64, ws: f64) -> i64 {
 }
 
 /// The timeline from the counts (`counter.rs`), the window `[ws, we]` and
-/// the scrapes' and GPU samples' points, all times on the run clock;
+/// the scrapes' and GPU samples' points, all times on the run clock (points
+/// before the origin are left out, and GPU samples after the window);
 /// `gpu_clock_offset` turns the monitor's times into run-clock times.
 pub fn build(
     counts: &TimelineCounts,
@@ -123,7 +124,9 @@ pub fn build(
     let (client_ramp_bins, client_tokens) = client_series(counts, ws, we);
     let at = |t: f64| round(t - origin, 2);
     let in_cell = |t: f64| t >= origin && t <= we;
-    let mut pts: Vec<&ServerPoint> = scrapes.iter().filter(|p| in_cell(p.t)).collect();
+    // The end scrape is read just after the window's close: kept, as every
+    // scrape of the cell is (the caller passes no scrape from after it).
+    let mut pts: Vec<&ServerPoint> = scrapes.iter().filter(|p| p.t >= origin).collect();
     pts.sort_by(|a, b| a.t.total_cmp(&b.t));
     pts.dedup_by(|a, b| a.t == b.t);
     let server = (!pts.is_empty()).then(|| ServerSeries {
@@ -170,10 +173,14 @@ pub fn client_series(counts: &TimelineCounts, ws: f64, we: f64) -> (u32, Vec<u64
     let ramp_secs = (ws - counts.origin - 1e-9).ceil().max(0.0) as usize;
     let mut out = vec![0u64; ramp_secs];
     for (j, &n) in counts.ramp.iter().enumerate() {
-        if n == 0 || ramp_secs == 0 {
+        // A bin that starts at or after the window start holds tokens a
+        // stream read in the instant before it saw the window open; the
+        // window counts those itself (`ldb_core::window`, pending tokens).
+        let start = counts.origin + j as f64 * RAMP_STEP_S;
+        if n == 0 || ramp_secs == 0 || start >= ws {
             continue;
         }
-        let mid = counts.origin + (j as f64 + 0.5) * RAMP_STEP_S;
+        let mid = start + 0.5 * RAMP_STEP_S;
         let k = second_of(mid.min(ws - 1e-9), ws).max(-(ramp_secs as i64));
         out[(ramp_secs as i64 + k) as usize] += n;
     }

@@ -43,6 +43,12 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             "--html needs a file name (a browser opens a file, not stdout)",
         ));
     }
+    if a.timeline.is_some() && (a.results.len() > 1 || !stdout_users.is_empty()) {
+        return Err(AppError::config(
+            "--timeline prints one cell of one result file to stdout; give one RESULT and no \
+             other output on stdout",
+        ));
+    }
     if a.results.len() > 1
         && (a.html.is_none()
             || a.csv.is_some()
@@ -90,6 +96,14 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
     let [run] = runs.as_slice() else {
         return Ok(exit::OK);
     };
+    if let Some(name) = &a.timeline {
+        let cell = ldb_report::timeline::find_cell(run.doc, name).map_err(AppError::config)?;
+        if let Some(t) = &cell.ext.timeline {
+            let text = ldb_report::timeline::render(cell, t);
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+        return Ok(exit::OK);
+    }
     export_one(a, run)?;
     // stdout carries the text report unless an export was asked for there.
     if stdout_users.is_empty() {

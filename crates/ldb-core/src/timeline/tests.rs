@@ -49,6 +49,8 @@ fn ramp_up_tokens_fold_into_the_seconds_before_the_window() {
     c.add(103.495, 1, 0, None); // 5 ms before: second −1, never the window's
     c.add(103.6, 7, 7, Some(103.5)); // counted in the window
     c.add(103.52, 1, 0, Some(103.5)); // after the start, uncounted: dropped
+    c.add(103.53, 2, 0, None); // read before the stream saw the window open:
+                               // the window counts it (pending), not ramp-up
     c.add(107.0, 9, 0, Some(103.5)); // after the window: dropped
     let (ramp, series) = client_series(&c.counts().unwrap(), 103.5, 106.5);
     assert_eq!(ramp, 4);
@@ -87,8 +89,15 @@ fn build_puts_scrapes_and_gpu_samples_on_the_cells_axis() {
         waiting: Some(0.0),
         kv_usage: Some(0.123_456),
     };
-    // One scrape before the cell (dropped), one twice (kept once).
-    let scrapes = [point(99.0, 1.0), point(102.0, 4.0), point(105.0, 8.0), point(105.0, 8.0)];
+    // One scrape before the cell (dropped), one twice (kept once), the end
+    // scrape read just after the window's close (kept).
+    let scrapes = [
+        point(99.0, 1.0),
+        point(102.0, 4.0),
+        point(105.0, 8.0),
+        point(105.0, 8.0),
+        point(106.6, 8.0),
+    ];
     // Monitor clock is 90 s behind the run clock.
     let gpu = [snap(5.0, [1.0, 1.0]), snap(13.25, [100.0, 150.5]), snap(20.0, [1.0, 1.0])];
     let t = build(&c.counts().unwrap(), (103.5, 106.5), &scrapes, &gpu, 90.0);
@@ -96,9 +105,9 @@ fn build_puts_scrapes_and_gpu_samples_on_the_cells_axis() {
     assert_eq!(t.window_tokens(), 10);
     assert_eq!(t.bin_start_s(0), -0.5);
     let s = t.server.unwrap();
-    assert_eq!(s.t_s, vec![2.0, 5.0]);
-    assert_eq!(s.running, vec![Some(4.0), Some(8.0)]);
-    assert_eq!(s.kv_usage, vec![Some(0.123), Some(0.123)]);
+    assert_eq!(s.t_s, vec![2.0, 5.0, 6.6]);
+    assert_eq!(s.running, vec![Some(4.0), Some(8.0), Some(8.0)]);
+    assert_eq!(s.kv_usage, vec![Some(0.123); 3]);
     let g = t.gpu.unwrap();
     assert_eq!(g.t_s, vec![3.25], "samples outside origin..window end are left out");
     assert_eq!(g.power_w, vec![Some(250.5)], "power of all GPUs together");
