@@ -147,8 +147,14 @@ pub fn build(
         t_s: snaps.iter().map(|s| at(s.t_s + gpu_clock_offset)).collect(),
         power_w: snaps.iter().map(|s| r(sum(s, |g| g.power_w), 1)).collect(),
         util_pct: snaps.iter().map(|s| r(s.gpu_util_avg(), 1)).collect(),
-        pcie_rx_mb_s: snaps.iter().map(|s| r(sum(s, |g| g.pcie_rx_mb_s), 1)).collect(),
-        pcie_tx_mb_s: snaps.iter().map(|s| r(sum(s, |g| g.pcie_tx_mb_s), 1)).collect(),
+        pcie_rx_mb_s: snaps
+            .iter()
+            .map(|s| r(sum(s, |g| g.pcie_rx_mb_s), 1))
+            .collect(),
+        pcie_tx_mb_s: snaps
+            .iter()
+            .map(|s| r(sum(s, |g| g.pcie_tx_mb_s), 1))
+            .collect(),
     });
     CellTimeline {
         window_start_s: round(ws - origin, 3),

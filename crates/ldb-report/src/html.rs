@@ -28,9 +28,9 @@ mod heatmap;
 mod meta;
 mod replay;
 mod synthetic;
-mod timeline;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 use std::io::Write as _;
 use std::path::Path;

@@ -116,7 +116,11 @@ pub fn render(c: &CellResult, t: &CellTimeline) -> String {
     match &t.server {
         Some(v) => {
             let _ = writeln!(s, "\nServer gauges at each scrape:");
-            let _ = writeln!(s, "{:>9} {:>8} {:>8} {:>8}", "t s", "running", "waiting", "KV %");
+            let _ = writeln!(
+                s,
+                "{:>9} {:>8} {:>8} {:>8}",
+                "t s", "running", "waiting", "KV %"
+            );
             for i in 0..v.t_s.len() {
                 let kv = v.kv_usage.get(i).copied().flatten().map(|k| k * 100.0);
                 let g = |a: &[Option<f64>]| opt(a.get(i).copied().flatten(), 1);
@@ -134,7 +138,10 @@ pub fn render(c: &CellResult, t: &CellTimeline) -> String {
     }
     match &t.gpu {
         Some(v) => {
-            let _ = writeln!(s, "\nGPU samples (all GPUs together; utilisation is their mean):");
+            let _ = writeln!(
+                s,
+                "\nGPU samples (all GPUs together; utilisation is their mean):"
+            );
             let _ = writeln!(
                 s,
                 "{:>9} {:>8} {:>7} {:>11} {:>11}",

@@ -69,17 +69,23 @@ async fn the_timeline_adds_up_to_the_cell_and_runs_at_the_known_rate() {
     let mut cfg = config(&sim, &[c], &[0], 4.0);
     // Gauges every second inside the window (the default reads every 10 s).
     cfg.timing.metrics_interval = 1.0;
-    let out = ldb_runner::run::run(cfg, hooks)
-        .await
-        .expect("run");
+    let out = ldb_runner::run::run(cfg, hooks).await.expect("run");
     let r = cell(&out.doc, c, 0);
-    let t = r.ext.timeline.as_ref().expect("a sustained cell has a timeline");
+    let t = r
+        .ext
+        .timeline
+        .as_ref()
+        .expect("a sustained cell has a timeline");
 
     // The window's bins are the window's count, token for token.
     assert_eq!(t.window_tokens(), r.client_output_tokens);
     assert!(r.client_output_tokens > 0);
     let len = t.window_end_s - t.window_start_s;
-    assert!((len - r.measurement_seconds).abs() < 2e-3, "{len} vs {}", r.measurement_seconds);
+    assert!(
+        (len - r.measurement_seconds).abs() < 2e-3,
+        "{len} vs {}",
+        r.measurement_seconds
+    );
     let rate = t.window_tokens() as f64 / r.measurement_seconds;
     assert!((rate - r.aggregate_tps.unwrap()).abs() < 1e-6 * rate);
     // FLAT: every stream gets one token per step of 10 ms + 0.2 ms per sequence.
@@ -87,7 +93,10 @@ async fn the_timeline_adds_up_to_the_cell_and_runs_at_the_known_rate() {
     let ramp = t.client_ramp_bins as usize;
     let whole = len.floor() as usize;
     for (k, &n) in t.client_tokens[ramp..ramp + whole].iter().enumerate() {
-        assert!(within(n as f64, truth, 0.12), "window second {k}: {n} vs {truth:.0}");
+        assert!(
+            within(n as f64, truth, 0.12),
+            "window second {k}: {n} vs {truth:.0}"
+        );
     }
     assert_eq!(
         t.client_tokens.len(),
@@ -102,7 +111,11 @@ async fn the_timeline_adds_up_to_the_cell_and_runs_at_the_known_rate() {
         .filter(|&i| s.t_s[i] >= t.window_start_s)
         .collect();
     assert!(inside.len() >= 4, "window scrapes at {:?}", s.t_s);
-    assert!(s.t_s.len() > inside.len(), "ramp-up scrapes too: {:?}", s.t_s);
+    assert!(
+        s.t_s.len() > inside.len(),
+        "ramp-up scrapes too: {:?}",
+        s.t_s
+    );
     for i in inside {
         assert_eq!(s.running[i], Some(f64::from(c)), "scrape at {} s", s.t_s[i]);
         assert_eq!(s.waiting[i], Some(0.0));
@@ -112,7 +125,11 @@ async fn the_timeline_adds_up_to_the_cell_and_runs_at_the_known_rate() {
     // GPU samples: every 0.1 s from the launch to the window's end.
     let g = t.gpu.as_ref().expect("samples");
     assert!(g.power_w.iter().all(|p| *p == Some(250.0)));
-    assert!(g.t_s.iter().all(|&x| (-0.05..=t.window_end_s + 0.05).contains(&x)));
+    assert!(
+        g.t_s
+            .iter()
+            .all(|&x| (-0.05..=t.window_end_s + 0.05).contains(&x))
+    );
     let expected = t.window_end_s * 10.0;
     assert!(
         (g.t_s.len() as f64 - expected).abs() <= 3.0,

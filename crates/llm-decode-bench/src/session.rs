@@ -232,7 +232,11 @@ impl Hardware for MonitorAdapter {
         self.0.summary_between(start, end)
     }
 
-    fn samples_between(&self, start: usize, end: usize) -> Vec<ldb_core::hardware::HardwareSnapshot> {
+    fn samples_between(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> Vec<ldb_core::hardware::HardwareSnapshot> {
         self.0.samples_between(start, end)
     }
 

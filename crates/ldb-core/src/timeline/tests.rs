@@ -25,7 +25,10 @@ fn window_tokens_land_in_their_second_and_boundaries_open_the_next() {
     c.add(104.5, 4, 4, Some(ws)); // exactly 1 s in: second 1
     c.add(106.5, 3, 3, Some(ws)); // exactly the end: the last second
     let (ramp, series) = client_series(&c.counts().unwrap(), ws, 106.5);
-    assert_eq!(ramp, 4, "3.5 s of ramp-up take four seconds before the window");
+    assert_eq!(
+        ramp, 4,
+        "3.5 s of ramp-up take four seconds before the window"
+    );
     assert_eq!(series, vec![0, 0, 0, 0, 3, 4, 3]);
     assert_eq!(series[ramp as usize..].iter().sum::<u64>(), 10);
 }
@@ -38,7 +41,11 @@ fn empty_seconds_are_zeros_and_a_short_last_second_is_kept() {
     c.add(104.1, 1, 1, Some(ws));
     let (ramp, series) = client_series(&c.counts().unwrap(), ws, 104.25);
     assert_eq!(ramp, 1);
-    assert_eq!(series, vec![0, 1, 0, 0, 1], "4 window seconds, the last 0.25 s long");
+    assert_eq!(
+        series,
+        vec![0, 1, 0, 0, 1],
+        "4 window seconds, the last 0.25 s long"
+    );
 }
 
 #[test]
@@ -50,7 +57,7 @@ fn ramp_up_tokens_fold_into_the_seconds_before_the_window() {
     c.add(103.6, 7, 7, Some(103.5)); // counted in the window
     c.add(103.52, 1, 0, Some(103.5)); // after the start, uncounted: dropped
     c.add(103.53, 2, 0, None); // read before the stream saw the window open:
-                               // the window counts it (pending), not ramp-up
+    // the window counts it (pending), not ramp-up
     c.add(107.0, 9, 0, Some(103.5)); // after the window: dropped
     let (ramp, series) = client_series(&c.counts().unwrap(), 103.5, 106.5);
     assert_eq!(ramp, 4);
@@ -99,7 +106,11 @@ fn build_puts_scrapes_and_gpu_samples_on_the_cells_axis() {
         point(106.6, 8.0),
     ];
     // Monitor clock is 90 s behind the run clock.
-    let gpu = [snap(5.0, [1.0, 1.0]), snap(13.25, [100.0, 150.5]), snap(20.0, [1.0, 1.0])];
+    let gpu = [
+        snap(5.0, [1.0, 1.0]),
+        snap(13.25, [100.0, 150.5]),
+        snap(20.0, [1.0, 1.0]),
+    ];
     let t = build(&c.counts().unwrap(), (103.5, 106.5), &scrapes, &gpu, 90.0);
     assert_eq!((t.window_start_s, t.window_end_s), (3.5, 6.5));
     assert_eq!(t.window_tokens(), 10);
@@ -109,11 +120,23 @@ fn build_puts_scrapes_and_gpu_samples_on_the_cells_axis() {
     assert_eq!(s.running, vec![Some(4.0), Some(8.0), Some(8.0)]);
     assert_eq!(s.kv_usage, vec![Some(0.123); 3]);
     let g = t.gpu.unwrap();
-    assert_eq!(g.t_s, vec![3.25], "samples outside origin..window end are left out");
+    assert_eq!(
+        g.t_s,
+        vec![3.25],
+        "samples outside origin..window end are left out"
+    );
     assert_eq!(g.power_w, vec![Some(250.5)], "power of all GPUs together");
-    assert_eq!(g.util_pct, vec![Some(50.0)], "utilisation is the GPUs' mean");
+    assert_eq!(
+        g.util_pct,
+        vec![Some(50.0)],
+        "utilisation is the GPUs' mean"
+    );
     assert_eq!(g.pcie_rx_mb_s, vec![Some(20.0)]);
-    assert_eq!(g.pcie_tx_mb_s, vec![None], "no GPU reported it: null, not 0");
+    assert_eq!(
+        g.pcie_tx_mb_s,
+        vec![None],
+        "no GPU reported it: null, not 0"
+    );
 }
 
 #[test]

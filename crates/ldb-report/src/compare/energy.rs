@@ -70,10 +70,9 @@ impl EnergyMetric {
     /// The figure, or why there is none.
     fn read(self, e: &CellEnergyCost) -> (Option<f64>, Option<String>) {
         let (v, why) = match self {
-            EnergyMetric::DecodeJoulesPerToken => (
-                e.decode_joules_per_token,
-                &e.decode_joules_per_token_reason,
-            ),
+            EnergyMetric::DecodeJoulesPerToken => {
+                (e.decode_joules_per_token, &e.decode_joules_per_token_reason)
+            }
             EnergyMetric::PrefillJoulesPerToken => (
                 e.prefill_joules_per_token,
                 &e.prefill_joules_per_token_reason,

@@ -29,10 +29,22 @@ fn row(c: &CellResult, e: &CellEnergyCost) -> String {
         "<tr><td>{}</td><td>{}</td>{}{}{}{}{}<td class=\"basis\">{}</td></tr>\n",
         escape(&context(c.context_tokens)),
         c.concurrency,
-        fig(e.decode_joules_per_token, &e.decode_joules_per_token_reason, 3),
-        fig(e.prefill_joules_per_token, &e.prefill_joules_per_token_reason, 4),
+        fig(
+            e.decode_joules_per_token,
+            &e.decode_joules_per_token_reason,
+            3
+        ),
+        fig(
+            e.prefill_joules_per_token,
+            &e.prefill_joules_per_token_reason,
+            4
+        ),
         fig(e.idle_power_w, &None, 0),
-        fig(e.tokens_per_second_per_kw, &e.tokens_per_second_per_kw_reason, 0),
+        fig(
+            e.tokens_per_second_per_kw,
+            &e.tokens_per_second_per_kw_reason,
+            0
+        ),
         fig(
             e.usd_per_million_output_tokens,
             &e.usd_per_million_output_tokens_reason,

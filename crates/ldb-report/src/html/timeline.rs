@@ -41,21 +41,20 @@ fn pts(t: &[f64], v: &[Option<f64>], scale: f64) -> Vec<(f64, f64)> {
 
 /// The panels of a timeline that have data.
 fn panels(t: &CellTimeline) -> Vec<Panel> {
-    // Each second's count plotted at the second's middle, as a rate (the
-    // last window second may be shorter than a second).
+    // Each second's count plotted at the middle of the span it covers, as a
+    // rate: the first second starts at the launch at the earliest, and the
+    // window's last may end early. A last piece under half a second is left
+    // out of the plot (a few tokens over a sliver read as a spike); the
+    // text form keeps it.
     let client: Vec<(f64, f64)> = t
         .client_tokens
         .iter()
         .enumerate()
-        .map(|(i, &n)| {
-            let a = t.bin_start_s(i);
+        .filter_map(|(i, &n)| {
+            let a = t.bin_start_s(i).max(0.0);
+            let b = (t.bin_start_s(i) + 1.0).min(t.window_end_s);
             let last = i + 1 == t.client_tokens.len();
-            let b = if last {
-                (a + 1.0).min(t.window_end_s)
-            } else {
-                a + 1.0
-            };
-            ((a + b) / 2.0, n as f64 / (b - a).max(1e-3))
+            (b - a >= 0.5 || !last).then(|| ((a + b) / 2.0, n as f64 / (b - a).max(0.05)))
         })
         .collect();
     let mut out = vec![Panel {

@@ -69,15 +69,35 @@ fn the_text_shows_every_second_scrape_and_sample() {
     let d = doc();
     let c = find_cell(&d, "4:8k").expect("found");
     let text = render(c, c.ext.timeline.as_ref().unwrap());
-    assert!(text.contains("window 1.50 s → 4.00 s (2 ramp-up seconds"), "{text}");
-    assert!(text.contains("(101 in the window; the cell counted 101)"), "{text}");
+    assert!(
+        text.contains("window 1.50 s → 4.00 s (2 ramp-up seconds"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(101 in the window; the cell counted 101)"),
+        "{text}"
+    );
     // Bins start half a second before the launch, on the window's grid.
-    for row in ["    -0.50        0  ramp-up", "     0.50        7  ramp-up", "     1.50       40  window", "     3.50       19  window"] {
+    for row in [
+        "    -0.50        0  ramp-up",
+        "     0.50        7  ramp-up",
+        "     1.50       40  window",
+        "     3.50       19  window",
+    ] {
         assert!(text.contains(row), "{row:?} missing:\n{text}");
     }
-    assert!(text.contains("     1.60      4.0      0.0     12.5"), "{text}");
-    assert!(text.contains("     3.10      4.0        —     12.6"), "a missing gauge is —:\n{text}");
-    assert!(text.contains("     1.50    310.5    97.0         10.0            —"), "{text}");
+    assert!(
+        text.contains("     1.60      4.0      0.0     12.5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("     3.10      4.0        —     12.6"),
+        "a missing gauge is —:\n{text}"
+    );
+    assert!(
+        text.contains("     1.50    310.5    97.0         10.0            —"),
+        "{text}"
+    );
     assert_eq!(find_cell(&d, "C=4 ctx=8k"), Ok(c));
 }
 
@@ -86,27 +106,48 @@ fn a_bad_cell_name_is_one_line_listing_the_cells_with_a_timeline() {
     let d = doc();
     let e = find_cell(&d, "16:8k").unwrap_err();
     assert!(!e.contains('\n'));
-    assert!(e.contains("no decode cell named \"16:8k\"") && e.ends_with("timeline: 4:8k"), "{e}");
+    assert!(
+        e.contains("no decode cell named \"16:8k\"") && e.ends_with("timeline: 4:8k"),
+        "{e}"
+    );
     let e = find_cell(&d, "8:8192").unwrap_err();
-    assert!(e.contains("cell 8:8k has no timeline (it was not measured)"), "{e}");
+    assert!(
+        e.contains("cell 8:8k has no timeline (it was not measured)"),
+        "{e}"
+    );
     let mut old = doc();
     old.results[0].ext.timeline = None;
     let e = find_cell(&old, "4:8k").unwrap_err();
-    assert!(e.contains("written by a version without timelines") && e.ends_with("one: none"), "{e}");
+    assert!(
+        e.contains("written by a version without timelines") && e.ends_with("one: none"),
+        "{e}"
+    );
 }
 
 #[test]
 fn the_page_draws_one_small_figure_per_cell_with_a_timeline() {
     let d = doc();
-    let page = html(&[Input { name: "run", doc: &d }], &HtmlOptions::default());
+    let page = html(
+        &[Input {
+            name: "run",
+            doc: &d,
+        }],
+        &HtmlOptions::default(),
+    );
     assert_eq!(page.matches("id=\"timelines\"").count(), 1);
     let start = page.find("id=\"timeline-4-8192\"").expect("figure");
     let fig = &page[start..start + page[start..].find("</figure>").unwrap()];
-    assert!(fig.contains("<svg") && fig.contains("window 1.5–4.0 s, 101 tokens"), "{fig}");
+    assert!(
+        fig.contains("<svg") && fig.contains("window 1.5–4.0 s, 101 tokens"),
+        "{fig}"
+    );
     for caption in ["client tok/s", "running", "KV usage", "GPU power", "PCIe"] {
         assert!(fig.contains(caption), "{caption} panel missing");
     }
-    assert!(!page.contains("id=\"timeline-8-8192\""), "no timeline, no figure");
+    assert!(
+        !page.contains("id=\"timeline-8-8192\""),
+        "no timeline, no figure"
+    );
 }
 
 #[test]
@@ -119,6 +160,12 @@ fn files_without_timelines_still_load_and_render_without_the_section() {
     assert!(back.get("timeline").is_none(), "absent stays absent");
     let mut d = doc();
     d.results.iter_mut().for_each(|c| c.ext.timeline = None);
-    let page = html(&[Input { name: "run", doc: &d }], &HtmlOptions::default());
+    let page = html(
+        &[Input {
+            name: "run",
+            doc: &d,
+        }],
+        &HtmlOptions::default(),
+    );
     assert!(!page.contains("id=\"timelines\""));
 }

@@ -66,7 +66,9 @@ fn figures_sit_side_by_side_with_their_change_in_the_right_direction() {
     // Worse energy is marked, but energy never makes a regression.
     let c = Comparison::new(("b", &n), ("n", &b), 5.0);
     assert_eq!(
-        figure(&c.energy[0], EnergyMetric::DecodeJoulesPerToken).change.verdict,
+        figure(&c.energy[0], EnergyMetric::DecodeJoulesPerToken)
+            .change
+            .verdict,
         crate::compare::Verdict::Regression
     );
     assert!(!c.has_regression());
@@ -78,27 +80,44 @@ fn a_side_without_energy_shows_its_reason_not_zero() {
     let c = Comparison::new(("base.json", &b), ("new.json", &n), 5.0);
     let j = figure(&c.energy[0], EnergyMetric::DecodeJoulesPerToken);
     assert_eq!(j.change.new, None);
-    assert!(j.new_reason.as_deref().unwrap().contains("no GPU energy counters"), "{j:?}");
+    assert!(
+        j.new_reason
+            .as_deref()
+            .unwrap()
+            .contains("no GPU energy counters"),
+        "{j:?}"
+    );
     let report = CompareReport {
         threshold_pct: 5.0,
         forced: false,
         comparisons: vec![c],
     };
     let text = render_text(&report);
-    assert!(text.contains("Energy and cost (shown, not judged)"), "{text}");
+    assert!(
+        text.contains("Energy and cost (shown, not judged)"),
+        "{text}"
+    );
     assert!(text.contains("0.2000 → —"), "{text}");
-    assert!(text.contains("new: J/out tok: no GPU energy counters"), "{text}");
+    assert!(
+        text.contains("new: J/out tok: no GPU energy counters"),
+        "{text}"
+    );
     assert!(!text.contains("→ 0.0000"), "{text}");
     let md = render_markdown(&report);
-    assert!(md.contains("- new: J/out tok: no GPU energy counters"), "{md}");
+    assert!(
+        md.contains("- new: J/out tok: no GPU energy counters"),
+        "{md}"
+    );
     let json = to_json(&report);
     let e = &json["comparisons"][0]["energy"][0];
     assert_eq!(e["metrics"]["decode_joules_per_token"]["base"], 0.2);
     assert!(e["metrics"]["decode_joules_per_token"]["new"].is_null());
-    assert!(e["new_reasons"]["decode_joules_per_token"]
-        .as_str()
-        .unwrap()
-        .contains("no GPU energy counters"));
+    assert!(
+        e["new_reasons"]["decode_joules_per_token"]
+            .as_str()
+            .unwrap()
+            .contains("no GPU energy counters")
+    );
     let back = crate::compare::read_output(&json.to_string()).expect("reads back");
     assert_eq!(back.comparisons[0].energy.len(), 1);
 }
@@ -127,18 +146,32 @@ fn the_html_page_has_an_energy_table_with_reasons() {
     other.concurrency = 8;
     d.results.push(other);
     let page = crate::html::render(
-        &[crate::html::Input { name: "run", doc: &d }],
+        &[crate::html::Input {
+            name: "run",
+            doc: &d,
+        }],
         &crate::html::HtmlOptions::default(),
     );
     let start = page.find("id=\"energy-cost\"").expect("section");
     let sec = &page[start..start + page[start..].find("</section>").unwrap()];
-    for want in ["<td>0.200</td>", "<td>5000</td>", "<td>1.111</td>", "$2/GPU-hour × 1 GPU(s)"] {
+    for want in [
+        "<td>0.200</td>",
+        "<td>5000</td>",
+        "<td>1.111</td>",
+        "$2/GPU-hour × 1 GPU(s)",
+    ] {
         assert!(sec.contains(want), "{want} missing: {sec}");
     }
-    assert!(sec.contains("no GPU energy counters"), "the C=8 cell says why: {sec}");
+    assert!(
+        sec.contains("no GPU energy counters"),
+        "the C=8 cell says why: {sec}"
+    );
     assert!(!sec.contains("<td>0.000</td>"), "{sec}");
     let plain = crate::html::render(
-        &[crate::html::Input { name: "run", doc: &ResultDocument::default() }],
+        &[crate::html::Input {
+            name: "run",
+            doc: &ResultDocument::default(),
+        }],
         &crate::html::HtmlOptions::default(),
     );
     assert!(!plain.contains("id=\"energy-cost\""));
