@@ -109,7 +109,9 @@ fn draw(t: &CellTimeline) -> Result<String, String> {
         let areas = root.split_evenly((panels.len().max(1), 1));
         for (p, area) in panels.iter().zip(&areas) {
             let top = p.lines.iter().flat_map(|(_, l)| l.iter().map(|q| q.1));
-            let y1 = top.fold(0.0f64, f64::max).max(1e-6) * 1.1;
+            // At least 1 on top: a panel of near-zero values (an idle KV
+            // cache) reads as flat, not as noise blown up to full height.
+            let y1 = top.fold(0.0f64, f64::max).max(1.0) * 1.1;
             let mut chart = ChartBuilder::on(area)
                 .margin(4)
                 .caption(&p.caption, ("sans-serif", 12))
