@@ -77,6 +77,8 @@ pub struct CellCounters {
     pub gaps: GapHistogram,
     /// Tokens by the second they arrived in (replays start it).
     pub arrivals: crate::token_seconds::TokenSeconds,
+    /// The cell's per-second client series (sustained cells start it).
+    pub timeline: ldb_core::timeline::TimelineCounter,
 }
 
 /// Everything a stream needs besides its payload.
@@ -537,6 +539,7 @@ fn count_tokens(
         env.counters.arrivals.add(t, new);
     }
     let counted = out.track.window_tokens - before;
+    env.counters.timeline.add(t, new, counted, window.start);
     if counted > 0 {
         env.counters
             .window_tokens

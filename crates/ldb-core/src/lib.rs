@@ -48,6 +48,7 @@ pub mod spec;
 pub mod sse;
 pub mod stats;
 pub mod student;
+pub mod timeline;
 pub mod tokens;
 pub mod trace;
 pub mod window;

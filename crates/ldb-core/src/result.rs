@@ -417,6 +417,11 @@ pub struct CellExtras {
     /// streams are not counted). Absent when none was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shards_lost: Vec<u32>,
+    /// Per-second client tokens, the server's gauges at each scrape and the
+    /// GPU samples over the cell (`timeline.rs`). Absent for cells that
+    /// record none (request modes, sharded and skipped cells, older files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::timeline::CellTimeline>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

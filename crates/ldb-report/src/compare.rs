@@ -14,7 +14,9 @@
 //! 3. prefill rows: matched by context, the headline rate;
 //! 4. open-loop rate cells ([`rates`]): matched by context and offered rate;
 //! 5. trace replays and session runs ([`replays`]): matched by kind and
-//!    position, their summaries and (sessions) TTFT by turn.
+//!    position, their summaries and (sessions) TTFT by turn;
+//! 6. energy and cost ([`energy`]): the cells' J/token, tok/s per kW and
+//!    $/Mtok side by side, shown but never judged for the exit code.
 //!
 //! Runs are single measurements per cell, so no change is tested for
 //! significance; [`metric::Estimate`] has room for repeats when runs carry them.
@@ -22,6 +24,7 @@
 //! `docs/compare.md` defines every rule, metric, format and exit code.
 
 pub mod cells;
+pub mod energy;
 pub mod fabric;
 mod json;
 pub mod metric;
@@ -34,6 +37,7 @@ mod table;
 use ldb_core::document::ResultDocument;
 
 pub use cells::{CellComparison, CellKey, Layer, Outcome, PrefillComparison};
+pub use energy::{EnergyChange, EnergyComparison, EnergyMetric};
 pub use json::{output as typed_output, to_json};
 pub use metric::{CellMetric, Change, Direction, Estimate, Significance, Verdict};
 pub use output::{CompareOutput, read as read_output};
@@ -100,6 +104,8 @@ pub struct Comparison {
     pub rates: Vec<RateComparison>,
     /// Every trace replay and session run of either run.
     pub replays: Vec<ReplayComparison>,
+    /// Every cell with energy figures in either run (not counted in verdicts).
+    pub energy: Vec<EnergyComparison>,
     /// Cells and replays of either run whose prefix-cache hit rate missed the intended
     /// one by more than 10 points (`base: …`, `new: …`), see
     /// [`crate::prefix_flags`].
@@ -121,6 +127,7 @@ impl Comparison {
             prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
             rates: rates::compare_rates(base.1, new.1, threshold_pct),
             replays: replays::compare_replays(base.1, new.1, threshold_pct),
+            energy: energy::compare_energy(base.1, new.1, threshold_pct),
             prefix_gaps: [("base", base.1), ("new", new.1)]
                 .into_iter()
                 .flat_map(|(side, doc)| {

@@ -5,7 +5,9 @@
 //! scripts, fonts or images. Sections, in page order (each with a stable id):
 //! `run-metadata` (one column per result file), `heatmap` (the aggregate
 //! tok/s matrix of each file, coloured by value, status words as in the text
-//! report), `charts` (the figures listed in [`CHART_IDS`]), `replay` (trace
+//! report), `charts` (the figures listed in [`CHART_IDS`]), `energy-cost`
+//! and `timelines` (only when a file has energy figures or cell timelines:
+//! `energy.rs`, `timeline.rs`), `replay` (trace
 //! replays and sessions, only when a file has one: [`REPLAY_CHART_IDS`]),
 //! `warnings` (the
 //! text report's cell footnotes and warnings) and `methodology` (the result's
@@ -19,6 +21,7 @@
 mod chart;
 mod charts;
 mod coding_peak;
+mod energy;
 mod escape;
 mod fabric;
 mod heatmap;
@@ -27,6 +30,7 @@ mod replay;
 mod synthetic;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -130,6 +134,8 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&meta::metadata_section(&page));
     out.push_str(&heatmap::section(&page));
     out.push_str(&charts::section(&page));
+    out.push_str(&energy::section(&page));
+    out.push_str(&timeline::section(&page));
     out.push_str(&coding_peak::section(&page));
     out.push_str(&replay::section(&page));
     out.push_str(&fabric::section(&page));
@@ -168,4 +174,11 @@ figure.chart svg { max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
 ul.warnings li.warn { color: #8a0000; }
 ul.warnings li { margin: .3rem 0; }
 code { font-size: .85rem; background: #f6f6f6; padding: 0 .2rem; }
+table.energy td { text-align: right; font-variant-numeric: tabular-nums; }
+table.energy td.why, table.energy td.basis { text-align: left; font-size: .8rem; }
+table.energy td .detail { display: block; color: #8a0000; }
+div.timelines { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: .8rem; }
+figure.timeline { margin: 0; }
+figure.timeline figcaption { font-size: .85rem; font-weight: 600; }
+figure.timeline svg { max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
 "#;

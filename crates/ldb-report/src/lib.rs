@@ -37,6 +37,7 @@ pub mod prefix_flags;
 #[cfg(test)]
 mod replay_fixture;
 pub mod text;
+pub mod timeline;
 
 pub use error::{ReportError, Result};
 pub use load::load_result_file;

@@ -143,6 +143,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     }
     let bodies = crate::prefix_groups::group_bodies(rc, &spec.messages, decode_options(rc));
     let mut pool = StreamPool::launch(rc, bodies, spec.concurrency, OUTPUT_SLOTS, &skip);
+    pool.counters.timeline.start_at(pool.launch);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, None).await;
     let aborted = skip.is_cancelled() || pool.hopeless(rc.cfg.timing.max_error_rate);
     if !aborted {
@@ -200,6 +201,10 @@ pub(crate) struct RampEnd {
     timeout_reason: String,
     pub(crate) timed_out: bool,
     plateau: bool,
+    /// The scrapes' gauges during ramp-up, for the timeline.
+    pub(crate) scrapes: Vec<ldb_core::timeline::ServerPoint>,
+    /// Hardware mark at the streams' launch, for the timeline.
+    pub(crate) hw_launch: Option<usize>,
 }
 
 impl RampEnd {
@@ -259,6 +264,8 @@ pub(crate) async fn ramp_up(
         )
         .with_prefill_estimate(prefill_rate.map_or(0.0, |r| ctx as f64 / r))
         .with_freeze_gap(RAMP_FREEZE_GAP_S);
+    let hw_launch = rc.hw_mark();
+    let mut scrapes = crate::cell_timeline::ScrapeLog::default();
     let mut decision = Decision::Wait;
     while decision == Decision::Wait {
         if tick(skip).await {
@@ -270,6 +277,7 @@ pub(crate) async fn ramp_up(
         }
         let elapsed = rc.clock.now() - pool.launch;
         let fresh = fresh_scrape(rc, pool.launch);
+        scrapes.keep(fresh.as_deref());
         let obs = Observation {
             elapsed,
             running: fresh.as_ref().and_then(|s| s.snap.running),
@@ -297,7 +305,11 @@ pub(crate) async fn ramp_up(
             where_(spec)
         ));
     }
-    RampEnd::from_decision(&decision)
+    RampEnd {
+        scrapes: scrapes.points,
+        hw_launch,
+        ..RampEnd::from_decision(&decision)
+    }
 }
 
 /// The other shards' producing streams and tokens received, for readiness.
@@ -354,6 +366,7 @@ pub(crate) fn finish(
     cell.timeout_reason = ramp.timeout_reason.clone();
     cell.hardware_summary = hw;
     cell.ext.kv_required_tokens = u64::from(c) * (ctx + rc.cfg.matrix.max_tokens);
+    cell.ext.timeline = crate::cell_timeline::timeline(rc, pool, ramp, win);
     if let Some(err) = &pool.fatal {
         cell.ext.status = CellStatus::Error;
         cell.ext.status_reason = err.clone();

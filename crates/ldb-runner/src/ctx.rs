@@ -6,7 +6,7 @@ use ldb_client::Http;
 use ldb_client::scrape::Scraper;
 use ldb_client::stream::RunClock;
 use ldb_core::engine::Engine;
-use ldb_core::hardware::HardwareSummary;
+use ldb_core::hardware::{HardwareSnapshot, HardwareSummary};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
@@ -21,6 +21,14 @@ pub trait Hardware: Send + Sync {
     fn summary_since(&self, mark: usize) -> HardwareSummary;
     /// Summary of samples between two marks; energy covers the marks' times.
     fn summary_between(&self, start: usize, end: usize) -> HardwareSummary;
+    /// The samples between two marks, for a cell's timeline (none by default).
+    fn samples_between(&self, _start: usize, _end: usize) -> Vec<HardwareSnapshot> {
+        Vec::new()
+    }
+    /// Now on the samples' clock (their `t_s`), seconds.
+    fn elapsed_s(&self) -> f64 {
+        0.0
+    }
 }
 
 /// Skip and stop requests from the user.

@@ -12,6 +12,7 @@ mod cache_reset;
 mod calibration_cache;
 pub mod cell;
 mod cell_io;
+mod cell_timeline;
 mod cell_view;
 mod cell_window;
 pub mod client_load;

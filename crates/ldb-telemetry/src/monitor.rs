@@ -311,6 +311,11 @@ impl MonitorHandle {
         summarize_window(&slice, window)
     }
 
+    /// The snapshots with history index in `[a, b)` (a cell's timeline).
+    pub fn samples_between(&self, a: usize, b: usize) -> Vec<HardwareSnapshot> {
+        lock(&self.shared.state).history.range(a, b)
+    }
+
     /// Summary of the whole retained history (`hardware_run_summary`).
     pub fn summary(&self) -> HardwareSummary {
         let slice = lock(&self.shared.state).history.range(0, usize::MAX);

@@ -234,6 +234,10 @@ pub struct ReportArgs {
     /// benchmark); --slo keys override its keys.
     #[arg(long, value_name = "NAME")]
     pub slo_preset: Option<String>,
+    /// Print one decode cell's per-second timeline instead of the report; CELL is C:CTX
+    /// (e.g. 16:8k).
+    #[arg(long, value_name = "CELL")]
+    pub timeline: Option<String>,
 }
 
 /// `sim` flags.

@@ -2,7 +2,8 @@
 //! [--html FILE] [--requests-jsonl FILE] [--slo SPEC]`: the final report of a
 //! saved run, and its CSV, Markdown, HTML and request-sample forms, judged
 //! against `--slo` targets when given (the files themselves are not changed).
-//! Several files make one HTML page that overlays their curves.
+//! Several files make one HTML page that overlays their curves. `--timeline
+//! CELL` prints one cell's per-second timeline instead.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -41,6 +42,12 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
     if to_stdout(&a.html) {
         return Err(AppError::config(
             "--html needs a file name (a browser opens a file, not stdout)",
+        ));
+    }
+    if a.timeline.is_some() && (a.results.len() > 1 || !stdout_users.is_empty()) {
+        return Err(AppError::config(
+            "--timeline prints one cell of one result file to stdout; give one RESULT and no \
+             other output on stdout",
         ));
     }
     if a.results.len() > 1
@@ -90,6 +97,9 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
     let [run] = runs.as_slice() else {
         return Ok(exit::OK);
     };
+    if let Some(name) = &a.timeline {
+        return print_timeline(run.doc, name);
+    }
     export_one(a, run)?;
     // stdout carries the text report unless an export was asked for there.
     if stdout_users.is_empty() {
@@ -105,6 +115,18 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
             &mut std::io::stdout().lock(),
         );
         print_fabric(&run.doc.p2pmark, &run.doc.amd_fabric);
+    }
+    Ok(exit::OK)
+}
+
+/// `--timeline CELL`: the cell's timeline on stdout instead of the report;
+/// a name that is no cell with a timeline is exit 2, listing those that are.
+fn print_timeline(doc: &ldb_core::document::ResultDocument, name: &str) -> Result<i32, AppError> {
+    let cell = ldb_report::timeline::find_cell(doc, name).map_err(AppError::config)?;
+    if let Some(t) = &cell.ext.timeline {
+        let text = ldb_report::timeline::render(cell, t);
+        // A closed pipe is not a failure of the report.
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }
     Ok(exit::OK)
 }

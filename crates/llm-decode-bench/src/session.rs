@@ -231,6 +231,18 @@ impl Hardware for MonitorAdapter {
     fn summary_between(&self, start: usize, end: usize) -> ldb_core::hardware::HardwareSummary {
         self.0.summary_between(start, end)
     }
+
+    fn samples_between(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> Vec<ldb_core::hardware::HardwareSnapshot> {
+        self.0.samples_between(start, end)
+    }
+
+    fn elapsed_s(&self) -> f64 {
+        self.0.elapsed_s()
+    }
 }
 
 /// The startup's inputs, lowered from the flags.

@@ -68,6 +68,29 @@ fn comparison(c: &Comparison) -> RunComparison {
         prefill: c.prefill.iter().map(prefill).collect(),
         rate_cells: c.rates.iter().map(rate).collect(),
         replays: c.replays.iter().map(replay).collect(),
+        energy: c.energy.iter().map(energy).collect(),
+    }
+}
+
+fn energy(e: &super::EnergyComparison) -> super::output::EnergyOut {
+    let reasons = |pick: fn(&super::EnergyChange) -> &Option<String>| {
+        e.figures
+            .iter()
+            .filter_map(|f| Some((f.metric.key().to_string(), pick(f).clone()?)))
+            .collect()
+    };
+    super::output::EnergyOut {
+        layer: e.key.layer.as_str().into(),
+        context_tokens: e.key.context_tokens,
+        concurrency: e.key.concurrency,
+        metrics: Ordered(
+            e.figures
+                .iter()
+                .map(|f| (f.metric.key().into(), change(&f.change)))
+                .collect(),
+        ),
+        base_reasons: reasons(|f| &f.base_reason),
+        new_reasons: reasons(|f| &f.new_reason),
     }
 }
 

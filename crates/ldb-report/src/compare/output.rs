@@ -48,6 +48,29 @@ pub struct RunComparison {
     /// so comparisons of matrix runs read as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<ReplayOut>,
+    /// Energy and cost of the cells either run has figures for (absent when
+    /// neither has; never counted in `regression` or `counts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<EnergyOut>,
+}
+
+/// Energy and cost figures of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyOut {
+    /// `decode` or `burst`.
+    pub layer: String,
+    /// Context, tokens.
+    pub context_tokens: u64,
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Figure key → change.
+    pub metrics: Metrics,
+    /// Figure key → why the base has no figure.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub base_reasons: std::collections::BTreeMap<String, String>,
+    /// Figure key → why the new run has no figure.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub new_reasons: std::collections::BTreeMap<String, String>,
 }
 
 /// A run's label.

@@ -1,6 +1,7 @@
 //! The text (terminal) and Markdown (pull-request comment) forms of a
 //! comparison: the same tables, aligned with spaces or written with pipes.
 
+mod energy;
 mod replays;
 
 use ldb_core::numfmt::context;
@@ -93,6 +94,14 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
             out.push_str(&g.render(style));
             out.push('\n');
         }
+    }
+    if !c.energy.is_empty() {
+        heading(out, "Energy and cost (shown, not judged)", md);
+        out.push_str(&energy::grid(&c.energy).render(style));
+        for why in energy::reasons(&c.energy) {
+            out.push_str(&format!("{}{why}\n", if md { "- " } else { "  " }));
+        }
+        out.push('\n');
     }
     if !c.prefix_gaps.is_empty() {
         heading(out, "Prefix cache: achieved vs intended", md);
