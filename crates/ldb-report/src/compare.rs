@@ -30,6 +30,7 @@ pub mod rates;
 pub mod replays;
 pub mod settings;
 mod table;
+pub mod ttft;
 
 use ldb_core::document::ResultDocument;
 
@@ -100,6 +101,8 @@ pub struct Comparison {
     pub rates: Vec<RateComparison>,
     /// Every trace replay and session run of either run.
     pub replays: Vec<ReplayComparison>,
+    /// Cells of either run with a TTFT breakdown (shown, not judged).
+    pub ttft: Vec<ttft::TtftComparison>,
     /// Cells and replays of either run whose prefix-cache hit rate missed the intended
     /// one by more than 10 points (`base: …`, `new: …`), see
     /// [`crate::prefix_flags`].
@@ -121,6 +124,7 @@ impl Comparison {
             prefill: cells::compare_prefill(base.1, new.1, threshold_pct),
             rates: rates::compare_rates(base.1, new.1, threshold_pct),
             replays: replays::compare_replays(base.1, new.1, threshold_pct),
+            ttft: ttft::compare_ttft(base.1, new.1),
             prefix_gaps: [("base", base.1), ("new", new.1)]
                 .into_iter()
                 .flat_map(|(side, doc)| {

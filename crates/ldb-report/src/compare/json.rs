@@ -68,6 +68,28 @@ fn comparison(c: &Comparison) -> RunComparison {
         prefill: c.prefill.iter().map(prefill).collect(),
         rate_cells: c.rates.iter().map(rate).collect(),
         replays: c.replays.iter().map(replay).collect(),
+        ttft_breakdown: c.ttft.iter().map(ttft).collect(),
+    }
+}
+
+fn ttft(t: &super::ttft::TtftComparison) -> super::output::TtftOut {
+    super::output::TtftOut {
+        layer: t.key.layer.as_str().into(),
+        context_tokens: t.key.context_tokens,
+        concurrency: t.key.concurrency,
+        figures: super::output::indexed::Ordered(
+            t.figures
+                .iter()
+                .map(|f| {
+                    let out = super::output::TtftFigureOut {
+                        base: f.base,
+                        new: f.new,
+                        delta: f.delta(),
+                    };
+                    (f.key.to_string(), out)
+                })
+                .collect(),
+        ),
     }
 }
 

@@ -48,6 +48,34 @@ pub struct RunComparison {
     /// so comparisons of matrix runs read as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<ReplayOut>,
+    /// Cells with a TTFT breakdown in either run, figures side by side
+    /// (absent when neither run has one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_breakdown: Vec<TtftOut>,
+}
+
+/// One cell's TTFT breakdown in both runs (not judged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TtftOut {
+    /// `decode` or `burst`.
+    pub layer: String,
+    /// Context, tokens.
+    pub context_tokens: u64,
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Figure key (`engine_ttft_mean`, …) → base, new and new − base, seconds.
+    pub figures: indexed::Ordered<TtftFigureOut>,
+}
+
+/// One figure in both runs, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TtftFigureOut {
+    /// The base run's value.
+    pub base: Option<f64>,
+    /// The new run's value.
+    pub new: Option<f64>,
+    /// new − base.
+    pub delta: Option<f64>,
 }
 
 /// A run's label.

@@ -2,6 +2,7 @@
 //! comparison: the same tables, aligned with spaces or written with pipes.
 
 mod replays;
+mod ttft;
 
 use ldb_core::numfmt::context;
 
@@ -93,6 +94,15 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
             out.push_str(&g.render(style));
             out.push('\n');
         }
+    }
+    if !c.ttft.is_empty() {
+        heading(
+            out,
+            "TTFT breakdown (engine's own numbers; shown, not judged)",
+            md,
+        );
+        out.push_str(&ttft::grid(&c.ttft).render(style));
+        out.push('\n');
     }
     if !c.prefix_gaps.is_empty() {
         heading(out, "Prefix cache: achieved vs intended", md);
