@@ -2,7 +2,7 @@
 //! (bucket-wise deltas), and summarised (count, exact mean, quantiles by
 //! linear interpolation inside a bucket, each with its error bound).
 //!
-//! Definitions in docs/methodology.md §9.6. A histogram's buckets only say
+//! Definitions in docs/methodology.md §9.4. A histogram's buckets only say
 //! how many observations fell between two edges, so a quantile is known to
 //! lie inside one bucket; where inside is a guess. The guess here spreads
 //! the bucket's observations evenly over it (as Prometheus'

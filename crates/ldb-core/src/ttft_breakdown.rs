@@ -1,5 +1,5 @@
 //! TTFT taken apart by the engine's own numbers, per cell (docs/methodology.md
-//! §9.6): queue, prefill, decode and inference time from the server's
+//! §9.4): queue, prefill, decode and inference time from the server's
 //! histograms over the window (vLLM, SGLang) or from each request's
 //! `timings` (llama.cpp), the engine's TTFT beside the client's, and the
 //! difference, `frontend_overhead`: what the HTTP front end, tokenization,

@@ -151,7 +151,7 @@ const COLUMNS: &[Column] = &[
         .prefix_cache
         .mismatch(c.ext.server_prefix_cache_hit_rate)
         .to_string()),
-    // TTFT breakdown (methodology §9.6), seconds; empty without one.
+    // TTFT breakdown (methodology §9.4), seconds; empty without one.
     col!("engine_ttft_mean", |c| ttft(c, |b| b
         .engine_ttft()
         .and_then(|e| e.mean_s))),

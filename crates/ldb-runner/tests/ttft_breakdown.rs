@@ -1,5 +1,5 @@
 //! TTFT taken apart by the engine's own histograms, end to end against the
-//! simulator's known truth (docs/methodology.md §9.6).
+//! simulator's known truth (docs/methodology.md §9.4).
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! `<section id="ttft-breakdown">`: one table of every cell with a TTFT
-//! breakdown (docs/methodology.md §9.6): client and engine TTFT, the
+//! breakdown (docs/methodology.md §9.4): client and engine TTFT, the
 //! engine's parts, the front end's share and preemptions. Nothing at all
 //! when no file has one, so older pages stay as they were.
 

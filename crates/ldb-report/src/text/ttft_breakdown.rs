@@ -1,6 +1,6 @@
 //! TTFT breakdown: per cell, the client's TTFT beside the engine's and its
 //! parts from the engine's own histograms or timings (docs/methodology.md
-//! §9.6), the front end's share, preemptions, and why any part is missing.
+//! §9.4), the front end's share, preemptions, and why any part is missing.
 
 use ldb_core::histogram::QuantileEstimate;
 use ldb_core::result::CellResult;
