@@ -10,8 +10,11 @@ use ldb_core::ttft_breakdown::TtftBreakdown;
 
 use super::cells::{CellKey, keyed};
 
+/// What a figure reads from a breakdown.
+pub type Reader = fn(&TtftBreakdown) -> Option<f64>;
+
 /// The figures compared, in column order: (key, what it reads).
-pub const FIGURES: [(&str, fn(&TtftBreakdown) -> Option<f64>); 5] = [
+pub const FIGURES: [(&str, Reader); 5] = [
     ("client_ttft_mean", |b| b.client_ttft_mean_s),
     ("engine_ttft_mean", |b| {
         b.engine_ttft().and_then(|e| e.mean_s)

@@ -21,7 +21,7 @@ pub(crate) fn quantile_ms(q: Option<QuantileEstimate>) -> String {
     let Some(q) = q else { return "—".into() };
     match q.error_bound() {
         None => format!("≥{:.0}", q.value * 1e3),
-        Some(b) if b == 0.0 => format!("{:.1}", q.value * 1e3),
+        Some(0.0) => format!("{:.1}", q.value * 1e3),
         Some(b) => format!("{:.1} ±{:.0}", q.value * 1e3, (b * 1e3).max(1.0)),
     }
 }
