@@ -308,3 +308,42 @@ fn recorded_sglang_pages_have_the_histograms_read() {
     let q = fin.latency.components[1].series.values().next().unwrap();
     assert_eq!(q.bounds[0], 0.0);
 }
+
+/// Behind a router (`--metrics-url`) each replica's series stay its own:
+/// replica 1's series appearing late is no value on vLLM, and a replica's
+/// restart does not mix with the other's counts.
+#[test]
+fn replicas_keep_their_own_series() {
+    let one = |cum: &[f64], sum: f64| {
+        hists(
+            false,
+            vec![comp("ttft", &[("engine=0", h(B, cum, sum))])],
+            Some(1.0),
+        )
+    };
+    let start =
+        LatencyHistograms::combine(&[one(&[1.0, 1.0, 1.0, 1.0], 0.05), one(&[0.0; 4], 0.0)]);
+    let end = LatencyHistograms::combine(&[
+        one(&[2.0, 2.0, 2.0, 2.0], 0.1),
+        one(&[0.0, 3.0, 3.0, 3.0], 0.45),
+    ]);
+    assert_eq!(end.components[0].series.len(), 2);
+    assert!(end.components[0].series.contains_key("replica=1,engine=0"));
+    assert_eq!(end.preemptions, Some(2.0));
+    let b = from_histograms(&start, &end, ClientTtft::default());
+    let t = b.engine_ttft().unwrap();
+    // replica 0: 1 at 0.05; replica 1: 3 summing 0.45
+    assert_eq!(t.count, Some(4));
+    assert!((t.mean_s.unwrap() - 0.125).abs() < 1e-12);
+    // replica 1 had no series at the start: not trusted on vLLM
+    let mut late = start.clone();
+    late.components[0].series.remove("replica=1,engine=0");
+    let b = from_histograms(&late, &end, ClientTtft::default());
+    assert!(
+        b.components[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("replica=1")
+    );
+}
