@@ -6,7 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use common::FLAT;
+use ldb_core::result::CellResult;
 use ldb_runner::{Controls, Live, RunHooks, run};
+use ldb_sim::Personality;
 
 /// The flat scenario prefills 10,000 prompt tokens per second.
 const PREFILL_TOK_S: f64 = 10_000.0;
@@ -19,10 +21,15 @@ const STEP_S: f64 = 0.0102;
 /// must say so within their bucket bounds, and queue + prefill must add up
 /// to the engine's TTFT, which the client's TTFT exceeds by a little
 /// (loopback HTTP and the stream's first chunk).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sustained_breakdown_matches_the_simulator_truth() {
+/// One sustained cell of a single stream on the flat scenario as
+/// `personality`: 1,000-token prompts, 8 output tokens, cache off.
+async fn one_cell(personality: Personality) -> CellResult {
     let _serial = common::SERIAL.lock().await;
-    let sim = common::start(FLAT, |s| s.kv.prefix_caching = false).await;
+    let sim = common::start(FLAT, |s| {
+        s.kv.prefix_caching = false;
+        s.personality = personality;
+    })
+    .await;
     let mut cfg = common::config(&sim, &[1], &[1000], 2.0);
     cfg.matrix.max_tokens = 8;
     // Requests this short never give readiness a steady rate: open the
@@ -41,7 +48,18 @@ async fn sustained_breakdown_matches_the_simulator_truth() {
     };
     let doc = run(cfg, hooks).await.expect("run").doc;
     sim.shutdown().await;
-    let cell = &doc.results[0];
+    doc.results.into_iter().next().expect("a cell")
+}
+
+/// One stream of 1,000-token prompts and 8 output tokens, cache off: every
+/// request waits for no one (queue 0, at most one step before it is
+/// admitted) and prefills alone in p / 10,000 s. The window's histograms
+/// must say so within their bucket bounds, and queue + prefill must add up
+/// to the engine's TTFT, which the client's TTFT exceeds by a little
+/// (loopback HTTP and the stream's first chunk).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sustained_breakdown_matches_the_simulator_truth() {
+    let cell = &one_cell(Personality::Vllm).await;
     let b = cell.ext.ttft_breakdown.as_ref().expect("a breakdown");
     eprintln!(
         "ready: {} / {} after {:.1} s (wall {:.1} s)",
@@ -105,4 +123,49 @@ async fn sustained_breakdown_matches_the_simulator_truth() {
     assert_eq!(json["ttft_breakdown"]["components"][2]["name"], "prefill");
     let back: ldb_core::result::CellResult = serde_json::from_value(json).unwrap();
     assert_eq!(back.ext.ttft_breakdown.as_ref(), Some(b));
+}
+
+/// llama.cpp: the same stream from each request's `timings`, exact values
+/// over the very requests the client timed. The simulator's `prompt_ms`
+/// runs from the request's arrival to its first token: the prefill truth
+/// plus at most a step of waiting for the engine's loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llamacpp_breakdown_comes_from_the_requests_timings() {
+    let cell = one_cell(Personality::LlamaCpp).await;
+    let b = cell.ext.ttft_breakdown.as_ref().expect("a breakdown");
+    assert_eq!(b.source, "llamacpp_timings");
+    assert_eq!(b.engine_ttft_component, "prefill");
+    let prefill = b.engine_ttft().unwrap();
+    assert!(prefill.count.unwrap() >= 3, "{prefill:?}");
+    assert_eq!(prefill.p50.unwrap().error_bound(), Some(0.0));
+    let truth = cell.latency.input_seq_len_avg / PREFILL_TOK_S;
+    let mean = prefill.mean_s.unwrap();
+    assert!(
+        (mean - truth).abs() < 2.0 * STEP_S,
+        "prefill {mean} vs {truth}"
+    );
+    assert!((b.mean_of("decode").unwrap() - 7.0 * STEP_S).abs() < 2.0 * STEP_S);
+    let overhead = b.frontend_overhead_mean_s.unwrap();
+    assert!((-0.005..0.1).contains(&overhead), "{overhead}");
+    assert_eq!(b.cached_prompt_tokens_mean, Some(0.0));
+}
+
+/// SGLang: TTFT, queue and the prefill stage from its histograms; the
+/// simulator's series exist from the start, and a stage it does not
+/// export is simply not listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglang_breakdown_reads_its_own_histograms() {
+    let cell = one_cell(Personality::Sglang).await;
+    let b = cell.ext.ttft_breakdown.as_ref().expect("a breakdown");
+    let names: Vec<&str> = b.components.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["ttft", "queue", "prefill"]);
+    let truth = cell.latency.input_seq_len_avg / PREFILL_TOK_S;
+    let prefill = b.mean_of("prefill").unwrap();
+    assert!(
+        (prefill - truth).abs() < STEP_S,
+        "prefill {prefill} vs {truth}"
+    );
+    let sum = b.mean_of("queue").unwrap() + prefill;
+    assert!((sum - b.mean_of("ttft").unwrap()).abs() < STEP_S);
+    assert_eq!(b.preemptions, Some(0));
 }
