@@ -24,13 +24,20 @@ const STEP_S: f64 = 0.0102;
 /// One sustained cell of a single stream on the flat scenario as
 /// `personality`: 1,000-token prompts, 8 output tokens, cache off.
 async fn one_cell(personality: Personality) -> CellResult {
+    cell_of(personality, 1000, 0.0).await
+}
+
+/// [`one_cell`] at `context` tokens, behind an HTTP front end that holds
+/// every chunk `chunk_delay_s` before writing it.
+async fn cell_of(personality: Personality, context: u64, chunk_delay_s: f64) -> CellResult {
     let _serial = common::SERIAL.lock().await;
     let sim = common::start(FLAT, |s| {
         s.kv.prefix_caching = false;
         s.personality = personality;
+        s.faults.frontend_chunk_delay_s = chunk_delay_s;
     })
     .await;
-    let mut cfg = common::config(&sim, &[1], &[1000], 2.0);
+    let mut cfg = common::config(&sim, &[1], &[context], 2.0);
     cfg.matrix.max_tokens = 8;
     // Requests this short never give readiness a steady rate: open the
     // window after a second (the cell is then capacity-limited, which
@@ -168,4 +175,20 @@ async fn sglang_breakdown_reads_its_own_histograms() {
     let sum = b.mean_of("queue").unwrap() + prefill;
     assert!((sum - b.mean_of("ttft").unwrap()).abs() < STEP_S);
     assert_eq!(b.preemptions, Some(0));
+}
+
+/// A slow HTTP front end (each chunk held 60 ms before it is written): the
+/// engine's TTFT stays a few milliseconds, the client's grows by at least
+/// one chunk's wait, and the cell says the time is not the engine's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_front_end_shows_as_overhead_and_is_flagged() {
+    let delay = 0.06;
+    let cell = cell_of(Personality::Vllm, 0, delay).await;
+    let b = cell.ext.ttft_breakdown.as_ref().expect("a breakdown");
+    let engine = b.mean_of("ttft").unwrap();
+    let overhead = b.frontend_overhead_mean_s.unwrap();
+    assert!(engine < 0.03, "engine TTFT {engine}");
+    assert!(overhead >= delay - 0.005, "overhead {overhead}");
+    assert!(b.frontend_dominant, "{b:?}");
+    assert!(b.note.as_deref().unwrap().contains("not the engine"));
 }
