@@ -92,6 +92,8 @@ pub struct ServerSnapshot {
     /// seconds, written by Python's and Go's Prometheus clients): a new value
     /// means the server was restarted and its counters began again from 0.
     pub process_start: Option<f64>,
+    /// The histograms that take TTFT apart (`crate::ttft_breakdown`).
+    pub latency: crate::ttft_breakdown::LatencyHistograms,
 }
 
 fn per_position(m: &MetricSet, name: &str) -> Vec<f64> {
@@ -207,6 +209,7 @@ pub fn server_snapshot(engine: Engine, m: &MetricSet) -> ServerSnapshot {
         gen_tokens,
         gen_tokens_source,
         process_start: s("process_start_time_seconds"),
+        latency: crate::ttft_breakdown::read(engine, m),
         ..snap
     }
 }

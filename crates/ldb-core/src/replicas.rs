@@ -103,6 +103,9 @@ pub fn combine(parts: &[ServerSnapshot], kv_tokens: &[u64]) -> ServerSnapshot {
             .map(|p| p.process_start)
             .collect::<Option<Vec<f64>>>()
             .and_then(|v| v.into_iter().reduce(f64::max)),
+        latency: crate::ttft_breakdown::LatencyHistograms::combine(
+            &parts.iter().map(|p| p.latency.clone()).collect::<Vec<_>>(),
+        ),
     }
 }
 

@@ -422,6 +422,11 @@ pub struct CellExtras {
     /// record none (request modes, sharded and skipped cells, older files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<crate::timeline::CellTimeline>,
+    /// TTFT taken apart by the engine's own histograms (vLLM, SGLang) or
+    /// per-request timings (llama.cpp), with the front end's share
+    /// (`ttft_breakdown.rs`). Absent where the engine gives neither.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_breakdown: Option<crate::ttft_breakdown::TtftBreakdown>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

@@ -33,6 +33,7 @@ pub mod rates;
 pub mod replays;
 pub mod settings;
 mod table;
+pub mod ttft;
 
 use ldb_core::document::ResultDocument;
 
@@ -106,6 +107,8 @@ pub struct Comparison {
     pub replays: Vec<ReplayComparison>,
     /// Every cell with energy figures in either run (not counted in verdicts).
     pub energy: Vec<EnergyComparison>,
+    /// Cells of either run with a TTFT breakdown (shown, not judged).
+    pub ttft: Vec<ttft::TtftComparison>,
     /// Cells and replays of either run whose prefix-cache hit rate missed the intended
     /// one by more than 10 points (`base: …`, `new: …`), see
     /// [`crate::prefix_flags`].
@@ -128,6 +131,7 @@ impl Comparison {
             rates: rates::compare_rates(base.1, new.1, threshold_pct),
             replays: replays::compare_replays(base.1, new.1, threshold_pct),
             energy: energy::compare_energy(base.1, new.1, threshold_pct),
+            ttft: ttft::compare_ttft(base.1, new.1),
             prefix_gaps: [("base", base.1), ("new", new.1)]
                 .into_iter()
                 .flat_map(|(side, doc)| {

@@ -151,7 +151,53 @@ const COLUMNS: &[Column] = &[
         .prefix_cache
         .mismatch(c.ext.server_prefix_cache_hit_rate)
         .to_string()),
+    // TTFT breakdown (methodology §9.4), seconds; empty without one.
+    col!("engine_ttft_mean", |c| ttft(c, |b| b
+        .engine_ttft()
+        .and_then(|e| e.mean_s))),
+    col!("engine_ttft_p50", |c| ttft(c, |b| b
+        .engine_ttft()
+        .and_then(|e| e.p50)
+        .map(|q| q.value))),
+    col!("engine_ttft_p50_error_bound", |c| ttft(c, |b| b
+        .engine_ttft()
+        .and_then(|e| e.p50)
+        .and_then(|q| q.error_bound()))),
+    col!("queue_time_mean", |c| ttft(c, |b| b.mean_of("queue"))),
+    col!("prefill_time_mean", |c| ttft(c, |b| b.mean_of("prefill"))),
+    col!("decode_time_mean", |c| ttft(c, |b| b.mean_of("decode"))),
+    col!("inference_time_mean", |c| ttft(c, |b| b
+        .mean_of("inference"))),
+    col!("frontend_overhead_mean", |c| ttft(c, |b| b
+        .frontend_overhead_mean_s)),
+    col!("frontend_overhead_p50", |c| ttft(c, |b| b
+        .frontend_overhead_p50_s)),
+    col!("frontend_dominant", |c| c
+        .ext
+        .ttft_breakdown
+        .as_ref()
+        .map_or_else(String::new, |b| b
+            .frontend_dominant
+            .to_string())),
+    col!("preemptions", |c| c
+        .ext
+        .ttft_breakdown
+        .as_ref()
+        .and_then(|b| b.preemptions)
+        .map_or_else(String::new, |p| p.to_string())),
 ];
+
+/// A TTFT-breakdown figure of the cell, empty when absent.
+fn ttft(
+    c: &CellResult,
+    get: impl Fn(&ldb_core::ttft_breakdown::TtftBreakdown) -> Option<f64>,
+) -> String {
+    c.ext
+        .ttft_breakdown
+        .as_ref()
+        .and_then(get)
+        .map_or_else(String::new, f)
+}
 
 /// A `repeat_stats` figure of the cell, empty when it has none.
 fn stat(c: &CellResult, key: &str, pick: fn(&MeanCi) -> Option<f64>) -> String {

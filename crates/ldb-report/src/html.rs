@@ -31,6 +31,7 @@ mod synthetic;
 #[cfg(test)]
 mod tests;
 mod timeline;
+mod ttft_breakdown;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -139,6 +140,7 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&coding_peak::section(&page));
     out.push_str(&replay::section(&page));
     out.push_str(&fabric::section(&page));
+    out.push_str(&ttft_breakdown::section(&page));
     out.push_str(&meta::warnings_section(&page));
     out.push_str(&meta::methodology_section(&page));
     out.push_str("</body>\n</html>\n");

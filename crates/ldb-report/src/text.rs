@@ -30,6 +30,7 @@ mod slo;
 pub(crate) mod style;
 mod summary;
 pub(crate) mod table;
+pub(crate) mod ttft_breakdown;
 
 use std::io::{self, Write};
 
@@ -162,6 +163,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
     }
     out.extend(hardware::section(&cx));
     out.extend(energy_cost::section(&cx));
+    out.extend(ttft_breakdown::section(&cx));
     out.extend(burst::section(&cx));
     out.extend(slo::section(&cx));
     out.extend(summary::section(&cx));

@@ -140,6 +140,14 @@ pub fn assemble(i: CellInputs<'_>) -> CellResult {
             server_gen_throughput_low: server.counter_bounds.map(|(low, _)| low),
             server_gen_throughput_high: server.counter_bounds.and_then(|(_, high)| high),
             server_tokens_source: server.source,
+            ttft_breakdown: crate::ttft_breakdown::cell_breakdown(
+                i.start_scrape,
+                i.end_scrape,
+                i.outcomes
+                    .iter()
+                    .zip(&client.samples)
+                    .filter(|(_, s)| s.first_token_in_window),
+            ),
             ..CellExtras::default()
         },
         request_samples: client.samples,

@@ -53,6 +53,7 @@ mod stall;
 pub mod standalone;
 mod startup;
 pub mod tasks;
+mod ttft_breakdown;
 mod window_stop;
 
 pub use config::{PrefillMetric, RunConfig};

@@ -282,3 +282,60 @@ fn bad_files_give_one_line_errors_that_name_the_file() {
     );
     assert!(!msg.contains('\n'), "{msg}");
 }
+
+/// Every shape of a cell's `ttft_breakdown` the code writes (histograms
+/// with an absent component and an open last bucket; llama.cpp's exact
+/// timings; a flagged front end) is valid under the schema's definition.
+#[test]
+fn ttft_breakdown_shapes_are_schema_valid() {
+    use ldb_core::histogram::Histogram;
+    use ldb_core::ttft_breakdown::{ClientTtft, TimedRequest, from_histograms, from_timings};
+    use ldb_core::ttft_breakdown::{ComponentSeries, LatencyHistograms};
+    let mut schema = serde_json::Map::new();
+    schema.insert("$defs".into(), engine::schema()["$defs"].clone());
+    schema.insert("$ref".into(), "#/$defs/ttft_breakdown".into());
+    let validator = jsonschema::validator_for(&Value::Object(schema)).expect("schema compiles");
+    let hist = |cum: &[f64], sum: f64| Histogram {
+        bounds: vec![0.1, 0.2],
+        cumulative: cum.to_vec(),
+        sum,
+    };
+    let side = |cum: &[f64], sum: f64| LatencyHistograms {
+        components: vec![
+            ComponentSeries {
+                name: "ttft".into(),
+                metric: "vllm:time_to_first_token_seconds".into(),
+                series: [(String::new(), hist(cum, sum))].into(),
+            },
+            ComponentSeries {
+                name: "decode".into(),
+                metric: "vllm:request_decode_time_seconds".into(),
+                series: Default::default(),
+            },
+        ],
+        lazy_series: false,
+        preemptions: Some(1.0),
+        preemptions_source: Some("vllm:num_preemptions_total"),
+    };
+    let histos = from_histograms(
+        &side(&[0.0, 0.0, 0.0], 0.0),
+        &side(&[1.0, 1.0, 4.0], 3.0),
+        ClientTtft::from_values(&[2.0, 2.5]),
+    );
+    assert!(histos.frontend_dominant || histos.note.is_some());
+    let r = TimedRequest {
+        prompt_s: 0.1,
+        predicted_s: 1.0,
+        cache_n: 4.0,
+        client_ttft: 0.12,
+    };
+    for (name, b) in [
+        ("histograms", histos),
+        ("timings", from_timings(&[r, r])),
+        ("no requests", from_timings(&[])),
+    ] {
+        let v = serde_json::to_value(&b).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}\n{v}");
+    }
+}

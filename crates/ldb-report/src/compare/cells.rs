@@ -147,7 +147,7 @@ pub fn cell_valid(c: &CellResult) -> bool {
     matches!(c.ext.status, CellStatus::Ok | CellStatus::CapacityLimited)
 }
 
-fn keyed(doc: &ResultDocument) -> BTreeMap<CellKey, &CellResult> {
+pub(crate) fn keyed(doc: &ResultDocument) -> BTreeMap<CellKey, &CellResult> {
     let mut m = BTreeMap::new();
     for (layer, cells) in [
         (Layer::Decode, &doc.results),

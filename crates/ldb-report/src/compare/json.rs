@@ -69,6 +69,7 @@ fn comparison(c: &Comparison) -> RunComparison {
         rate_cells: c.rates.iter().map(rate).collect(),
         replays: c.replays.iter().map(replay).collect(),
         energy: c.energy.iter().map(energy).collect(),
+        ttft_breakdown: c.ttft.iter().map(ttft).collect(),
     }
 }
 
@@ -91,6 +92,27 @@ fn energy(e: &super::EnergyComparison) -> super::output::EnergyOut {
         ),
         base_reasons: reasons(|f| &f.base_reason),
         new_reasons: reasons(|f| &f.new_reason),
+    }
+}
+
+fn ttft(t: &super::ttft::TtftComparison) -> super::output::TtftOut {
+    super::output::TtftOut {
+        layer: t.key.layer.as_str().into(),
+        context_tokens: t.key.context_tokens,
+        concurrency: t.key.concurrency,
+        figures: super::output::indexed::Ordered(
+            t.figures
+                .iter()
+                .map(|f| {
+                    let out = super::output::TtftFigureOut {
+                        base: f.base,
+                        new: f.new,
+                        delta: f.delta(),
+                    };
+                    (f.key.to_string(), out)
+                })
+                .collect(),
+        ),
     }
 }
 

@@ -52,6 +52,10 @@ pub struct RunComparison {
     /// neither has; never counted in `regression` or `counts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub energy: Vec<EnergyOut>,
+    /// Cells with a TTFT breakdown in either run, figures side by side
+    /// (absent when neither run has one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_breakdown: Vec<TtftOut>,
 }
 
 /// Energy and cost figures of a cell.
@@ -71,6 +75,30 @@ pub struct EnergyOut {
     /// Figure key → why the new run has no figure.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub new_reasons: std::collections::BTreeMap<String, String>,
+}
+
+/// One cell's TTFT breakdown in both runs (not judged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TtftOut {
+    /// `decode` or `burst`.
+    pub layer: String,
+    /// Context, tokens.
+    pub context_tokens: u64,
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Figure key (`engine_ttft_mean`, …) → base, new and new − base, seconds.
+    pub figures: indexed::Ordered<TtftFigureOut>,
+}
+
+/// One figure in both runs, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TtftFigureOut {
+    /// The base run's value.
+    pub base: Option<f64>,
+    /// The new run's value.
+    pub new: Option<f64>,
+    /// new − base.
+    pub delta: Option<f64>,
 }
 
 /// A run's label.

@@ -3,6 +3,7 @@
 
 mod energy;
 mod replays;
+mod ttft;
 
 use ldb_core::numfmt::context;
 
@@ -101,6 +102,15 @@ fn comparison(out: &mut String, c: &Comparison, r: &CompareReport, style: Style)
         for why in energy::reasons(&c.energy) {
             out.push_str(&format!("{}{why}\n", if md { "- " } else { "  " }));
         }
+        out.push('\n');
+    }
+    if !c.ttft.is_empty() {
+        heading(
+            out,
+            "TTFT breakdown (engine's own numbers; shown, not judged)",
+            md,
+        );
+        out.push_str(&ttft::grid(&c.ttft).render(style));
         out.push('\n');
     }
     if !c.prefix_gaps.is_empty() {

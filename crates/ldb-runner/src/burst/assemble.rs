@@ -172,6 +172,11 @@ pub(super) fn assemble(
     let (status, status_reason) = verdict(&errors, m.done.len(), tokens, &sched, overlap, workers);
     let valid = matches!(status, CellStatus::Ok | CellStatus::CapacityLimited);
     let aggregate = (valid && secs > 0.0).then(|| tokens as f64 / secs);
+    let ttft_breakdown = crate::ttft_breakdown::cell_breakdown(
+        start,
+        end,
+        m.done.iter().map(|d| &d.outcome).zip(&samples),
+    );
     CellResult {
         concurrency: spec.concurrency,
         context_tokens: spec.context,
@@ -219,6 +224,7 @@ pub(super) fn assemble(
             tokens_per_joule: hw
                 .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
                 .unwrap_or(0.0),
+            ttft_breakdown,
             ..CellExtras::default()
         },
         ..CellResult::default()

@@ -33,6 +33,7 @@ struct Seq {
     plan_prefill: u32,
     plan_decode: bool,
     prefill_start: Option<Instant>,
+    first_token_at: Option<Instant>,
     scheduled_once: bool,
 }
 
@@ -139,6 +140,7 @@ impl Scheduler {
             plan_prefill: 0,
             plan_decode: false,
             prefill_start: None,
+            first_token_at: None,
             scheduled_once: false,
         });
         self.refresh_gauges();
@@ -218,6 +220,16 @@ impl Scheduler {
             self.stats
                 .e2e
                 .observe((now - seq.req.arrival).as_secs_f64());
+            // vLLM's phases of a finished request: first token → last
+            // (decode), first scheduled → last (inference).
+            if let Some(first) = seq.first_token_at {
+                self.stats.decode_time.observe((now - first).as_secs_f64());
+            }
+            if let Some(start) = seq.prefill_start {
+                self.stats
+                    .inference_time
+                    .observe((now - start).as_secs_f64());
+            }
         }
     }
 
@@ -352,6 +364,7 @@ impl Scheduler {
         if s.first_done {
             return;
         }
+        s.first_token_at = Some(end);
         let p = u64::from(s.req.prompt_len);
         self.stats.prompt_tokens += p;
         self.stats.prompt_tokens_cached += u64::from(s.cached);

@@ -147,6 +147,10 @@ pub struct EngineStats {
     pub e2e: Histogram,
     /// Arrival to first scheduled.
     pub queue_time: Histogram,
+    /// First token to last, finished requests (vLLM's decode phase).
+    pub decode_time: Histogram,
+    /// First scheduled to last token, finished requests (prefill + decode).
+    pub inference_time: Histogram,
     /// Decode throughput over the last SGLang log interval (tokens/s).
     pub interval_gen_throughput: f64,
     /// Mean accepted length (bonus included) over the last log interval.
@@ -194,6 +198,8 @@ impl EngineStats {
             ttft: Histogram::new(TTFT_BUCKETS),
             e2e: Histogram::new(DURATION_BUCKETS),
             queue_time: Histogram::new(DURATION_BUCKETS),
+            decode_time: Histogram::new(DURATION_BUCKETS),
+            inference_time: Histogram::new(DURATION_BUCKETS),
             interval_gen_throughput: 0.0,
             interval_accept_length: 0.0,
             interval_accept_rate: 0.0,

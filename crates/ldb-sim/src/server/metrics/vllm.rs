@@ -220,6 +220,18 @@ fn latency_histograms(o: &mut Out, l: &str, s: &EngineStats) {
         &s.prefill_time,
     );
     o.histogram(
+        "vllm:request_decode_time_seconds",
+        "Histogram of time spent in DECODE phase for request.",
+        l,
+        &s.decode_time,
+    );
+    o.histogram(
+        "vllm:request_inference_time_seconds",
+        "Histogram of time spent in RUNNING phase for request.",
+        l,
+        &s.inference_time,
+    );
+    o.histogram(
         "vllm:request_prefill_kv_computed_tokens",
         "Histogram of new KV tokens computed during prefill.",
         l,
