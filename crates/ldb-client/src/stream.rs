@@ -77,6 +77,8 @@ pub struct CellCounters {
     pub gaps: GapHistogram,
     /// Tokens by the second they arrived in (replays start it).
     pub arrivals: crate::token_seconds::TokenSeconds,
+    /// Each stream's arrivals once the interference probe starts it.
+    pub tail: crate::token_tail::TokenTail,
 }
 
 /// Everything a stream needs besides its payload.
@@ -107,6 +109,9 @@ pub struct StreamEnv {
     /// `None`: the caller bounds the wait (a sustained cell cancels its
     /// streams at the window's end).
     pub first_token_timeout: Option<Duration>,
+    /// The stream's slot in its pool (0 outside one): which list of
+    /// [`CellCounters::tail`] its tokens go to.
+    pub slot: u32,
 }
 
 impl StreamEnv {
@@ -126,6 +131,7 @@ impl StreamEnv {
             path: "/v1/chat/completions",
             idle_timeout: None,
             first_token_timeout: None,
+            slot: 0,
         }
     }
 }
@@ -535,6 +541,7 @@ fn count_tokens(
     if new > 0 {
         env.counters.tokens.fetch_add(new, Ordering::Relaxed);
         env.counters.arrivals.add(t, new);
+        env.counters.tail.add(env.slot, t, new, !*producing);
     }
     let counted = out.track.window_tokens - before;
     if counted > 0 {

@@ -26,6 +26,7 @@ pub mod hardware;
 pub mod headroom;
 pub mod host_clock;
 pub mod http1;
+pub mod interference;
 pub mod kv;
 pub mod live;
 pub mod numfmt;

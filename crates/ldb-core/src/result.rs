@@ -417,6 +417,11 @@ pub struct CellExtras {
     /// streams are not counted). Absent when none was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shards_lost: Vec<u32>,
+    /// `--mixed-prefill-contexts`: the prefill–decode interference probe
+    /// run after the window closed (`crate::interference`). Absent without
+    /// the flag, and in files from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::interference::Interference>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

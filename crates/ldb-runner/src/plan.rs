@@ -229,6 +229,13 @@ fn prompt_contexts(cfg: &RunConfig, limits: ServerLimits, prefill: &PrefillPlan)
     };
     out.extend(&prefill.scout_only);
     out.extend(&prefill.standalone);
+    // The interference probe's prompts (`interference.rs`): those the model takes.
+    out.extend(
+        cfg.matrix
+            .mixed_prefill_contexts
+            .iter()
+            .filter(|&&l| check(1, l, 1, 0, limits.model_context).is_none()),
+    );
     out.sort_unstable();
     out.dedup();
     out

@@ -78,6 +78,23 @@ pub struct SchedulerConfig {
     /// Tokens per streamed chunk (SGLang/vLLM `stream_interval`).
     #[serde(default = "one")]
     pub stream_interval: u32,
+    /// A per-step token budget shared by decode and prefill (vLLM
+    /// `--max-num-batched-tokens` with chunked prefill): a step decodes its
+    /// running streams and prefills at most `budget − decode tokens` prompt
+    /// tokens. Absent: `prefill_chunk_tokens` alone caps a step's prefill,
+    /// whatever the decodes (the older model, unchanged).
+    #[serde(default)]
+    pub max_num_batched_tokens: Option<u32>,
+}
+
+impl SchedulerConfig {
+    /// Prompt tokens a step may prefill beside `decode_tokens` decode tokens.
+    pub fn prefill_budget(&self, decode_tokens: u32) -> u32 {
+        match self.max_num_batched_tokens {
+            Some(b) => b.saturating_sub(decode_tokens),
+            None => self.prefill_chunk_tokens,
+        }
+    }
 }
 
 fn default_chunk() -> u32 {

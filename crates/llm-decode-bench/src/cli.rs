@@ -522,6 +522,9 @@ pub struct BenchArgs {
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
+    /// The prefill–decode interference probe (`--mixed-prefill-contexts`).
+    #[command(flatten)]
+    pub mixed: crate::cli_mixed::MixedArgs,
     /// Energy and cost per token (docs/methodology.md §11).
     #[command(flatten)]
     pub energy: crate::cli_energy::EnergyArgs,
