@@ -14,7 +14,9 @@
 //! 3. prefill rows: matched by context, the headline rate;
 //! 4. open-loop rate cells ([`rates`]): matched by context and offered rate;
 //! 5. trace replays and session runs ([`replays`]): matched by kind and
-//!    position, their summaries and (sessions) TTFT by turn.
+//!    position, their summaries and (sessions) TTFT by turn;
+//! 6. the prefill–decode interference probes ([`interference`]): matched by
+//!    cell and injected length, side by side with deltas, shown, not judged.
 //!
 //! Runs are single measurements per cell, so no change is tested for
 //! significance; [`metric::Estimate`] has room for repeats when runs carry them.
@@ -23,6 +25,7 @@
 
 pub mod cells;
 pub mod fabric;
+pub mod interference;
 mod json;
 pub mod metric;
 pub mod output;

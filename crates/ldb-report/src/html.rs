@@ -22,6 +22,7 @@ mod coding_peak;
 mod escape;
 mod fabric;
 mod heatmap;
+mod interference;
 mod meta;
 mod replay;
 mod synthetic;
@@ -131,6 +132,7 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&heatmap::section(&page));
     out.push_str(&charts::section(&page));
     out.push_str(&coding_peak::section(&page));
+    out.push_str(&interference::section(&page));
     out.push_str(&replay::section(&page));
     out.push_str(&fabric::section(&page));
     out.push_str(&meta::warnings_section(&page));

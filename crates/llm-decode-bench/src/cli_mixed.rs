@@ -57,3 +57,50 @@ fn other_mode(a: &BenchArgs) -> Option<&'static str> {
     .into_iter()
     .find_map(|(on, flag)| on.then_some(flag))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    fn build(args: &[&str]) -> Result<Vec<u64>, String> {
+        let mut argv = vec!["llm-decode-bench"];
+        argv.extend_from_slice(args);
+        let a = crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .bench;
+        crate::config::build(&a, false, vec![])
+            .map(|c| c.matrix.mixed_prefill_contexts)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn lengths_parse_like_contexts() {
+        assert_eq!(
+            build(&["--mixed-prefill-contexts", "4k,32768"]),
+            Ok(vec![4096, 32768])
+        );
+        assert_eq!(build(&[]), Ok(vec![]));
+        let e = build(&["--mixed-prefill-contexts", "0"]).unwrap_err();
+        assert!(e.starts_with("invalid --mixed-prefill-contexts"), "{e}");
+        assert!(build(&["--mixed-prefill-contexts", "4q"]).is_err());
+    }
+
+    /// Every mode without sustained cells refuses the flag, naming itself.
+    #[test]
+    fn other_modes_refuse_it_in_one_line() {
+        for (mode, needle) in [
+            (vec!["--request-count", "8"], "--request-count"),
+            (vec!["--run-burst"], "--run-burst"),
+            (vec!["--request-rate", "2"], "--request-rate"),
+            (vec!["--prefill-only"], "--prefill-only"),
+            (vec!["--sessions", "4"], "--sessions"),
+        ] {
+            let mut args = vec!["--mixed-prefill-contexts", "4k"];
+            args.extend(mode);
+            let e = build(&args).unwrap_err();
+            assert!(e.starts_with("invalid --mixed-prefill-contexts"), "{e}");
+            assert!(e.contains(needle), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}
