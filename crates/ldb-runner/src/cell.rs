@@ -150,8 +150,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
         rc.live.event(ready.event_line(&at));
     }
     let win = measure_window(rc, &spec, &skip, &mut pool, aborted, None).await;
-    let probe =
-        crate::interference::after_window(rc, &spec, &skip, &mut pool, &win, aborted).await;
+    let probe = crate::interference::after_window(rc, &spec, &skip, &mut pool, &win, aborted).await;
     set_stage(rc, &spec, CellStage::Drain, 0.0);
     pool.join(|| {
         rc.live

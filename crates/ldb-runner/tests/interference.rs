@@ -106,9 +106,15 @@ async fn stall_and_ttft_follow_the_chunk_count() {
         assert!(inj.decode_loss_pct.expect("loss") > 50.0, "{at}");
         // The headline window closed before the injection, undisturbed.
         let sent = inj.injected_at_unix.expect("sent at");
-        assert!(sent > window_end, "injected {sent} before the window end {window_end}");
+        assert!(
+            sent > window_end,
+            "injected {sent} before the window end {window_end}"
+        );
         let undisturbed = f64::from(C) / BASE_S;
-        assert!(within(agg, undisturbed, 0.05), "aggregate {agg} vs {undisturbed}");
+        assert!(
+            within(agg, undisturbed, 0.05),
+            "aggregate {agg} vs {undisturbed}"
+        );
         stalls.push((stall, step));
     }
     let (got, want) = (stalls[1].0 / stalls[0].0, stalls[1].1 / stalls[0].1);

@@ -65,9 +65,7 @@ mod tests {
     fn build(args: &[&str]) -> Result<Vec<u64>, String> {
         let mut argv = vec!["llm-decode-bench"];
         argv.extend_from_slice(args);
-        let a = crate::cli::Cli::try_parse_from(argv)
-            .expect("parses")
-            .bench;
+        let a = crate::cli::Cli::try_parse_from(argv).expect("parses").bench;
         crate::config::build(&a, false, vec![])
             .map(|c| c.matrix.mixed_prefill_contexts)
             .map_err(|e| e.to_string())

@@ -58,7 +58,10 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
     let end = cell["window_end_unix"].as_f64().expect("window end");
     assert!(sent > end, "injected at {sent}, window end {end}");
     assert!(probe[0]["ttft_s"].as_f64().expect("ttft") > 0.0, "{probe}");
-    assert!(probe[0]["solo_ttft_s"].as_f64().expect("solo") > 0.0, "{probe}");
+    assert!(
+        probe[0]["solo_ttft_s"].as_f64().expect("solo") > 0.0,
+        "{probe}"
+    );
     let why = probe[1]["skipped"].as_str().expect("skipped");
     assert!(why.contains("model's context"), "{why}");
 }

@@ -157,10 +157,12 @@ mod tests {
         assert_eq!((only.base, only.new), (Some(1.5), None));
         let t = render_interference_text(&rows);
         assert!(t.contains("+30.00"), "{t}");
-        assert!(render_interference_text(&compare_interference(
-            &ResultDocument::default(),
-            &ResultDocument::default()
-        ))
-        .is_empty());
+        assert!(
+            render_interference_text(&compare_interference(
+                &ResultDocument::default(),
+                &ResultDocument::default()
+            ))
+            .is_empty()
+        );
     }
 }
