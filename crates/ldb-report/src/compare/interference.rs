@@ -10,8 +10,11 @@ use ldb_core::interference::Injection;
 use crate::text::format::context;
 use crate::text::interference::rows;
 
+/// How a compared figure is read off an injection.
+type Figure = fn(&Injection) -> Option<f64>;
+
 /// The figures compared, their names and how each is shown.
-const FIGURES: [(&str, fn(&Injection) -> Option<f64>); 5] = [
+const FIGURES: [(&str, Figure); 5] = [
     ("TTFT ×", |i| i.ttft_inflation),
     ("decode loss %", |i| i.decode_loss_pct),
     ("stall p50 ms", |i| i.stall_p50_s.map(|s| s * 1000.0)),
