@@ -33,7 +33,7 @@ use crate::prompts::PromptPlan;
 /// in the window, so a slow server still shows a few tokens per stream in
 /// each, bounded below and above.
 const STRETCH_GAPS: f64 = 10.0;
-const STRETCH_MIN_S: f64 = 1.0;
+const STRETCH_MIN_S: f64 = 0.5;
 const STRETCH_MAX_S: f64 = 30.0;
 
 /// What the probe keeps across cells: the sized prompts, the server's
@@ -163,7 +163,7 @@ pub(crate) async fn after_window(
 }
 
 /// The stretches of one cell: ten of a stream's mean token gaps in the
-/// window (C × window ÷ window tokens), within [1 s, 30 s].
+/// window (C × window ÷ window tokens), within [0.5 s, 30 s].
 fn stretch_s(c: u32, window_s: f64, window_tokens: u64) -> f64 {
     if window_tokens == 0 {
         return STRETCH_MIN_S;
@@ -280,6 +280,8 @@ mod tests {
     fn stretches_are_ten_gaps_within_bounds() {
         // 4 streams, 10 s, 400 tokens: a gap of 0.1 s → 1 s.
         assert!((stretch_s(4, 10.0, 400) - 1.0).abs() < 1e-9);
+        // 0.01 s gaps → 0.1 s, raised to the minimum.
+        assert_eq!(stretch_s(4, 10.0, 4000), STRETCH_MIN_S);
         // 0.5 s gaps → 5 s.
         assert!((stretch_s(1, 10.0, 20) - 5.0).abs() < 1e-9);
         assert_eq!(stretch_s(1, 10.0, 1), STRETCH_MAX_S);

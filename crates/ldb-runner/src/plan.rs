@@ -303,7 +303,13 @@ fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
     let per_cell = if cfg.matrix.request_count > 0 {
         CELL_OVERHEAD_S
     } else {
-        cfg.matrix.duration + CELL_OVERHEAD_S
+        // The interference probe: its quiet stretch, then per length a
+        // prefill and a settle stretch (about 1 s each; a rough floor).
+        let probe = match cfg.matrix.mixed_prefill_contexts.len() {
+            0 => 0.0,
+            n => 1.0 + 2.0 * n as f64,
+        };
+        cfg.matrix.duration + CELL_OVERHEAD_S + probe
     };
     let rows = p
         .scout_only

@@ -50,7 +50,7 @@ async fn probe(budget: u32) -> (Injection, f64, f64) {
         s.scheduler.max_num_batched_tokens = Some(budget);
     })
     .await;
-    let mut cfg = common::config(&sim, &[C], &[0], 1.5);
+    let mut cfg = common::config(&sim, &[C], &[0], 1.0);
     cfg.matrix.mixed_prefill_contexts = vec![L];
     cfg.output.output = std::env::temp_dir().join("ldb-runner-interference-test.json");
     let (doc, _) = common::bench(cfg, Arc::new(Controls::default())).await;
