@@ -254,6 +254,10 @@ pub struct SimArgs {
     /// Random seed override.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// A per-step token budget shared by decodes and chunked prefill, as vLLM's
+    /// --max-num-batched-tokens (default: the scenario's; must exceed its running cap).
+    #[arg(long, value_name = "N")]
+    pub max_num_batched_tokens: Option<u32>,
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list: bool,
