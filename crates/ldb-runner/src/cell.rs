@@ -39,6 +39,10 @@ pub struct CellSpec {
     pub auto_stop: Option<ldb_core::autostop::AutoStop>,
     /// Record the scout as this context's prefill row.
     pub record_prefill: bool,
+    /// Run the interference probe after the window when the run asks for
+    /// it (`--mixed-prefill-contexts`): the matrix's cells, not the hidden
+    /// warmup.
+    pub probe: bool,
 }
 
 /// What came out.
@@ -141,7 +145,9 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
-    crate::interference::solo_once(rc, &skip).await;
+    if spec.probe {
+        crate::interference::solo_once(rc, &skip).await;
+    }
     let bodies = crate::prefix_groups::group_bodies(rc, &spec.messages, decode_options(rc));
     let mut pool = StreamPool::launch(rc, bodies, spec.concurrency, OUTPUT_SLOTS, &skip);
     let ready = ramp_up(rc, &spec, &skip, &mut pool, None).await;

@@ -140,8 +140,9 @@ async fn send(
 }
 
 /// After the window: the quiet stretch and one injection per length, the
-/// streams still decoding. `None` without the flag or when the cell did not
-/// get as far as a window.
+/// streams still decoding; then the streams are cancelled. `None` without
+/// the flag, for a cell that does not probe (the hidden warmup) and when the
+/// cell did not get as far as a window.
 pub(crate) async fn after_window(
     rc: &RunCtx,
     spec: &CellSpec,
@@ -153,7 +154,8 @@ pub(crate) async fn after_window(
     if !wanted(rc) {
         return None;
     }
-    let out = if aborted || skip.is_cancelled() || pool.fatal.is_some() {
+    // The streams are still running (`confirm_read::edge_reads` left them).
+    let out = if !spec.probe || aborted || skip.is_cancelled() || pool.fatal.is_some() {
         None
     } else {
         Some(run_probe(rc, spec, skip, pool, win).await)
