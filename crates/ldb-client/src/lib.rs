@@ -13,6 +13,7 @@ pub mod scrape;
 pub mod stream;
 pub mod text_stream;
 pub mod token_seconds;
+pub mod token_tail;
 mod woken;
 
 pub use error::{ClientError, Result};

@@ -79,6 +79,8 @@ pub struct CellCounters {
     pub arrivals: crate::token_seconds::TokenSeconds,
     /// The cell's per-second client series (sustained cells start it).
     pub timeline: ldb_core::timeline::TimelineCounter,
+    /// Each stream's arrivals once the interference probe starts it.
+    pub tail: crate::token_tail::TokenTail,
 }
 
 /// Everything a stream needs besides its payload.
@@ -109,6 +111,9 @@ pub struct StreamEnv {
     /// `None`: the caller bounds the wait (a sustained cell cancels its
     /// streams at the window's end).
     pub first_token_timeout: Option<Duration>,
+    /// The stream's slot in its pool (0 outside one): which list of
+    /// [`CellCounters::tail`] its tokens go to.
+    pub slot: u32,
 }
 
 impl StreamEnv {
@@ -128,6 +133,7 @@ impl StreamEnv {
             path: "/v1/chat/completions",
             idle_timeout: None,
             first_token_timeout: None,
+            slot: 0,
         }
     }
 }
@@ -537,6 +543,7 @@ fn count_tokens(
     if new > 0 {
         env.counters.tokens.fetch_add(new, Ordering::Relaxed);
         env.counters.arrivals.add(t, new);
+        env.counters.tail.add(env.slot, t, new, !*producing);
     }
     let counted = out.track.window_tokens - before;
     env.counters.timeline.add(t, new, counted, window.start);

@@ -27,6 +27,7 @@ pub mod headroom;
 pub mod histogram;
 pub mod host_clock;
 pub mod http1;
+pub mod interference;
 pub mod kv;
 pub mod live;
 pub mod numfmt;

@@ -427,6 +427,11 @@ pub struct CellExtras {
     /// (`ttft_breakdown.rs`). Absent where the engine gives neither.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_breakdown: Option<crate::ttft_breakdown::TtftBreakdown>,
+    /// `--mixed-prefill-contexts`: the prefill–decode interference probe
+    /// run after the window closed (`crate::interference`). Absent without
+    /// the flag, and in files from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::interference::Interference>,
 }
 
 /// A driver gap longer than this (seconds, beyond the tick) marks a window

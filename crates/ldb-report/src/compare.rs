@@ -17,6 +17,8 @@
 //!    position, their summaries and (sessions) TTFT by turn;
 //! 6. energy and cost ([`energy`]): the cells' J/token, tok/s per kW and
 //!    $/Mtok side by side, shown but never judged for the exit code.
+//! 7. the prefill–decode interference probes ([`interference`]): matched by
+//!    cell and injected length, side by side with deltas, shown, not judged.
 //!
 //! Runs are single measurements per cell, so no change is tested for
 //! significance; [`metric::Estimate`] has room for repeats when runs carry them.
@@ -26,6 +28,7 @@
 pub mod cells;
 pub mod energy;
 pub mod fabric;
+pub mod interference;
 mod json;
 pub mod metric;
 pub mod output;

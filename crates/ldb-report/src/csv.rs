@@ -1,5 +1,6 @@
 //! `report --csv`: one row per cell (decode and burst), then the rows of
-//! trace replays and sessions (`csv/replay.rs`), for spreadsheets and scripts.
+//! trace replays and sessions (`csv/replay.rs`), then those of the
+//! interference probe (`csv/interference.rs`), for spreadsheets and scripts.
 //!
 //! Column names are stable: snake_case, the result file's key where the
 //! value is a key of the cell (`kind` is the only added one). Empty fields
@@ -9,6 +10,7 @@
 //! spreadsheet formula.
 
 mod formula;
+mod interference;
 mod replay;
 
 use std::io::Write;
@@ -227,17 +229,21 @@ const REPEAT_COLUMNS: &[&str] = &[
 ];
 
 /// The header row, in file order: `kind`, the cell columns, then the
-/// columns only replay rows fill.
+/// columns only replay rows fill, then those only interference rows fill.
 pub fn header() -> Vec<&'static str> {
     std::iter::once("kind")
         .chain(COLUMNS.iter().map(|c| c.name))
         .chain(replay::REPLAY_COLUMNS.iter().copied())
+        .chain(interference::INTERFERENCE_COLUMNS.iter().copied())
         .collect()
 }
 
-/// Empty fields for the replay columns of a cell row.
+/// Empty fields for the replay and interference columns of a cell row.
 fn no_replay() -> impl Iterator<Item = String> {
-    replay::REPLAY_COLUMNS.iter().map(|_| String::new())
+    replay::REPLAY_COLUMNS
+        .iter()
+        .chain(interference::INTERFERENCE_COLUMNS)
+        .map(|_| String::new())
 }
 
 /// A replay row: each value under its column, the others empty.
@@ -253,7 +259,8 @@ fn replay_row(kind: &str, pairs: &replay::Pairs) -> Vec<String> {
 }
 
 /// Writes the CSV of `doc` (header, then the decode cells in run order,
-/// then the burst cells, then the replays) to `w`.
+/// then the burst cells, then the replays, then the interference probe's
+/// injections) to `w`.
 pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
     let mut out = SafeWriter(::csv::Writer::from_writer(w));
     out.write_record(header().into_iter().map(String::from))?;
@@ -268,7 +275,7 @@ pub fn write(doc: &ResultDocument, w: impl Write) -> Result<(), ::csv::Error> {
             }
         }
     }
-    for (kind, pairs) in replay::rows(doc) {
+    for (kind, pairs) in replay::rows(doc).into_iter().chain(interference::rows(doc)) {
         out.write_record(replay_row(kind, &pairs))?;
     }
     out.0.flush()?;

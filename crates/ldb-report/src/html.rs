@@ -25,6 +25,7 @@ mod energy;
 mod escape;
 mod fabric;
 mod heatmap;
+mod interference;
 mod meta;
 mod replay;
 mod synthetic;
@@ -138,6 +139,7 @@ pub fn render(inputs: &[Input<'_>], opts: &HtmlOptions) -> String {
     out.push_str(&energy::section(&page));
     out.push_str(&timeline::section(&page));
     out.push_str(&coding_peak::section(&page));
+    out.push_str(&interference::section(&page));
     out.push_str(&replay::section(&page));
     out.push_str(&fabric::section(&page));
     out.push_str(&ttft_breakdown::section(&page));

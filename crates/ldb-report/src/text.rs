@@ -3,6 +3,7 @@
 //! Sections, in print order: the header line, a note for interrupted runs,
 //! **Prefill**, the **Phase 2** panel, **Aggregate tok/s + TTFT/ITL**,
 //! **Per-Request tok/s**, **Client request latency: p50 / p90 ms**,
+//! **Prefill–decode interference** (only with `--mixed-prefill-contexts`),
 //! **Hardware Summary** and **Whole-run GPU Power**, **Phase 3** (burst grid
 //! and p50 table, or a "not run" note), the **SLO** verdicts and frontier
 //! (only with `--slo`), the **Primary Summary** (prefill and
@@ -20,6 +21,7 @@ pub(crate) mod decode;
 pub mod fabric;
 pub(crate) mod format;
 pub(crate) mod hardware;
+pub(crate) mod interference;
 mod open_loop;
 mod paired;
 pub mod plan;
@@ -160,6 +162,7 @@ fn render_lines(doc: &ResultDocument, opts: &TextOptions) -> Vec<String> {
         out.extend(phase2_panel(&cx));
         out.push(String::new());
         out.extend(decode::section(&cx));
+        out.extend(interference::section(&cx));
     }
     out.extend(hardware::section(&cx));
     out.extend(energy_cost::section(&cx));

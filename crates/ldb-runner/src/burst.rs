@@ -107,6 +107,7 @@ pub async fn run_burst_cell(rc: &RunCtx, spec: BurstSpec) -> CellOutput {
         duration: 0.0,
         auto_stop: None,
         record_prefill: spec.record_prefill,
+        probe: false,
     };
     stage(rc, &spec, CellStage::Scout);
     let prefill = if ctx > 0 {

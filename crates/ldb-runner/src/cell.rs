@@ -39,6 +39,10 @@ pub struct CellSpec {
     pub auto_stop: Option<ldb_core::autostop::AutoStop>,
     /// Record the scout as this context's prefill row.
     pub record_prefill: bool,
+    /// Run the interference probe after the window when the run asks for
+    /// it (`--mixed-prefill-contexts`): the matrix's cells, not the hidden
+    /// warmup.
+    pub probe: bool,
 }
 
 /// What came out.
@@ -141,6 +145,9 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
     if skip.is_cancelled() {
         return skipped(rc, &spec);
     }
+    if spec.probe {
+        crate::interference::solo_once(rc, &skip).await;
+    }
     let bodies = crate::prefix_groups::group_bodies(rc, &spec.messages, decode_options(rc));
     let mut pool = StreamPool::launch(rc, bodies, spec.concurrency, OUTPUT_SLOTS, &skip);
     pool.counters.timeline.start_at(pool.launch);
@@ -150,6 +157,7 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
         rc.live.event(ready.event_line(&at));
     }
     let win = measure_window(rc, &spec, &skip, &mut pool, aborted, None).await;
+    let probe = crate::interference::after_window(rc, &spec, &skip, &mut pool, &win, aborted).await;
     set_stage(rc, &spec, CellStage::Drain, 0.0);
     pool.join(|| {
         rc.live
@@ -163,8 +171,13 @@ pub async fn run_cell(rc: &RunCtx, mut spec: CellSpec) -> CellOutput {
         s.prefill = prefill;
         return s;
     }
+    if probe.is_some() {
+        // Requests the streams started during the probe are not the window's.
+        pool.outcomes.retain(|o| o.track.start() < win.end);
+    }
     let mut cell = finish(rc, &spec, &pool, &ready, &win, cell_start);
     cell.ext.scout_timeout = scouted.timeout;
+    cell.ext.interference = probe;
     announce_done(rc, &at, &cell);
     rc.live.send(LiveEvent::CellEnded);
     CellOutput { cell, prefill }

@@ -61,7 +61,8 @@ pub(crate) async fn confirm_lone_queue(
 
 /// At the window's end, streams still running: the answers of the start
 /// and end scrapes, then the confirming read when one reading alone saw a
-/// queue ([`confirm_lone_queue`]); then the streams are cancelled.
+/// queue ([`confirm_lone_queue`]); then the streams are cancelled (unless
+/// the interference probe keeps them for its stretch: `interference.rs`).
 pub(crate) async fn edge_reads(
     rc: &RunCtx,
     [start, end]: [ScrapeTask; 2],
@@ -71,7 +72,9 @@ pub(crate) async fn edge_reads(
     let end = join_scrape(end).await;
     let start = join_scrape(start).await;
     let confirm = confirm_lone_queue(rc, start.as_ref(), sched, end.as_ref()).await;
-    pool.cancel();
+    if !crate::interference::wanted(rc) {
+        pool.cancel();
+    }
     (start, end, confirm)
 }
 

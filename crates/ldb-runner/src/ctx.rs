@@ -87,6 +87,8 @@ pub struct RunCtx {
     pub(crate) sent_prompts: crate::cold::SentPrompts,
     /// Prefix-cache granularity, intended cache and resets (`prefix.rs`).
     pub(crate) prefix: crate::prefix::PrefixState,
+    /// The interference probe's prompts and solo TTFTs (`interference.rs`).
+    pub(crate) probe: crate::interference::ProbeState,
 }
 
 impl RunCtx {

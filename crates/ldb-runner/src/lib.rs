@@ -23,6 +23,7 @@ mod confirm_read;
 pub mod cstats;
 pub mod ctx;
 mod energy;
+mod interference;
 pub mod kvbudget;
 pub mod live;
 mod loop_lag;

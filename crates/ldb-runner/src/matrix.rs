@@ -48,6 +48,7 @@ pub(crate) async fn decode_warmup(
         duration: secs,
         auto_stop: None,
         record_prefill: false,
+        probe: false,
     };
     // The scout and the ramp-up are each bounded (`cell_io::scout_limit`,
     // the readiness limit); a watchdog still cuts the cell (through its
@@ -292,6 +293,7 @@ async fn run_planned_cell(
             duration: rc.cfg.matrix.duration,
             auto_stop: rc.cfg.matrix.auto_stop,
             record_prefill,
+            probe: true,
         };
         measure_cell(rc, spec).await
     }

@@ -133,6 +133,7 @@ async fn rate_cell(
         duration: 0.0,
         auto_stop: None,
         record_prefill,
+        probe: false,
     };
     // The scout warms the context's prefix cache, as before a decode cell.
     let prefill = if context > 0 {

@@ -229,6 +229,13 @@ fn prompt_contexts(cfg: &RunConfig, limits: ServerLimits, prefill: &PrefillPlan)
     };
     out.extend(&prefill.scout_only);
     out.extend(&prefill.standalone);
+    // The interference probe's prompts (`interference.rs`): those the model takes.
+    out.extend(
+        cfg.matrix
+            .mixed_prefill_contexts
+            .iter()
+            .filter(|&&l| check(1, l, 1, 0, limits.model_context).is_none()),
+    );
     out.sort_unstable();
     out.dedup();
     out
@@ -296,7 +303,13 @@ fn estimate_seconds(cfg: &RunConfig, p: &RunPlan) -> f64 {
     let per_cell = if cfg.matrix.request_count > 0 {
         CELL_OVERHEAD_S
     } else {
-        cfg.matrix.duration + CELL_OVERHEAD_S
+        // The interference probe: its quiet stretch, then per length a
+        // prefill and a settle stretch (about 1 s each; a rough floor).
+        let probe = match cfg.matrix.mixed_prefill_contexts.len() {
+            0 => 0.0,
+            n => 1.0 + 2.0 * n as f64,
+        };
+        cfg.matrix.duration + CELL_OVERHEAD_S + probe
     };
     let rows = p
         .scout_only

@@ -105,6 +105,7 @@ impl StreamPool {
                     counters: counters.clone(),
                     cancel: cancel.clone(),
                     text_sink: sinks.get(slot as usize).cloned(),
+                    slot,
                     ..base.clone()
                 };
                 let body = bodies[slot as usize % bodies.len().max(1)].clone();

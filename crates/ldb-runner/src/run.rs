@@ -198,6 +198,7 @@ pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunE
         None => sized_prompts(&rc, &disc, &plan).await,
     };
     record_prompts(&mut md, &prompts);
+    crate::interference::prepare(&rc, &prompts, limits(&disc, &kv));
     md.prefix_cache = Some(crate::prefix_run::start_prefix_cache(&rc, &disc, &prompts).await);
     let mut doc = match prior {
         Some(prior) => {
@@ -312,6 +313,7 @@ pub(crate) async fn start(
         faults: Default::default(),
         sent_prompts: Default::default(),
         prefix: Default::default(),
+        probe: Default::default(),
         cfg,
     };
     Ok((rc, disc, kv))

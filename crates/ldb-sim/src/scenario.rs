@@ -78,6 +78,23 @@ pub struct SchedulerConfig {
     /// Tokens per streamed chunk (SGLang/vLLM `stream_interval`).
     #[serde(default = "one")]
     pub stream_interval: u32,
+    /// A per-step token budget shared by decode and prefill (vLLM
+    /// `--max-num-batched-tokens` with chunked prefill): a step decodes its
+    /// running streams and prefills at most `budget − decode tokens` prompt
+    /// tokens. Absent: `prefill_chunk_tokens` alone caps a step's prefill,
+    /// whatever the decodes (the older model, unchanged).
+    #[serde(default)]
+    pub max_num_batched_tokens: Option<u32>,
+}
+
+impl SchedulerConfig {
+    /// Prompt tokens a step may prefill beside `decode_tokens` decode tokens.
+    pub fn prefill_budget(&self, decode_tokens: u32) -> u32 {
+        match self.max_num_batched_tokens {
+            Some(b) => b.saturating_sub(decode_tokens),
+            None => self.prefill_chunk_tokens,
+        }
+    }
 }
 
 fn default_chunk() -> u32 {
@@ -433,5 +450,43 @@ impl Scenario {
         self.model_path
             .clone()
             .unwrap_or_else(|| format!("/models/{}", self.model))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(budget: &str) -> Result<Scenario> {
+        let toml = format!(
+            "name = \"t\"\npersonality = \"vllm\"\nmodel = \"m\"\nmax_model_len = 4096\n\
+             [scheduler]\nmax_running = 8\nprefill_tok_s = 1000.0\nprefill_chunk_tokens = 512\n{budget}\n\
+             [step_time]\nbase_s = 0.01\n[kv]\nblock_size = 16\nnum_blocks = 1000\n\
+             [tokenizer]\nchars_per_token = 4.0\n"
+        );
+        Scenario::from_toml_str(&toml, "test")
+    }
+
+    /// Unset, a step prefills `prefill_chunk_tokens` whatever its decodes
+    /// (the older model); set, decodes take their share of the budget.
+    #[test]
+    fn the_step_budget_is_shared_with_decodes_only_when_set() {
+        let old = scenario("").unwrap_or_else(|e| panic!("{e}")).scheduler;
+        assert_eq!((old.prefill_budget(0), old.prefill_budget(7)), (512, 512));
+        let shared = scenario("max_num_batched_tokens = 100")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .scheduler;
+        assert_eq!(shared.prefill_budget(0), 100);
+        assert_eq!(shared.prefill_budget(8), 92);
+    }
+
+    /// A budget that a full batch of decodes would use up is refused.
+    #[test]
+    fn a_budget_without_room_beside_a_full_batch_is_refused() {
+        let e = scenario("max_num_batched_tokens = 8")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("scheduler.max_num_batched_tokens"), "{e}");
     }
 }

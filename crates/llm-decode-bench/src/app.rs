@@ -34,6 +34,16 @@ async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
         scenario.seed = seed;
     }
     a.cache.apply(&mut scenario);
+    if let Some(b) = a.max_num_batched_tokens {
+        let cap = scenario.scheduler.max_running;
+        if b <= cap {
+            return Err(AppError::config(format!(
+                "invalid --max-num-batched-tokens: {b} leaves no room for a prompt beside {cap} \
+                 decodes (use more than the scenario's max_running, {cap})"
+            )));
+        }
+        scenario.scheduler.max_num_batched_tokens = Some(b);
+    }
     // A socket per running sequence: thousands of them pass the usual soft
     // limit of 1,024. Raised when allowed; otherwise the simulator still
     // serves (it queues what it cannot accept), with the reason said once.

@@ -258,6 +258,10 @@ pub struct SimArgs {
     /// Random seed override.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// A per-step token budget shared by decodes and chunked prefill, as vLLM's
+    /// --max-num-batched-tokens (default: the scenario's; must exceed its running cap).
+    #[arg(long, value_name = "N")]
+    pub max_num_batched_tokens: Option<u32>,
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list: bool,
@@ -526,6 +530,9 @@ pub struct BenchArgs {
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
+    /// The prefill–decode interference probe (`--mixed-prefill-contexts`).
+    #[command(flatten)]
+    pub mixed: crate::cli_mixed::MixedArgs,
     /// Energy and cost per token (docs/methodology.md §11).
     #[command(flatten)]
     pub energy: crate::cli_energy::EnergyArgs,

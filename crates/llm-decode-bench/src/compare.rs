@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use ldb_report::compare::fabric::{compare_fabric, render_fabric_text};
+use ldb_report::compare::interference::{compare_interference, render_interference_text};
 use ldb_report::compare::{CompareReport, Comparison, render_markdown, render_text, to_json};
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -70,6 +71,14 @@ fn compare(a: &CompareArgs) -> Result<i32, AppError> {
     };
     // A closed pipe (`| head`) is not an error of the comparison.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    // The interference probes, when either run has one (text forms only).
+    for (doc, name) in new_docs.iter().zip(&names[1..]) {
+        let rows = compare_interference(base_doc, doc);
+        if !rows.is_empty() && a.format != CompareFormat::Json {
+            let _ = writeln!(std::io::stdout(), "\n{name} vs {}", names[0]);
+            let _ = std::io::stdout().write_all(render_interference_text(&rows).as_bytes());
+        }
+    }
     // The fabric blocks, when both runs measured them (text forms only).
     let mut fabric_regressed = false;
     for (new, name) in raw[1..].iter().zip(&names[1..]) {

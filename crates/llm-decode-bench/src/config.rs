@@ -66,6 +66,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     let metrics_urls = crate::address::metrics_urls(&a.metrics_url)?;
     let energy = crate::cli_energy::settings(&a.energy)?;
     let repeat = repeat(a, open_loop.on)?;
+    let mixed_prefill_contexts = crate::cli_mixed::lengths(a)?;
     let replay = crate::workload_config::replay(a)?;
     // A replay runs no matrix: one context of 0 and one concurrency,
     // nothing to size, no prefill rows; its in-flight cap is its own.
@@ -95,6 +96,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             warmup_request_count: a.warmup_request_count,
             stop_at_saturation: a.stop_at_saturation,
             repeat,
+            mixed_prefill_contexts,
         },
         prefill: PrefillConfig {
             prefill_contexts,

@@ -137,6 +137,10 @@ fn refuse_matrix_flags(a: &BenchArgs) -> Result<(), ConfigError> {
         ("--html", a.html.is_some()),
         ("--requests-jsonl", a.requests_jsonl.is_some()),
         ("--slo", a.slo.is_some()),
+        (
+            "--mixed-prefill-contexts",
+            a.mixed.mixed_prefill_contexts.is_some(),
+        ),
     ] {
         if on {
             return Err(bad(format!(

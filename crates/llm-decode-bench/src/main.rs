@@ -13,6 +13,7 @@ mod cli_cstats;
 mod cli_energy;
 mod cli_fabric;
 mod cli_float;
+mod cli_mixed;
 mod cli_prefix;
 mod cli_shard;
 mod cli_workload;

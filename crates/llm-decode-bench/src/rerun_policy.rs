@@ -73,6 +73,8 @@ pub(crate) const REPLAYED: &[&str] = &[
     "respect-eos",
     "max-error-rate",
     // energy and cost: arithmetic over what was measured, nothing acts
+    // the interference probe: prompts to the same server after each window
+    "mixed-prefill-contexts",
     "energy-baseline",
     "gpu-hour-price",
     "gpu-count",

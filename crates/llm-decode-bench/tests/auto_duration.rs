@@ -1,5 +1,6 @@
 //! `--duration auto` through the binary: the flags, their one-line errors,
-//! and a result whose new keys match the schema.
+//! and a result whose new keys match the schema (the interference probe's
+//! among them: it runs after an auto-closed window too).
 
 mod common;
 
@@ -25,6 +26,8 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
         "--decode-warmup-seconds",
         "0",
         "--skip-prefill",
+        "--mixed-prefill-contexts",
+        "8k,100k",
         "--display-mode",
         "plain",
         "--output",
@@ -32,6 +35,7 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
     ]);
     let stdout = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    assert!(stdout.contains("Prefill–decode interference"), "{stdout}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
     assert_valid(&doc);
@@ -47,6 +51,19 @@ fn auto_duration_run_records_its_close_and_matches_the_schema() {
     assert!((2.0..4.5).contains(&secs), "window {secs} s");
     let ci = cell["rate_ci95"].as_array().expect("rate_ci95");
     assert_eq!(ci.len(), 2);
+    // The interference probe ran after the auto-closed window (its keys
+    // matched the schema above); 100k is beyond the model's 64k context.
+    let probe = &cell["interference"]["injections"];
+    let sent = probe[0]["injected_at_unix"].as_f64().expect("injected");
+    let end = cell["window_end_unix"].as_f64().expect("window end");
+    assert!(sent > end, "injected at {sent}, window end {end}");
+    assert!(probe[0]["ttft_s"].as_f64().expect("ttft") > 0.0, "{probe}");
+    assert!(
+        probe[0]["solo_ttft_s"].as_f64().expect("solo") > 0.0,
+        "{probe}"
+    );
+    let why = probe[1]["skipped"].as_str().expect("skipped");
+    assert!(why.contains("model's context"), "{why}");
 }
 
 #[test]

@@ -139,6 +139,30 @@ fn malformed_lists_are_one_line_errors_with_exit_code_2() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The interference probe runs in sustained cells only: another mode
+/// refuses it before any request, with the usage exit code.
+#[test]
+fn mixed_prefill_contexts_outside_sustained_cells_is_exit_code_2() {
+    let o = run(&[
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9",
+        "--request-count",
+        "8",
+        "--mixed-prefill-contexts",
+        "4k",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: invalid --mixed-prefill-contexts"),
+        "{err}"
+    );
+    assert!(err.contains("--request-count"), "{err}");
+}
+
 #[test]
 fn an_unreachable_server_is_a_one_line_error_naming_the_url() {
     let (_d, out) = tmp("r.json");

@@ -31,6 +31,9 @@ pub struct MatrixConfig {
     /// `--repeat N`: each cell of the primary matrix is measured N times,
     /// pass after pass over the matrix (≥ 1).
     pub repeat: u32,
+    /// `--mixed-prefill-contexts`: prompt lengths injected, one at a time,
+    /// after each sustained cell's window (`interference.rs`); empty = off.
+    pub mixed_prefill_contexts: Vec<u64>,
 }
 
 impl Default for MatrixConfig {
@@ -48,6 +51,7 @@ impl Default for MatrixConfig {
             warmup_request_count: 0,
             stop_at_saturation: false,
             repeat: 1,
+            mixed_prefill_contexts: Vec::new(),
         }
     }
 }

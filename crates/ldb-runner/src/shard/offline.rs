@@ -107,6 +107,7 @@ pub async fn run_offline(
             duration: rc.cfg.matrix.duration,
             auto_stop: None,
             record_prefill: false,
+            probe: false,
         };
         let mine = share(cell.concurrency, o.shards, o.index);
         let body = decode_body(&rc, &spec);

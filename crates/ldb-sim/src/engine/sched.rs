@@ -269,7 +269,7 @@ impl Scheduler {
             }
             i += 1;
         }
-        let mut budget = self.cfg.scheduler.prefill_chunk_tokens;
+        let mut budget = self.cfg.scheduler.prefill_budget(self.decode_tokens());
         let mut prefill = 0u64;
         let mut batch = 0usize;
         let mut kv_tokens = 0u64;
@@ -307,6 +307,17 @@ impl Scheduler {
         }
         self.stats.decode_seconds += decode_s;
         Some(decode_s + prefill_s)
+    }
+
+    /// Tokens the next step decodes (one per decoding sequence, `k + 1`
+    /// with speculative decoding): what they take from a shared budget.
+    fn decode_tokens(&self) -> u32 {
+        let decoding = self
+            .running
+            .iter()
+            .filter(|s| s.prefill_left == 0 && s.first_done)
+            .count() as u32;
+        decoding.saturating_mul(self.lookahead)
     }
 
     /// Finish the planned step at `end`: emit tokens, retire finished requests.

@@ -120,6 +120,16 @@ fn validate_scheduler(s: &SchedulerConfig) -> Result<(), String> {
         "an integer >= 1",
         s.prefill_chunk_tokens,
     )?;
+    if let Some(b) = s.max_num_batched_tokens {
+        // Room for a full batch of decodes and at least one prompt token,
+        // or a prompt arriving beside a full batch would never prefill.
+        check(
+            b > s.max_running,
+            "scheduler.max_num_batched_tokens",
+            "an integer > scheduler.max_running",
+            b,
+        )?;
+    }
     check(
         s.stream_interval >= 1,
         "scheduler.stream_interval",
