@@ -15,12 +15,6 @@ const PREFILL_TOK_S: f64 = 10_000.0;
 /// One decode step at batch 1 (10 ms + 0.2 ms per sequence).
 const STEP_S: f64 = 0.0102;
 
-/// One stream of 1,000-token prompts and 8 output tokens, cache off: every
-/// request waits for no one (queue 0, at most one step before it is
-/// admitted) and prefills alone in p / 10,000 s. The window's histograms
-/// must say so within their bucket bounds, and queue + prefill must add up
-/// to the engine's TTFT, which the client's TTFT exceeds by a little
-/// (loopback HTTP and the stream's first chunk).
 /// One sustained cell of a single stream on the flat scenario as
 /// `personality`: 1,000-token prompts, 8 output tokens, cache off.
 async fn one_cell(personality: Personality) -> CellResult {
