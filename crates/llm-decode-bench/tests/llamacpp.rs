@@ -23,6 +23,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use engine::server::{EngineServer, script};
+use engine::ttft;
 use engine::{assert_valid, cell, f, run_bench, s, text, within};
 use serde_json::Value;
 
@@ -405,6 +406,16 @@ fn benchmark_against_real_llama_server() {
         s(r, "ready_reason").starts_with("capacity_plateau"),
         "{}",
         s(r, "ready_reason")
+    );
+    ttft::ttft_breakdown_checks(
+        server.port,
+        dir.path(),
+        &ttft::Expect {
+            name: "llama.cpp",
+            source: "llamacpp_timings",
+            engine_ttft: "prefill",
+            parts: &["decode"],
+        },
     );
     eprintln!("llama.cpp end-to-end: {:.0?} in all", t0.elapsed());
     drop(server);

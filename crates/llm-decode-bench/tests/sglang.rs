@@ -28,6 +28,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use engine::server::EngineServer;
+use engine::ttft;
 use engine::{assert_valid, cell, f, prefix, run_bench, s};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
@@ -390,6 +391,16 @@ fn benchmark_against_real_sglang() {
             granularity: 1,
             granularity_source: "sglang_server_info",
             counters: "sglang_counters",
+        },
+    );
+    ttft::ttft_breakdown_checks(
+        server.port,
+        dir.path(),
+        &ttft::Expect {
+            name: "SGLang",
+            source: "prometheus_histograms",
+            engine_ttft: "ttft",
+            parts: &["queue", "prefill"],
         },
     );
 

@@ -29,6 +29,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use engine::server::EngineServer;
+use engine::ttft;
 use engine::{assert_valid, cell, f, last_lines, prefix, run_bench, s, within};
 use ldb_core::prometheus::MetricSet;
 use serde_json::Value;
@@ -409,6 +410,16 @@ fn plain_vllm_server() {
             granularity: 128,
             granularity_source: "vllm_cache_config_info",
             counters: "vllm_counters",
+        },
+    );
+    ttft::ttft_breakdown_checks(
+        server.port,
+        &dir,
+        &ttft::Expect {
+            name: "vLLM",
+            source: "prometheus_histograms",
+            engine_ttft: "ttft",
+            parts: &["queue", "prefill"],
         },
     );
     eprintln!("vLLM plain: {:.0?} in all", t0.elapsed());

@@ -6,6 +6,7 @@
 
 pub mod prefix;
 pub mod server;
+pub mod ttft;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
