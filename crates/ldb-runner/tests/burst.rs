@@ -326,3 +326,39 @@ async fn a_capped_server_is_capacity_limited_and_failed_requests_make_the_cell_a
     );
     sim.shutdown().await;
 }
+
+/// A request-count cell says what the server's cache achieved beside what
+/// the prompts intended, by the sustained cell's rule (counter deltas
+/// between the scrapes around the batch): every request repeats the
+/// scout's prompt but for its nonce, so both are well above 0 and agree.
+/// And with the cache off the achieved rate is a true 0, not "no value".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_count_cells_report_the_achieved_cache_rate_beside_the_intended() {
+    for caching in [true, false] {
+        let sim = start(|s| s.kv.prefix_caching = caching).await;
+        let mut cfg = config(&sim, &[2], &[2048], 4);
+        cfg.matrix.request_count = 6;
+        let doc = bench(cfg).await;
+        sim.shutdown().await;
+        let r = find(&doc.results, 2, 2048);
+        let intended = r.ext.prefix_cache.prefix_cache_intended.expect("intended");
+        let achieved = r
+            .ext
+            .server_prefix_cache_hit_rate
+            .expect("an achieved rate");
+        eprintln!("caching {caching}: intended {intended:.3}, achieved {achieved:.3}");
+        if caching {
+            assert!(intended > 0.5, "{intended}");
+            assert!(
+                (achieved - intended).abs() <= 0.05,
+                "{achieved} vs {intended}"
+            );
+            assert_eq!(
+                r.ext.prefix_cache.server_prefix_cache_source,
+                "vllm_counters"
+            );
+        } else {
+            assert_eq!(achieved, 0.0);
+        }
+    }
+}

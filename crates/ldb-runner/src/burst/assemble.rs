@@ -172,6 +172,16 @@ pub(super) fn assemble(
     let (status, status_reason) = verdict(&errors, m.done.len(), tokens, &sched, overlap, workers);
     let valid = matches!(status, CellStatus::Ok | CellStatus::CapacityLimited);
     let aggregate = (valid && secs > 0.0).then(|| tokens as f64 / secs);
+    // The achieved prefix-cache hit rate by the same rule as a sustained
+    // cell's (counter deltas between the scrapes that bracket the batch),
+    // so the intended rate the cell carries has its counterpart; a true 0
+    // is a value.
+    let (prefix_rate, prefix_basis) = start
+        .zip(end)
+        .and_then(|(a, b)| crate::prefix_achieved::counted_between(a, b))
+        .filter(|c| c.queries > 0.0)
+        .map(|c| ((c.hits / c.queries).clamp(0.0, 1.0), c.basis))
+        .unzip();
     let ttft_breakdown = crate::ttft_breakdown::cell_breakdown(
         start,
         end,
@@ -225,6 +235,11 @@ pub(super) fn assemble(
                 .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
                 .unwrap_or(0.0),
             ttft_breakdown,
+            server_prefix_cache_hit_rate: prefix_rate,
+            prefix_cache: ldb_core::result::PrefixCacheCell {
+                server_prefix_cache_basis: prefix_basis.unwrap_or_default(),
+                ..Default::default()
+            },
             ..CellExtras::default()
         },
         ..CellResult::default()
