@@ -81,6 +81,15 @@ pub struct Counted {
     pub basis: String,
 }
 
+/// The hit rate between two scrapes (hits ÷ lookups, 0 included) and what
+/// it rests on; `None` without counters or without a lookup. What a
+/// sustained cell reads over its window and a request-count or burst cell
+/// over its batch.
+pub fn rate_between(a: &Scrape, b: &Scrape) -> Option<(f64, String)> {
+    let c = counted_between(a, b)?;
+    (c.queries > 0.0).then(|| ((c.hits / c.queries).clamp(0.0, 1.0), c.basis))
+}
+
 /// Hits and lookups between two scrapes. Over replicas each replica's
 /// delta is its own, and a series a replica exports only after it first
 /// moved (SGLang's cached-token counter, before that replica's first hit)

@@ -166,8 +166,7 @@ pub(super) fn gauge_basis(i: &CellInputs<'_>) -> Option<GaugeBasis> {
 /// mode's (`prefix_achieved::achieved`), so a window of misses has a rate
 /// (0) and a replica's late series counts from 0.
 pub(super) fn prefix_hit_rate(i: &CellInputs<'_>) -> Option<(f64, String)> {
-    let c = crate::prefix_achieved::counted_between(i.start_scrape?, i.end_scrape?)?;
-    (c.queries > 0.0).then(|| ((c.hits / c.queries).clamp(0.0, 1.0), c.basis))
+    crate::prefix_achieved::rate_between(i.start_scrape?, i.end_scrape?)
 }
 
 /// Which capacity condition fired, in words.

@@ -178,9 +178,7 @@ pub(super) fn assemble(
     // is a value.
     let (prefix_rate, prefix_basis) = start
         .zip(end)
-        .and_then(|(a, b)| crate::prefix_achieved::counted_between(a, b))
-        .filter(|c| c.queries > 0.0)
-        .map(|c| ((c.hits / c.queries).clamp(0.0, 1.0), c.basis))
+        .and_then(|(a, b)| crate::prefix_achieved::rate_between(a, b))
         .unzip();
     let ttft_breakdown = crate::ttft_breakdown::cell_breakdown(
         start,
