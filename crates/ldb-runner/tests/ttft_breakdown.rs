@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use common::FLAT;
 use ldb_core::result::CellResult;
-use ldb_runner::{Controls, Live, RunHooks, run};
 use ldb_sim::Personality;
 
 /// The flat scenario prefills 10,000 prompt tokens per second.
@@ -37,17 +36,7 @@ async fn cell_of(personality: Personality, context: u64, chunk_delay_s: f64) -> 
     // window after a second (the cell is then capacity-limited, which
     // does not touch the breakdown).
     cfg.timing.cell_warmup_timeout = 1.0;
-    let (live, _rx) = Live::new();
-    let hooks = RunHooks {
-        live,
-        controls: Arc::new(Controls::default()),
-        hardware: None,
-        diagnostics: None,
-        p2p: None,
-        save: Box::new(|_| {}),
-        resume: None,
-    };
-    let doc = run(cfg, hooks).await.expect("run").doc;
+    let (doc, _) = common::bench(cfg, Arc::default()).await;
     sim.shutdown().await;
     doc.results.into_iter().next().expect("a cell")
 }
