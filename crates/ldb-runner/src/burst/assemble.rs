@@ -163,12 +163,7 @@ pub(super) fn assemble(
     let (server_tokens, server_rate) = server_count(m, start, end, secs);
     let workers = u64::from(spec.concurrency).min(spec.requests) as u32;
     let (sched, overlap) = batch_scheduler(m, workers, &samples);
-    let kv: Vec<f64> = m.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
-    let kv_mean = if kv.is_empty() {
-        0.0
-    } else {
-        kv.iter().sum::<f64>() / kv.len() as f64
-    };
+    let (kv_mean, kv_max) = kv_usage(m);
     let (status, status_reason) = verdict(&errors, m.done.len(), tokens, &sched, overlap, workers);
     let valid = matches!(status, CellStatus::Ok | CellStatus::CapacityLimited);
     let aggregate = (valid && secs > 0.0).then(|| tokens as f64 / secs);
@@ -195,13 +190,7 @@ pub(super) fn assemble(
         measurement_wall_seconds: secs,
         client_output_tokens: tokens,
         server_output_tokens: server_tokens.round() as u64,
-        aggregate_source: if tokens == 0 {
-            AggregateSource::None
-        } else if usage_everywhere {
-            AggregateSource::OpenaiCompletedUsage
-        } else {
-            AggregateSource::OpenaiStreamChunksFallback
-        },
+        aggregate_source: aggregate_source(tokens, usage_everywhere),
         aggregate_tps: aggregate,
         per_request_avg_tps: aggregate.map(|a| a / f64::from(workers.max(1))),
         latency: latency_stats(samples.iter(), LatencyScope::All),
@@ -221,14 +210,10 @@ pub(super) fn assemble(
             status_reason,
             active_decode_tps: aggregate.unwrap_or(0.0),
             measurement_active_seconds: secs,
-            usage_mode: if usage_everywhere && tokens > 0 {
-                UsageMode::FinalOnly
-            } else {
-                UsageMode::None
-            },
+            usage_mode: usage_mode(tokens, usage_everywhere),
             requests_started: m.done.len() as u64,
             requests_cancelled: m.done.iter().filter(|d| d.outcome.cancelled).count() as u64,
-            server_utilization_max: kv.iter().copied().fold(0.0, f64::max),
+            server_utilization_max: kv_max,
             tokens_per_joule: hw
                 .and_then(|h| ldb_core::hardware::tokens_per_joule(tokens as f64, h))
                 .unwrap_or(0.0),
@@ -242,6 +227,38 @@ pub(super) fn assemble(
         },
         ..CellResult::default()
     }
+}
+
+/// Where the cell's token count comes from: the final usage reports when
+/// every completed request carried one, the counted stream chunks otherwise.
+fn aggregate_source(tokens: u64, usage_everywhere: bool) -> AggregateSource {
+    if tokens == 0 {
+        AggregateSource::None
+    } else if usage_everywhere {
+        AggregateSource::OpenaiCompletedUsage
+    } else {
+        AggregateSource::OpenaiStreamChunksFallback
+    }
+}
+
+/// How usage reached the cell: every request's final report, or not at all.
+fn usage_mode(tokens: u64, usage_everywhere: bool) -> UsageMode {
+    if usage_everywhere && tokens > 0 {
+        UsageMode::FinalOnly
+    } else {
+        UsageMode::None
+    }
+}
+
+/// Mean and peak KV-cache usage over the scheduler samples taken during the
+/// batch (0 when the engine reports none).
+fn kv_usage(m: &Batch) -> (f64, f64) {
+    let kv: Vec<f64> = m.sched.iter().filter_map(|s| s.snap.kv_usage).collect();
+    if kv.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mean = kv.iter().sum::<f64>() / kv.len() as f64;
+    (mean, kv.iter().copied().fold(0.0, f64::max))
 }
 
 /// Client read times of different streams can be reordered by this much
