@@ -91,10 +91,11 @@ pub struct ServerPoint {
 impl CellTimeline {
     /// Tokens of the window's bins (the entries from `client_ramp_bins` on).
     pub fn window_tokens(&self) -> u64 {
+        // Saturating: a result file from elsewhere may hold any count.
         self.client_tokens
             .iter()
             .skip(self.client_ramp_bins as usize)
-            .sum()
+            .fold(0, |a: u64, &n| a.saturating_add(n))
     }
 
     /// Start of entry `i` of `client_tokens`, seconds from the origin.

@@ -40,11 +40,14 @@ fn leaf<'a>(v: &'a mut Value, path: &[Value]) -> &'a mut Value {
     })
 }
 
-/// The synthetic run plus a replay, notes and an event log, with every
+/// The synthetic run plus a replay, notes, an event log and the per-cell
+/// timeline, TTFT breakdown and interference blocks, with every
 /// string the document still reads after the swap replaced by [`PAYLOAD`]
 /// (enum words that would make the file unreadable stay as they were).
 fn hostile_doc() -> (ResultDocument, usize) {
-    let mut doc = synthetic_result(3, 2, 2);
+    // The per-cell blocks of issue 37 carry strings too (reasons, metric
+    // names, notes).
+    let mut doc = crate::hostile_numbers_tests::with_new_blocks(synthetic_result(3, 2, 2), "x");
     let replay = crate::replay_fixture::doc(1.0);
     doc.trace_results = replay.trace_results;
     doc.session_results = replay.session_results;

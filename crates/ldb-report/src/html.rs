@@ -27,6 +27,7 @@ mod fabric;
 mod heatmap;
 mod interference;
 mod meta;
+mod plot_range;
 mod replay;
 mod synthetic;
 #[cfg(test)]

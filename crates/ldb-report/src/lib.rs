@@ -26,6 +26,8 @@ pub mod csv;
 mod error;
 pub mod export;
 #[cfg(test)]
+mod hostile_numbers_tests;
+#[cfg(test)]
 mod hostile_tests;
 pub mod html;
 pub mod json;

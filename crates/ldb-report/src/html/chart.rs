@@ -141,6 +141,8 @@ fn draw(spec: &Spec<'_>, series: &[Series]) -> Result<Option<String>, String> {
     let xpad = (x1 - x0) * 0.04;
     let (x0, x1) = (x0 - xpad, x1 + xpad);
     let y1 = y1 + (y1 - y0) * 0.08;
+    super::plot_range::check("x", x0, x1)?;
+    super::plot_range::check("y", y0, y1)?;
     let log2 = spec.x_log2;
     let fmt = spec.x_fmt;
     let x_label = move |v: &f64| -> String {

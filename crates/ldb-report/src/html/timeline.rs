@@ -101,6 +101,7 @@ fn draw(t: &CellTimeline) -> Result<String, String> {
     let panels = panels(t);
     let x0 = t.bin_start_s(0).min(0.0);
     let x1 = t.window_end_s.max(x0 + 1.0);
+    super::plot_range::check("time", x0, x1)?;
     let mut svg = String::new();
     {
         let height = PANEL * panels.len().max(1) as u32;
@@ -112,6 +113,7 @@ fn draw(t: &CellTimeline) -> Result<String, String> {
             // At least 1 on top: a panel of near-zero values (an idle KV
             // cache) reads as flat, not as noise blown up to full height.
             let y1 = top.fold(0.0f64, f64::max).max(1.0) * 1.1;
+            super::plot_range::check(&p.caption, 0.0, y1)?;
             let mut chart = ChartBuilder::on(area)
                 .margin(4)
                 .caption(&p.caption, ("sans-serif", 12))
