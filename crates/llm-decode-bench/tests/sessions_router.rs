@@ -362,3 +362,38 @@ fn a_session_that_outgrows_the_context_stops_at_the_turn_that_would_not_fit() {
     }
     assert_eq!(s["summary"]["errors"], 0, "{s}");
 }
+
+#[test]
+fn a_credential_header_an_unknown_placeholder_or_no_sessions_is_one_line_and_exit_2() {
+    for (args, says) in [
+        (
+            vec!["--sessions", "1", "--session-header", "Authorization"],
+            "reserved",
+        ),
+        (
+            vec![
+                "--sessions",
+                "1",
+                "--session-header",
+                "x-s",
+                "--session-header-value",
+                "{HOME}",
+            ],
+            "unknown placeholder",
+        ),
+        (
+            vec!["--replica-header", "x-replica"],
+            "--sessions or --trace-sessions",
+        ),
+        (
+            vec!["--sessions", "1", "--session-header-value", "a"],
+            "--session-header NAME",
+        ),
+    ] {
+        let o = run(&[&["--sim", "quickstart", "--no-hw-monitor"][..], &args].concat());
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
