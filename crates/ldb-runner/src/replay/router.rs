@@ -94,8 +94,9 @@ pub fn header_value(template: &str, run: u64, session: u64) -> Result<String, St
         rest = &tail[end + 1..];
     }
     out.push_str(rest);
-    if out.bytes().any(|b| b.is_ascii_control()) || out.len() > 256 {
-        return Err("a header value of printable characters, at most 256".into());
+    // Printable ASCII only: what every HTTP stack sends unchanged.
+    if !out.bytes().all(|b| (0x20..0x7f).contains(&b)) || out.len() > 256 {
+        return Err("a header value of printable ASCII characters, at most 256".into());
     }
     Ok(out)
 }
@@ -238,6 +239,7 @@ mod tests {
         );
         assert!(header_value("{run", 1, 3).is_err());
         assert!(header_value("a\nb", 1, 3).is_err());
+        assert!(header_value("café-{session}", 1, 3).is_err());
     }
 
     #[test]
