@@ -233,7 +233,7 @@ fn a_router_honouring_the_session_header_keeps_every_session_on_one_replica() {
     }
 }
 
-/// One session of four turns, 0.3 s apart: each turn is the only request
+/// One session of four turns, 0.5 s apart: each turn is the only request
 /// in flight between two reads of the counters, so the counters attribute
 /// every turn without a replica header.
 fn one_session(router: u16, ports: [u16; 2]) -> Value {
@@ -243,7 +243,7 @@ fn one_session(router: u16, ports: [u16; 2]) -> Value {
         "--turns",
         "4",
         "--think-time",
-        "0.3",
+        "0.5",
         "--session-header",
         "x-session-id",
     ];
