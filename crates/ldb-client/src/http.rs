@@ -35,6 +35,10 @@ pub struct Http {
     /// The lean HTTP/1.1 stream reader's target and connection pool, for a
     /// plain `http://` base unless `LDB_STREAM_READER=reqwest`.
     lean: Option<Arc<crate::lean::Target>>,
+    /// Sent with every request (`--session-header`: a session's own).
+    header: Option<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    /// A response header whose value the stream keeps (`--replica-header`).
+    noted: Option<reqwest::header::HeaderName>,
 }
 
 impl std::fmt::Debug for Http {
@@ -72,7 +76,41 @@ impl Http {
             api_key,
             close_completions: Arc::new(AtomicBool::new(false)),
             lean: lean.map(Arc::new),
+            header: None,
+            noted: None,
         })
+    }
+
+    /// This client sending `name: value` with every request, and keeping
+    /// the value of the response header `noted` (both for sessions through
+    /// a router). Such a client streams through reqwest, not the lean
+    /// reader, which sends a fixed request head. The name and value were
+    /// checked when the flags were read.
+    pub fn with_headers(
+        mut self,
+        header: Option<(&str, &str)>,
+        noted: Option<&str>,
+    ) -> std::result::Result<Http, String> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        if let Some((n, v)) = header {
+            let name = HeaderName::from_bytes(n.as_bytes()).map_err(|e| format!("{n:?}: {e}"))?;
+            let value = HeaderValue::from_str(v).map_err(|e| format!("{v:?}: {e}"))?;
+            self.header = Some((name, value));
+        }
+        if let Some(n) = noted {
+            self.noted =
+                Some(HeaderName::from_bytes(n.as_bytes()).map_err(|e| format!("{n:?}: {e}"))?);
+        }
+        if self.header.is_some() || self.noted.is_some() {
+            self.lean = None;
+        }
+        Ok(self)
+    }
+
+    /// The value of the response header this client notes, if present.
+    pub(crate) fn noted_value(&self, headers: &reqwest::header::HeaderMap) -> Option<String> {
+        let v = headers.get(self.noted.as_ref()?)?;
+        v.to_str().ok().map(str::to_string)
     }
 
     /// Choose the stream reader for this client and its later clones: the
@@ -129,6 +167,9 @@ impl Http {
         let mut rb = self.client.request(method, self.url(path));
         if close {
             rb = rb.header(reqwest::header::CONNECTION, "close");
+        }
+        if let Some((n, v)) = &self.header {
+            rb = rb.header(n, v);
         }
         match &self.api_key {
             Some(k) => rb.bearer_auth(k),

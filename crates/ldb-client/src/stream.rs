@@ -154,6 +154,8 @@ pub struct ChannelTexts {
     pub chars: u64,
     /// Run-clock time of the first chunk with text.
     pub first_at: Option<f64>,
+    /// The response header the client notes (`Http::with_headers`).
+    pub noted: Option<String>,
 }
 
 /// The first-token limit of the requests no cell window bounds (burst
@@ -274,7 +276,8 @@ async fn send_request(
         return None;
     }
     if let Some(texts) = &env.texts {
-        texts.lock().unwrap_or_else(|p| p.into_inner()).responded = true;
+        let mut t = texts.lock().unwrap_or_else(|p| p.into_inner());
+        (t.responded, t.noted) = (true, env.http.noted_value(resp.headers()));
     }
     Some(resp)
 }

@@ -80,6 +80,18 @@ impl fmt::Display for RequestError {
     }
 }
 
+/// Whether a refused request says its prompt and `max_tokens` do not fit
+/// the model's context: a session that grew to the limit stops there
+/// instead of counting an error (docs/methodology.md, "Context limit in
+/// sessions"). The wording differs by engine: vLLM "maximum context length
+/// is N tokens", SGLang "the model's context length (N tokens)" or "maximum
+/// context length of N tokens", llama.cpp "exceeds the available context
+/// size".
+pub fn is_context_limit(e: &RequestError) -> bool {
+    let m = e.message.to_ascii_lowercase();
+    e.kind == FailureKind::Status && (m.contains("context length") || m.contains("context size"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +124,26 @@ mod tests {
         assert_eq!(a.to_string(), "HTTP 401 from http://x: check --api-key");
         assert_eq!(a.is_fatal(), b.is_fatal());
         assert!(RequestError::new(FailureKind::Skipped, "skipped by the user").is_skip());
+    }
+
+    #[test]
+    fn each_engines_context_refusal_is_a_context_limit_and_nothing_else_is() {
+        let status = |m: &str| RequestError::new(FailureKind::Status, m);
+        for m in [
+            "HTTP 400 from http://x/v1/chat/completions: This model's maximum context length is \
+             1024 tokens. However, you requested 64 output tokens and your prompt contains 990",
+            "HTTP 400: The input (2000 tokens) is longer than the model's context length (1024 tokens).",
+            "HTTP 400: Requested token count exceeds the model's maximum context length of 1024 tokens.",
+            "HTTP 400: request (1100 tokens) exceeds the available context size (1024 tokens), try \
+             increasing it",
+        ] {
+            assert!(is_context_limit(&status(m)), "{m}");
+        }
+        assert!(!is_context_limit(&status(
+            "HTTP 400: max_tokens must be at least 1"
+        )));
+        assert!(!is_context_limit(&status("HTTP 503: overloaded")));
+        let mid = RequestError::new(FailureKind::MidStream, "maximum context length is 10");
+        assert!(!is_context_limit(&mid));
     }
 }

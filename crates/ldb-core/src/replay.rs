@@ -5,6 +5,7 @@
 //! buckets, and the prefix-cache hit rate the prompts intended next to the
 //! one the server achieved. Arithmetic only.
 
+pub mod affinity;
 pub mod assemble;
 pub mod session;
 

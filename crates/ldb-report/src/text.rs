@@ -28,6 +28,7 @@ pub mod plan;
 mod prefill;
 mod prefix_cache;
 mod replay;
+mod session_router;
 mod slo;
 pub(crate) mod style;
 mod summary;

@@ -10,6 +10,7 @@ pub mod corpus;
 mod dispatch;
 mod first_request;
 mod progress;
+pub mod router;
 mod sessions;
 mod trace;
 mod trace_sessions;

@@ -58,6 +58,15 @@ pub struct WorkloadArgs {
     /// Wait after each reply: SECONDS or exp:MEAN (default 0).
     #[arg(long, value_name = "S|exp:MEAN")]
     pub think_time: Option<String>,
+    /// Sessions: send this header on every turn, its value stable per session (for routers that keep a session on one replica).
+    #[arg(long, value_name = "NAME")]
+    pub session_header: Option<String>,
+    /// The --session-header value; {run} (this run's id) and {session} (0-based) are replaced (default {run}-{session}).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub session_header_value: Option<String>,
+    /// Sessions: the router's response header naming the replica that served a turn (a --metrics-url, its host:port, or a 1-based number).
+    #[arg(long, value_name = "NAME")]
+    pub replica_header: Option<String>,
     /// Trace replay or sessions: end the run at most this many seconds after its start; requests still open then fail (default: a replay's span + max(3 × span, 120 s); sessions 3600 s).
     #[arg(long, value_name = "SECONDS", value_parser = crate::cli_float::number)]
     pub replay_limit: Option<f64>,

@@ -198,6 +198,12 @@ pub(crate) const REPLAYED: &[&str] = &[
     "user-tokens",
     "think-time",
     "replay-limit",
+    // router headers: sent only to the measured server; a credential or
+    // framing header name is refused and the value template expands only
+    // {run} and {session} (docs/security.md)
+    "session-header",
+    "session-header-value",
+    "replica-header",
 ];
 
 /// Flags never replayed from a result file, each with its reason.

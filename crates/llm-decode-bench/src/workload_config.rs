@@ -4,6 +4,7 @@
 
 use ldb_core::replay::session::ThinkTime;
 use ldb_core::trace::{TraceFormat, TraceOptions};
+use ldb_runner::replay::router::RouterOptions;
 use ldb_runner::replay::{ReplayConfig, SessionConfig, TraceConfig, scan};
 
 use crate::cli::BenchArgs;
@@ -68,6 +69,38 @@ fn session_flags_without_sessions(w: &WorkloadArgs) -> Option<&'static str> {
     .find_map(|(given, flag)| given.then_some(flag))
 }
 
+/// `--session-header`, `--session-header-value`, `--replica-header`: names
+/// that are HTTP tokens and not credential or framing headers, a template
+/// with known placeholders only (docs/security.md).
+fn router(w: &WorkloadArgs) -> Result<RouterOptions, ConfigError> {
+    use ldb_runner::replay::router::{DEFAULT_TEMPLATE, check_header_name, header_value};
+    if w.session_header.is_none() && w.session_header_value.is_some() {
+        return Err(bad(
+            "--session-header-value",
+            "only applies with --session-header NAME",
+        ));
+    }
+    let session_header = match &w.session_header {
+        Some(n) => {
+            check_header_name(n).map_err(|e| bad("--session-header", e))?;
+            let t = w
+                .session_header_value
+                .clone()
+                .unwrap_or(DEFAULT_TEMPLATE.into());
+            header_value(&t, 0, 0).map_err(|e| bad("--session-header-value", e))?;
+            Some((n.clone(), t))
+        }
+        None => None,
+    };
+    if let Some(n) = &w.replica_header {
+        check_header_name(n).map_err(|e| bad("--replica-header", e))?;
+    }
+    Ok(RouterOptions {
+        session_header,
+        replica_header: w.replica_header.clone(),
+    })
+}
+
 fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, ConfigError> {
     let format = match w.trace_format.as_deref() {
         Some(f) => Some(TraceFormat::parse(f).ok_or_else(|| {
@@ -98,6 +131,7 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
         tokenize_checks: w.trace_tokenize_checks.unwrap_or(TOKENIZE_CHECKS),
         corpus: corpus(w)?,
         sessions: w.trace_sessions,
+        router: router(w)?,
     }))
 }
 
@@ -123,6 +157,7 @@ fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
         user_tokens,
         think_time,
         corpus: corpus(w)?,
+        router: router(w)?,
     }))
 }
 
@@ -151,6 +186,17 @@ pub(crate) fn replay(a: &BenchArgs) -> Result<Option<ReplayConfig>, ConfigError>
         && let Some(flag) = session_flags_without_sessions(w)
     {
         return Err(bad(flag, "only applies to sessions: add --sessions N"));
+    }
+    if w.sessions.is_none()
+        && !w.trace_sessions
+        && let Some(flag) = [
+            (w.session_header.is_some(), "--session-header"),
+            (w.replica_header.is_some(), "--replica-header"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    {
+        return Err(bad(flag, "only applies to --sessions or --trace-sessions"));
     }
     if let Some(v) = w.replay_limit
         && !(v.is_finite() && v > 0.0)

@@ -178,6 +178,35 @@ pub struct SessionResult {
     /// `output_tokens` 0: each turn has the trace's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::TraceSource>,
+    /// Sessions that ended because their next turn would not fit the
+    /// model's context (`context_limit_stops` has each).
+    pub sessions_stopped_at_context_limit: u64,
+    /// Each such stop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context_limit_stops: Vec<ContextStop>,
+    /// `--metrics-url` over replicas: which replica served each turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::affinity::RouterAffinity>,
+}
+
+/// A session stopped at the model's context limit: its next turn's prompt
+/// and `max_tokens` would not fit (checked before sending it, or the
+/// server refused it for that).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContextStop {
+    /// 0-based session.
+    pub session: u64,
+    /// 1-based turn that was not served.
+    pub turn: u32,
+    /// That turn's prompt tokens (the conversation so far and its new
+    /// message, as counted by the client).
+    pub prompt_tokens: u64,
+    /// The model's context length.
+    pub limit: u64,
+    /// The server refused the turn for its context (`false`: the client's
+    /// check stopped it before sending).
+    pub refused_by_server: bool,
 }
 
 /// TTFT and prompt size by turn index.

@@ -189,6 +189,7 @@ pub(crate) fn section(cx: &Ctx<'_>) -> Vec<String> {
             Tone::Dim,
         ));
         out.extend(cache_line(cx, &label, &s.prefix_cache));
+        out.extend(super::session_router::lines(cx, &label, s));
     }
     out.extend(cx.note(
         "sent = requests sent of those in the window; too long = skipped, prompt + output over \

@@ -35,6 +35,8 @@ pub struct TraceConfig {
     /// `--trace-sessions`: rows sharing a `session_id` are the turns of one
     /// conversation (`trace_sessions.rs`).
     pub sessions: bool,
+    /// `--trace-sessions` through a router (`router.rs`).
+    pub router: super::router::RouterOptions,
 }
 
 /// `--sessions` and its options.
@@ -51,6 +53,8 @@ pub struct SessionConfig {
     pub think_time: ThinkTime,
     /// `--prompt-corpus`: the text user messages are cut from.
     pub corpus: Option<super::PromptCorpus>,
+    /// Through a router: the session and replica headers (`router.rs`).
+    pub router: super::router::RouterOptions,
 }
 
 impl std::fmt::Display for ReplayConfig {

@@ -11,10 +11,13 @@ use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
 use ldb_client::stream::{CellCounters, ChannelTexts, SharedWindow, StreamEnv, run_stream};
+use ldb_core::failure::is_context_limit;
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
+use ldb_core::replay::affinity::TurnSpan;
 use ldb_core::replay::session::{
-    ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn, per_session_of,
+    ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn,
+    per_session_of,
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
@@ -25,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
+use super::router::Tracker;
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
@@ -46,6 +50,10 @@ pub(super) struct Shared {
     cache: Arc<Mutex<IntendedPrefixCache>>,
     progress: Arc<Counters>,
     tally: Tally,
+    /// Through a router: headers and turn attribution (`router.rs`).
+    router: Option<Arc<Tracker>>,
+    /// The model's context length (0: unknown, only a refusal stops).
+    context: u64,
 }
 
 /// What the turns add to as they run, for the result: what each answer
@@ -58,6 +66,7 @@ pub(super) struct Tally {
     counters: Arc<CellCounters>,
     most: Arc<AtomicU64>,
     timed_out: Arc<AtomicBool>,
+    stops: Arc<Mutex<Vec<ContextStop>>>,
 }
 
 impl Tally {
@@ -168,7 +177,69 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
     bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
-/// One conversation, turn by turn; a failed turn ends it.
+/// What one turn's request gave back.
+struct Sent {
+    o: ldb_client::stream::StreamOutcome,
+    request: ldb_core::replay::ReplayRequest,
+    texts: ChannelTexts,
+}
+
+/// Send one turn's `body` (due at `due`) over `http`, counting it in flight.
+async fn send_turn(
+    rc: &RunCtx,
+    sh: &Shared,
+    http: &ldb_client::http::Http,
+    body: bytes::Bytes,
+    due: f64,
+) -> Sent {
+    let texts = Arc::new(Mutex::new(ChannelTexts::default()));
+    let env = StreamEnv {
+        window: sh.tally.window.clone(),
+        counters: sh.tally.counters.clone(),
+        cancel: sh.skip.child_token(),
+        idle_timeout: rc.cfg.timing.idle_timeout(),
+        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        texts: Some(texts.clone()),
+        ..StreamEnv::new(http.clone(), rc.clock)
+    };
+    let p = &sh.progress;
+    Counters::bump(&p.sent);
+    let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.tally.most.fetch_max(now, Ordering::Relaxed);
+    let o = run_stream(&env, body).await;
+    let left = p.in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
+    // The last request in flight ended: read the replicas' counters, so
+    // a turn sent alone can be attributed (one read per turn at most).
+    if let Some(t) = sh.router.as_ref().filter(|_| left == 0) {
+        t.read_soon(rc);
+    }
+    p.ended(o.cancelled || o.track.error().is_some());
+    let w = env.window.get();
+    let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
+    let request = rate_request(&o, due, w, overdue);
+    let texts = std::mem::take(&mut *texts.lock().unwrap_or_else(|p| p.into_inner()));
+    Sent { o, request, texts }
+}
+
+/// Record that session `id` stopped at the context limit before `turn`.
+fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u64, refused: bool) {
+    let stop = ContextStop {
+        session: id,
+        turn,
+        prompt_tokens,
+        limit: sh.context,
+        refused_by_server: refused,
+    };
+    sh.tally
+        .stops
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(stop);
+}
+
+/// One conversation, turn by turn; a failed turn ends it, and so does a
+/// turn that would not fit the model's context (checked before it is sent,
+/// or refused by the server for that: a stop, not an error).
 pub(super) async fn session(
     rc: &RunCtx,
     sh: Shared,
@@ -176,6 +247,10 @@ pub(super) async fn session(
     turns: Vec<Turn>,
 ) -> Vec<SessionRequest> {
     let mut conv = ConversationSegments::new(chain(sh.salt, id));
+    let http = sh
+        .router
+        .as_ref()
+        .map_or_else(|| rc.http.clone(), |t| t.http_for(rc, id));
     let mut messages: Vec<Message> = Vec::new();
     let mut out = Vec::new();
     let mut last_end = sh.start;
@@ -192,36 +267,38 @@ pub(super) async fn session(
                 _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
             }
         }
+        // The client's count: the conversation so far and the new message.
+        let expected = conv.tokens() + plan.built_tokens;
+        if sh.context > 0 && expected + plan.max_tokens > sh.context {
+            context_stop(&sh, (id, turn), expected, false);
+            break;
+        }
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
         let body = turn_body(rc, &messages, plan.max_tokens);
-        let texts = Arc::new(Mutex::new(ChannelTexts::default()));
-        let env = StreamEnv {
-            window: sh.tally.window.clone(),
-            counters: sh.tally.counters.clone(),
-            cancel: sh.skip.child_token(),
-            idle_timeout: rc.cfg.timing.idle_timeout(),
-            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
-            texts: Some(texts.clone()),
-            ..StreamEnv::new(rc.http.clone(), rc.clock)
-        };
-        let p = &sh.progress;
-        Counters::bump(&p.sent);
-        let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-        sh.tally.most.fetch_max(now, Ordering::Relaxed);
-        let o = run_stream(&env, body).await;
-        p.in_flight.fetch_sub(1, Ordering::Relaxed);
-        p.ended(o.cancelled || o.track.error().is_some());
-        let w = env.window.get();
-        let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
-        let request = rate_request(&o, due, w, overdue);
-        let sample = o.track.to_sample(0.0, w);
+        let Sent { o, request, texts } = send_turn(rc, &sh, &http, body, due).await;
+        if o.track.error().is_some_and(is_context_limit) {
+            context_stop(&sh, (id, turn), expected, true);
+            break;
+        }
+        let sample = o.track.to_sample(0.0, sh.tally.window.get());
         // The server's count when it reports one, else the built size.
         let prompt_tokens = if sample.input_tokens > 0 {
             sample.input_tokens
         } else {
             conv.tokens() + plan.built_tokens
         };
+        if let Some(t) = &sh.router {
+            let span = TurnSpan {
+                session: id,
+                sent: request.sent,
+                end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
+                header: None,
+                prompt_tokens,
+                cached_tokens: o.cached_tokens,
+            };
+            t.turn(span, texts.noted.as_deref());
+        }
         sh.tally
             .caches
             .lock()
@@ -245,14 +322,9 @@ pub(super) async fn session(
             request,
         });
         let Some(done) = done else { break };
-        let reply = texts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .content
-            .clone();
         messages.push(Message {
             role: "assistant",
-            content: reply,
+            content: texts.content,
         });
         last_end = done;
     }
@@ -276,6 +348,7 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
         user_tokens: 0,
         think_time: ThinkTime::Fixed(0.0),
         corpus: t.corpus.clone(),
+        router: t.router.clone(),
     };
     let mut r = run_with(rc, disc, &cfg, Some(t)).await;
     r.output_tokens = 0;
@@ -358,6 +431,8 @@ async fn run_with(
         cache: Arc::new(Mutex::new(cache)),
         progress: Arc::new(Counters::default()),
         tally: Tally::default(),
+        router: Tracker::new(rc, &cfg.router, salt),
+        context: disc.model_context,
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace.map(|t| (t, disc.model_context)));
     // Fixed once every conversation is planned: a first turn due while a long
@@ -383,6 +458,10 @@ async fn run_with(
     let all = run_all(rc, &sh, plans).await;
     drop((measuring, ticker));
     let after = super::trace::scrape_if(rc).await;
+    let router = match &sh.router {
+        Some(t) => Some(t.finish((before.as_ref(), after.as_ref())).await),
+        None => None,
+    };
     let (summary, status, why) = summarise(rc, &sh, &all, total, limit_s);
     let slo = rc.cfg.slo.spec.as_ref();
     let (tps, done, good) = per_session_of(
@@ -419,6 +498,8 @@ async fn run_with(
         summary,
         prompt_corpus: corpus,
         trace: None,
+        router,
+        ..stops_of(&sh)
     };
     note_done(rc, &result);
     result
@@ -463,6 +544,17 @@ fn summarise(
         why = "cut short by the user".into();
     }
     (summary, status, why)
+}
+
+/// The context-limit stops, sorted by session, in a result of their own.
+fn stops_of(sh: &Shared) -> SessionResult {
+    let mut stops = std::mem::take(&mut *sh.tally.stops.lock().unwrap_or_else(|p| p.into_inner()));
+    stops.sort_by_key(|s| s.session);
+    SessionResult {
+        sessions_stopped_at_context_limit: stops.len() as u64,
+        context_limit_stops: stops,
+        ..SessionResult::default()
+    }
 }
 
 /// The event line that closes a session run.
