@@ -1,7 +1,9 @@
 //! A thin JSON/text client bound to one server.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+use ldb_core::api::Api;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -35,6 +37,16 @@ pub struct Http {
     /// The lean HTTP/1.1 stream reader's target and connection pool, for a
     /// plain `http://` base unless `LDB_STREAM_READER=reqwest`.
     lean: Option<Arc<crate::lean::Target>>,
+    /// The API streamed requests speak, and its unknown events (shared by clones).
+    api: Arc<ApiShared>,
+}
+
+/// The run's API (`--api`, set once discovery accepted it) and a count of
+/// the stream events of a type this client does not know (ignored).
+#[derive(Debug, Default)]
+struct ApiShared {
+    api: AtomicU8,
+    unknown_events: AtomicU64,
 }
 
 impl std::fmt::Debug for Http {
@@ -72,6 +84,7 @@ impl Http {
             api_key,
             close_completions: Arc::new(AtomicBool::new(false)),
             lean: lean.map(Arc::new),
+            api: Arc::default(),
         })
     }
 
@@ -111,6 +124,27 @@ impl Http {
         self.close_completions.store(on, Ordering::Relaxed);
     }
 
+    /// Speak `api` in the streams of this client and its clones (chat until set).
+    pub fn set_api(&self, api: Api) {
+        let i = Api::ALL.iter().position(|a| *a == api).unwrap_or(0);
+        self.api.api.store(i as u8, Ordering::Relaxed);
+    }
+
+    /// The API streams speak.
+    pub fn api(&self) -> Api {
+        Api::ALL[usize::from(self.api.api.load(Ordering::Relaxed)) % Api::ALL.len()]
+    }
+
+    /// Count one stream event of an unknown type.
+    pub(crate) fn note_unknown_event(&self) {
+        self.api.unknown_events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stream events of an unknown type met so far (by this client and its clones).
+    pub fn unknown_events(&self) -> u64 {
+        self.api.unknown_events.load(Ordering::Relaxed)
+    }
+
     /// Base URL.
     pub fn base(&self) -> &str {
         &self.base
@@ -124,7 +158,7 @@ impl Http {
     /// A request builder with auth applied.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let close = method == reqwest::Method::POST
-            && path.ends_with("/completions")
+            && is_generation_path(path)
             && self.close_completions.load(Ordering::Relaxed);
         let mut rb = self.client.request(method, self.url(path));
         if close {
@@ -170,6 +204,12 @@ impl Http {
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((status, v))
     }
+}
+
+/// A route that generates (any API's), whose POSTs get `Connection: close`
+/// once [`Http::set_close_completions`] asked for it.
+pub(crate) fn is_generation_path(path: &str) -> bool {
+    Api::ALL.iter().any(|a| a.path() == path) || path.ends_with("/completions")
 }
 
 /// Send a request and read its whole body; only transport failures are `Err`.

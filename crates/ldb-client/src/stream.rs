@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ldb_core::chunk::{Channel, ChunkInfo, is_done, parse_chunk};
+use ldb_core::chunk::{Channel, ChunkInfo, is_done};
 use ldb_core::gaps::GapHistogram;
 use ldb_core::sse::SseDecoder;
 use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
@@ -101,7 +101,7 @@ pub struct StreamEnv {
     /// Where to keep the whole reasoning and content, apart (completion
     /// statistics score the answer), if anywhere.
     pub texts: Option<Arc<Mutex<ChannelTexts>>>,
-    /// Path of the completion route.
+    /// Path of the completion route (the client's API's, from [`StreamEnv::new`]).
     pub path: &'static str,
     /// Fail a request whose tokens stop for this long after its first one
     /// (`--stream-idle-timeout`); `None`: wait as long as the cell does.
@@ -122,6 +122,7 @@ impl StreamEnv {
     /// the chat route, and no idle or first-token limit. Callers change
     /// what differs with struct-update syntax (`..StreamEnv::new(h, c)`).
     pub fn new(http: Http, clock: RunClock) -> StreamEnv {
+        let path = http.api().path();
         StreamEnv {
             http,
             clock,
@@ -130,7 +131,7 @@ impl StreamEnv {
             cancel: CancellationToken::new(),
             text_sink: None,
             texts: None,
-            path: "/v1/chat/completions",
+            path,
             idle_timeout: None,
             first_token_timeout: None,
             slot: 0,
@@ -478,8 +479,8 @@ pub(crate) fn on_payload(
         }
         return;
     }
-    let chunk = match parse_chunk(payload) {
-        Ok(c) => c,
+    let event = match env.http.api().parse_event(payload) {
+        Ok(e) => e,
         Err(e) => {
             out.track
                 .mark_error(RequestError::new(FailureKind::BadResponse, e.to_string()));
@@ -487,6 +488,11 @@ pub(crate) fn on_payload(
             return;
         }
     };
+    if event.unknown {
+        env.http.note_unknown_event();
+        return;
+    }
+    let chunk = event.chunk;
     if out.request_id.is_none()
         && let Some(id) = &chunk.id
     {
@@ -520,6 +526,14 @@ pub(crate) fn on_payload(
         // The request stopped generating; it no longer counts as producing.
         *producing = false;
         env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+    if event.end {
+        // The API's last event (Responses, Messages) is their `[DONE]`.
+        *done = true;
+        out.done_at = Some(t);
+        if out.track.error().is_none() {
+            out.track.mark_completed();
+        }
     }
 }
 
