@@ -297,6 +297,11 @@ pub struct BenchArgs {
     /// Model name (default: the first model the server lists).
     #[arg(long)]
     pub model: Option<String>,
+    /// Request API of every generation request: chat (/v1/chat/completions),
+    /// completions (/v1/completions), responses (/v1/responses) or messages
+    /// (/v1/messages); refused before the run if the server does not serve it.
+    #[arg(long, default_value = "chat", value_parser = crate::cli::api_name)]
+    pub api: ldb_core::api::Api,
     /// Concurrency levels, comma separated [default: 1,2,4,8,16,32,64,128; with --sim: 1,4,16].
     #[arg(long, allow_hyphen_values = true)]
     pub concurrency: Option<String>,
@@ -623,4 +628,9 @@ mod tests {
         assert_eq!(cli.bench.html, Some(PathBuf::from("live.html")));
         assert_eq!(cli.bench.requests_jsonl, Some(PathBuf::from("s.jsonl")));
     }
+}
+
+/// `--api`: one of the request APIs, by name.
+pub(crate) fn api_name(s: &str) -> Result<ldb_core::api::Api, String> {
+    s.parse()
 }
