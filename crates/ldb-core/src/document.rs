@@ -181,6 +181,10 @@ pub struct Metadata {
     /// not probed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub apis_served: Vec<crate::api::Api>,
+    /// Streamed events of a type the API's parser does not know, counted
+    /// over the run and ignored (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub api_unknown_events: u64,
     /// `--prefill-contexts` as run (omitted when empty, as in files written
     /// before the key existed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -411,4 +415,8 @@ impl ResultDocument {
         s.push('\n');
         s
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -362,7 +362,8 @@ pub(crate) async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan)
 }
 
 /// Close the run: stop scraping, mark the live view done, save the final document.
-fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
+fn end_run(rc: &RunCtx, mut rec: Recorder, done_event: &str) -> RunOutcome {
+    rec.note_unknown_events(rc.http.unknown_events());
     let interrupted = rc.controls.stop.is_cancelled();
     rc.scraper.stop();
     rc.live.send(LiveEvent::RunEnded);
