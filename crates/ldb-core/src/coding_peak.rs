@@ -300,7 +300,10 @@ mod tests {
     #[test]
     fn a_failed_run_has_only_run_ok_and_error() {
         let v = serde_json::to_value(Sample::failed(3, "HTTP 500")).expect("json");
-        assert_eq!(v, serde_json::json!({"run": 3, "ok": false, "error": "HTTP 500"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"run": 3, "ok": false, "error": "HTTP 500"})
+        );
         // An ok run without usage keeps its measured keys, as null.
         let v =
             serde_json::to_value(Sample::measured(1, &m(None, Some(0.1), 1.0, "x"))).expect("json");

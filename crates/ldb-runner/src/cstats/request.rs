@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ldb_client::stream::{ChannelTexts, StreamOutcome};
+use ldb_core::api::{Api, RequestInput};
+use ldb_core::prompt::Message;
 use ldb_core::window::WindowBounds;
 use ldb_eval::cstats::{CsRun, Phase};
 use ldb_eval::score::Output;
 use ldb_eval::task::{Task, TaskItem};
-use ldb_core::api::{Api, RequestInput};
-use ldb_core::prompt::Message;
 
 /// Characters kept in `output_excerpt`.
 const EXCERPT_CHARS: usize = 240;
