@@ -25,8 +25,10 @@ fn read(engine: &str, name: &str) -> Vec<u8> {
 
 /// Answer one request with `body` as an event stream, closing after it.
 async fn serve_once(body: Vec<u8>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("test input");
+    let base = format!("http://{}", listener.local_addr().expect("test input"));
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             let body = body.clone();
@@ -54,7 +56,9 @@ async fn serve_once(body: Vec<u8>) -> String {
 
 async fn measure(engine: &str, name: &str, api: Api, lean: bool) -> (StreamOutcome, Http) {
     let base = serve_once(read(engine, name)).await;
-    let http = Http::new(&base, None, 2).unwrap().with_lean_reader(lean);
+    let http = Http::new(&base, None, 2)
+        .expect("test input")
+        .with_lean_reader(lean);
     http.set_api(api);
     let env = StreamEnv::new(http.clone(), RunClock::new());
     assert_eq!(env.path, api.path());
@@ -181,7 +185,7 @@ fn recorded_text_deltas_rebuild_the_answer() {
         if api == Api::Responses {
             assert!(whole.contains(&format!(
                 "\"text\":{}",
-                serde_json::to_string(&text).unwrap()
+                serde_json::to_string(&text).expect("test input")
             )));
         }
     }
@@ -191,7 +195,8 @@ fn recorded_text_deltas_rebuild_the_answer() {
 /// event without its fields fails the request with the reason.
 #[tokio::test]
 async fn unknown_events_are_counted_malformed_ones_fail() {
-    let rec = String::from_utf8(read("vllm-0.32.0", "api-messages-stream.sse")).unwrap();
+    let rec =
+        String::from_utf8(read("vllm-0.32.0", "api-messages-stream.sse")).expect("test input");
     let odd = "event: brand_new\ndata: {\"type\":\"brand_new\",\"x\":[1]}\n\n";
     let body = rec.replacen(
         "event: content_block_stop",
@@ -199,7 +204,7 @@ async fn unknown_events_are_counted_malformed_ones_fail() {
         1,
     );
     let base = serve_once(body.into_bytes()).await;
-    let http = Http::new(&base, None, 2).unwrap();
+    let http = Http::new(&base, None, 2).expect("test input");
     http.set_api(Api::Messages);
     let out = run_stream(&StreamEnv::new(http.clone(), RunClock::new()), Bytes::new()).await;
     assert!(out.track.error().is_none());
@@ -207,7 +212,7 @@ async fn unknown_events_are_counted_malformed_ones_fail() {
 
     let bad = rec.replacen("\"text\":\"5\"", "\"text\":5", 1);
     let base = serve_once(bad.into_bytes()).await;
-    let http = Http::new(&base, None, 2).unwrap();
+    let http = Http::new(&base, None, 2).expect("test input");
     http.set_api(Api::Messages);
     let out = run_stream(&StreamEnv::new(http, RunClock::new()), Bytes::new()).await;
     let e = out

@@ -123,15 +123,15 @@ proptest! {
     fn well_formed_deltas_give_back_their_text(text in "\\PC{1,40}", thinking in any::<bool>()) {
         let (kind, field) = if thinking { ("thinking_delta", "thinking") } else { ("text_delta", "text") };
         let m = json!({"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: text}});
-        let bytes = serde_json::to_vec(&m).unwrap();
-        let e = Api::Messages.parse_event(&bytes).unwrap();
+        let bytes = serde_json::to_vec(&m).expect("test input");
+        let e = Api::Messages.parse_event(&bytes).expect("test input");
         prop_assert_eq!(e.chunk.text.as_deref(), Some(text.as_str()));
         let want = if thinking { Channel::Reasoning } else { Channel::Content };
         prop_assert_eq!(e.chunk.channel, want);
         let kind = if thinking { "response.reasoning_text.delta" } else { "response.output_text.delta" };
         let r = json!({"type": kind, "delta": text, "item_id": "i"});
-        let bytes = serde_json::to_vec(&r).unwrap();
-        let e = Api::Responses.parse_event(&bytes).unwrap();
+        let bytes = serde_json::to_vec(&r).expect("test input");
+        let e = Api::Responses.parse_event(&bytes).expect("test input");
         prop_assert_eq!(e.chunk.text.as_deref(), Some(text.as_str()));
         prop_assert_eq!(e.chunk.channel, want);
     }

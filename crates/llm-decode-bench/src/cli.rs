@@ -300,7 +300,7 @@ pub struct BenchArgs {
     /// Request API of every generation request: chat (/v1/chat/completions),
     /// completions (/v1/completions), responses (/v1/responses) or messages
     /// (/v1/messages); refused before the run if the server does not serve it.
-    #[arg(long, default_value = "chat", value_parser = crate::cli::api_name)]
+    #[arg(long, default_value = "chat")]
     pub api: ldb_core::api::Api,
     /// Concurrency levels, comma separated [default: 1,2,4,8,16,32,64,128; with --sim: 1,4,16].
     #[arg(long, allow_hyphen_values = true)]
@@ -628,9 +628,4 @@ mod tests {
         assert_eq!(cli.bench.html, Some(PathBuf::from("live.html")));
         assert_eq!(cli.bench.requests_jsonl, Some(PathBuf::from("s.jsonl")));
     }
-}
-
-/// `--api`: one of the request APIs, by name.
-pub(crate) fn api_name(s: &str) -> Result<ldb_core::api::Api, String> {
-    s.parse()
 }

@@ -31,9 +31,14 @@ fn names_paths_and_parsing_round_trip() {
         assert_eq!(a.name().parse::<Api>(), Ok(a));
         assert!(a.path().starts_with("/v1/"));
     }
-    assert!("chatty".parse::<Api>().unwrap_err().contains("chatty"));
+    assert!(
+        "chatty"
+            .parse::<Api>()
+            .expect_err("test input")
+            .contains("chatty")
+    );
     assert_eq!(
-        serde_json::to_string(&Api::Responses).unwrap(),
+        serde_json::to_string(&Api::Responses).expect("test input"),
         "\"responses\""
     );
 }
@@ -55,7 +60,7 @@ fn each_api_writes_its_own_body_from_one_input() {
     assert!(resp.get("max_tokens").is_none() && resp.get("stream_options").is_none());
     let msg = Api::Messages.body(&input(&m));
     assert_eq!(msg["system"], "be brief");
-    assert_eq!(msg["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(msg["messages"].as_array().expect("test input").len(), 1);
     assert_eq!(msg["max_tokens"], 7);
     let none = RequestInput {
         max_tokens: None,
@@ -79,17 +84,18 @@ fn each_api_writes_its_own_body_from_one_input() {
 #[test]
 fn responses_events_map_to_chunks() {
     let p = |s: &'static str| Api::Responses.parse_event(s.as_bytes());
-    let d = p(r#"{"type":"response.output_text.delta","delta":"He","item_id":"i"}"#).unwrap();
+    let d = p(r#"{"type":"response.output_text.delta","delta":"He","item_id":"i"}"#)
+        .expect("test input");
     assert_eq!(
         (d.chunk.channel, d.chunk.has_choices, d.end),
         (Channel::Content, true, false)
     );
     assert_eq!(d.chunk.text.as_deref(), Some("He"));
-    let r = p(r#"{"type":"response.reasoning_text.delta","delta":"th"}"#).unwrap();
+    let r = p(r#"{"type":"response.reasoning_text.delta","delta":"th"}"#).expect("test input");
     assert_eq!(r.chunk.channel, Channel::Reasoning);
-    let e = p(r#"{"type":"response.output_text.delta","delta":""}"#).unwrap();
+    let e = p(r#"{"type":"response.output_text.delta","delta":""}"#).expect("test input");
     assert!(!e.chunk.has_tokens && e.chunk.has_choices);
-    let done = p(r#"{"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":9,"output_tokens":4,"input_tokens_details":{"cached_tokens":8},"output_tokens_details":{"reasoning_tokens":1}}}}"#).unwrap();
+    let done = p(r#"{"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":9,"output_tokens":4,"input_tokens_details":{"cached_tokens":8},"output_tokens_details":{"reasoning_tokens":1}}}}"#).expect("test input");
     assert!(done.end && !done.chunk.has_choices);
     let c = &done.chunk;
     assert_eq!(
@@ -97,17 +103,20 @@ fn responses_events_map_to_chunks() {
         (Some(9), Some(4), Some(8))
     );
     assert_eq!(c.reasoning_tokens, Some(1));
-    assert!(p(r#"{"type":"response.created","response":{}}"#).unwrap() == ApiEvent::default());
+    assert!(
+        p(r#"{"type":"response.created","response":{}}"#).expect("test input")
+            == ApiEvent::default()
+    );
     assert!(
         p(r#"{"type":"response.brand_new","x":{}}"#)
-            .unwrap()
+            .expect("test input")
             .unknown
     );
-    let err = p(r#"{"type":"error","message":"boom","code":"x"}"#).unwrap();
+    let err = p(r#"{"type":"error","message":"boom","code":"x"}"#).expect("test input");
     assert_eq!(err.chunk.error.as_deref(), Some("boom (error)"));
     let failed =
         p(r#"{"type":"response.failed","response":{"status":"failed","error":{"message":"oom"}}}"#)
-            .unwrap();
+            .expect("test input");
     assert_eq!(failed.chunk.error.as_deref(), Some("oom"));
     // malformed known events are errors with their reason
     for bad in [
@@ -124,7 +133,7 @@ fn responses_events_map_to_chunks() {
 #[test]
 fn messages_events_map_to_chunks() {
     let p = |s: &'static str| Api::Messages.parse_event(s.as_bytes());
-    let s = p(r#"{"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3,"output_tokens":0,"cache_read_input_tokens":16,"cache_creation_input_tokens":2}}}"#).unwrap();
+    let s = p(r#"{"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3,"output_tokens":0,"cache_read_input_tokens":16,"cache_creation_input_tokens":2}}}"#).expect("test input");
     assert_eq!(
         (s.chunk.prompt_tokens, s.chunk.cached_tokens),
         (Some(21), Some(16))
@@ -132,16 +141,16 @@ fn messages_events_map_to_chunks() {
     assert!(!s.chunk.has_choices && s.chunk.completion_tokens.is_none());
     let t =
         p(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#)
-            .unwrap();
+            .expect("test input");
     assert_eq!(
         (t.chunk.channel, t.chunk.text.as_deref()),
         (Channel::Content, Some("Hi"))
     );
-    let th = p(r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#).unwrap();
+    let th = p(r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#).expect("test input");
     assert_eq!(th.chunk.channel, Channel::Reasoning);
-    let tool = p(r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#).unwrap();
+    let tool = p(r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#).expect("test input");
     assert!(tool.chunk.has_tokens && tool.chunk.text.is_none());
-    let md = p(r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":5}}"#).unwrap();
+    let md = p(r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":5}}"#).expect("test input");
     assert_eq!(
         (
             md.chunk.completion_tokens,
@@ -149,11 +158,14 @@ fn messages_events_map_to_chunks() {
         ),
         (Some(5), Some("max_tokens"))
     );
-    assert!(p(r#"{"type":"message_stop"}"#).unwrap().end);
-    assert_eq!(p(r#"{"type":"ping"}"#).unwrap(), ApiEvent::default());
-    assert!(p(r#"{"type":"surprise"}"#).unwrap().unknown);
-    let err =
-        p(r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#).unwrap();
+    assert!(p(r#"{"type":"message_stop"}"#).expect("test input").end);
+    assert_eq!(
+        p(r#"{"type":"ping"}"#).expect("test input"),
+        ApiEvent::default()
+    );
+    assert!(p(r#"{"type":"surprise"}"#).expect("test input").unknown);
+    let err = p(r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#)
+        .expect("test input");
     assert_eq!(err.chunk.error.as_deref(), Some("busy (overloaded_error)"));
     for bad in [
         r#"{"type":"message_start"}"#,
