@@ -21,44 +21,9 @@ use crate::http::Http;
 use ldb_core::failure::{FailureKind, RequestError};
 
 pub use crate::clock::RunClock;
+pub use shared_window::SharedWindow;
 
-/// Window bounds shared between the runner and its streams (f64 bits; NaN = unset).
-#[derive(Debug)]
-pub struct SharedWindow {
-    start: AtomicU64,
-    end: AtomicU64,
-}
-
-impl Default for SharedWindow {
-    fn default() -> Self {
-        SharedWindow {
-            start: AtomicU64::new(f64::NAN.to_bits()),
-            end: AtomicU64::new(f64::NAN.to_bits()),
-        }
-    }
-}
-
-impl SharedWindow {
-    /// Current bounds.
-    pub fn get(&self) -> WindowBounds {
-        let f =
-            |a: &AtomicU64| Some(f64::from_bits(a.load(Ordering::Acquire))).filter(|v| !v.is_nan());
-        WindowBounds {
-            start: f(&self.start),
-            end: f(&self.end),
-        }
-    }
-
-    /// Open the window at `t`.
-    pub fn open(&self, t: f64) {
-        self.start.store(t.to_bits(), Ordering::Release);
-    }
-
-    /// Close the window at `t`.
-    pub fn close(&self, t: f64) {
-        self.end.store(t.to_bits(), Ordering::Release);
-    }
-}
+mod shared_window;
 
 /// Counters shared by all streams of a cell (for the live view and readiness).
 #[derive(Debug, Default)]
