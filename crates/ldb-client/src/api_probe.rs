@@ -2,9 +2,11 @@
 //! sent an empty JSON object, which a server that serves it rejects as a bad
 //! request (400/422, or llama.cpp's 500 for Messages) and a server that
 //! lacks it answers 404 or 405 (recorded from vLLM 0.32 and llama.cpp
-//! 11434: `tests/fixtures/*/api-probe-*`). Chat is not probed: every
-//! server this tool measures serves it, prompt sizing relies on it, and a
-//! test server that streams forever on it must not hold discovery.
+//! 11434: `tests/fixtures/*/api-probe-*`). Chat and completions are not
+//! probed: every OpenAI-compatible server this tool measures serves both
+//! (prompt sizing relies on chat), a probe would show in their error
+//! counts as a rejected request, and a test server that streams forever on
+//! them must not hold discovery.
 
 use std::time::Duration;
 
@@ -22,17 +24,17 @@ pub fn served_by_status(status: u16) -> bool {
     !matches!(status, 404 | 405)
 }
 
-/// The APIs `http`'s server serves (chat always; the others by probe; a
-/// probe that gets no answer counts as not served).
+/// The APIs `http`'s server serves (chat and completions always; Responses
+/// and Messages by probe; a probe that gets no answer counts as not served).
 pub async fn probe_apis(http: &Http) -> Vec<Api> {
     let probes = Api::ALL
         .into_iter()
-        .filter(|a| *a != Api::Chat)
+        .filter(|a| !matches!(a, Api::Chat | Api::Completions))
         .map(|a| async move {
             let answer = http.post_json(a.path(), &json!({}), PROBE_LIMIT).await;
             (a, matches!(answer, Ok((s, _)) if served_by_status(s)))
         });
-    let mut out = vec![Api::Chat];
+    let mut out = vec![Api::Chat, Api::Completions];
     for (a, served) in futures_util::future::join_all(probes).await {
         if served {
             out.push(a);
