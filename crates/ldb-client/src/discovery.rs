@@ -47,6 +47,8 @@ pub struct Discovery {
     /// dp_size`), by which scheduler series without a `dp_rank` are told
     /// apart (`MetricSet::parse_grouped`); 0 otherwise.
     pub attn_tp_size: u64,
+    /// The request APIs the server serves (`crate::api_probe`; empty until probed).
+    pub apis_served: Vec<ldb_core::api::Api>,
 }
 
 /// How prompt tokens can be counted on this server.

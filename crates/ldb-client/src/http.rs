@@ -1,7 +1,9 @@
 //! A thin JSON/text client bound to one server.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+use ldb_core::api::Api;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -39,6 +41,16 @@ pub struct Http {
     header: Option<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
     /// A response header whose value the stream keeps (`--replica-header`).
     noted: Option<reqwest::header::HeaderName>,
+    /// The API streamed requests speak, and its unknown events (shared by clones).
+    api: Arc<ApiShared>,
+}
+
+/// The run's API (`--api`, set once discovery accepted it) and a count of
+/// the stream events of a type this client does not know (ignored).
+#[derive(Debug, Default)]
+struct ApiShared {
+    api: AtomicU8,
+    unknown_events: AtomicU64,
 }
 
 impl std::fmt::Debug for Http {
@@ -78,6 +90,7 @@ impl Http {
             lean: lean.map(Arc::new),
             header: None,
             noted: None,
+            api: Arc::default(),
         })
     }
 
@@ -149,6 +162,27 @@ impl Http {
         self.close_completions.store(on, Ordering::Relaxed);
     }
 
+    /// Speak `api` in the streams of this client and its clones (chat until set).
+    pub fn set_api(&self, api: Api) {
+        let i = Api::ALL.iter().position(|a| *a == api).unwrap_or(0);
+        self.api.api.store(i as u8, Ordering::Relaxed);
+    }
+
+    /// The API streams speak.
+    pub fn api(&self) -> Api {
+        Api::ALL[usize::from(self.api.api.load(Ordering::Relaxed)) % Api::ALL.len()]
+    }
+
+    /// Count one stream event of an unknown type.
+    pub(crate) fn note_unknown_event(&self) {
+        self.api.unknown_events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stream events of an unknown type met so far (by this client and its clones).
+    pub fn unknown_events(&self) -> u64 {
+        self.api.unknown_events.load(Ordering::Relaxed)
+    }
+
     /// Base URL.
     pub fn base(&self) -> &str {
         &self.base
@@ -162,7 +196,7 @@ impl Http {
     /// A request builder with auth applied.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let close = method == reqwest::Method::POST
-            && path.ends_with("/completions")
+            && is_generation_path(path)
             && self.close_completions.load(Ordering::Relaxed);
         let mut rb = self.client.request(method, self.url(path));
         if close {
@@ -211,6 +245,12 @@ impl Http {
         let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Ok((status, v))
     }
+}
+
+/// A route that generates (any API's), whose POSTs get `Connection: close`
+/// once [`Http::set_close_completions`] asked for it.
+pub(crate) fn is_generation_path(path: &str) -> bool {
+    Api::ALL.iter().any(|a| a.path() == path) || path.ends_with("/completions")
 }
 
 /// Send a request and read its whole body; only transport failures are `Err`.

@@ -327,7 +327,7 @@ pub(crate) async fn run_stream_lean(
 ) -> StreamOutcome {
     let start = env.clock.now();
     env.counters.started.fetch_add(1, Ordering::Relaxed);
-    let close = env.path.ends_with("/completions") && env.http.closes_completions();
+    let close = crate::http::is_generation_path(env.path) && env.http.closes_completions();
     let mut st = Lean {
         env,
         url: env.http.url(env.path),

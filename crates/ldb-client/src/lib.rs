@@ -2,6 +2,7 @@
 //! requests, and `/metrics` scraping. Parsing and accounting live in
 //! `ldb-core`; this crate only moves bytes and stamps times.
 
+pub mod api_probe;
 pub mod clock;
 pub mod discovery;
 pub mod engine_info;

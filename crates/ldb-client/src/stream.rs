@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ldb_core::chunk::{Channel, ChunkInfo, is_done, parse_chunk};
+use ldb_core::chunk::{Channel, ChunkInfo, is_done};
 use ldb_core::gaps::GapHistogram;
 use ldb_core::sse::SseDecoder;
 use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};
@@ -21,44 +21,9 @@ use crate::http::Http;
 use ldb_core::failure::{FailureKind, RequestError};
 
 pub use crate::clock::RunClock;
+pub use shared_window::SharedWindow;
 
-/// Window bounds shared between the runner and its streams (f64 bits; NaN = unset).
-#[derive(Debug)]
-pub struct SharedWindow {
-    start: AtomicU64,
-    end: AtomicU64,
-}
-
-impl Default for SharedWindow {
-    fn default() -> Self {
-        SharedWindow {
-            start: AtomicU64::new(f64::NAN.to_bits()),
-            end: AtomicU64::new(f64::NAN.to_bits()),
-        }
-    }
-}
-
-impl SharedWindow {
-    /// Current bounds.
-    pub fn get(&self) -> WindowBounds {
-        let f =
-            |a: &AtomicU64| Some(f64::from_bits(a.load(Ordering::Acquire))).filter(|v| !v.is_nan());
-        WindowBounds {
-            start: f(&self.start),
-            end: f(&self.end),
-        }
-    }
-
-    /// Open the window at `t`.
-    pub fn open(&self, t: f64) {
-        self.start.store(t.to_bits(), Ordering::Release);
-    }
-
-    /// Close the window at `t`.
-    pub fn close(&self, t: f64) {
-        self.end.store(t.to_bits(), Ordering::Release);
-    }
-}
+mod shared_window;
 
 /// Counters shared by all streams of a cell (for the live view and readiness).
 #[derive(Debug, Default)]
@@ -101,7 +66,7 @@ pub struct StreamEnv {
     /// Where to keep the whole reasoning and content, apart (completion
     /// statistics score the answer), if anywhere.
     pub texts: Option<Arc<Mutex<ChannelTexts>>>,
-    /// Path of the completion route.
+    /// Path of the completion route (the client's API's, from [`StreamEnv::new`]).
     pub path: &'static str,
     /// Fail a request whose tokens stop for this long after its first one
     /// (`--stream-idle-timeout`); `None`: wait as long as the cell does.
@@ -122,6 +87,7 @@ impl StreamEnv {
     /// the chat route, and no idle or first-token limit. Callers change
     /// what differs with struct-update syntax (`..StreamEnv::new(h, c)`).
     pub fn new(http: Http, clock: RunClock) -> StreamEnv {
+        let path = http.api().path();
         StreamEnv {
             http,
             clock,
@@ -130,7 +96,7 @@ impl StreamEnv {
             cancel: CancellationToken::new(),
             text_sink: None,
             texts: None,
-            path: "/v1/chat/completions",
+            path,
             idle_timeout: None,
             first_token_timeout: None,
             slot: 0,
@@ -481,8 +447,8 @@ pub(crate) fn on_payload(
         }
         return;
     }
-    let chunk = match parse_chunk(payload) {
-        Ok(c) => c,
+    let event = match env.http.api().parse_event(payload) {
+        Ok(e) => e,
         Err(e) => {
             out.track
                 .mark_error(RequestError::new(FailureKind::BadResponse, e.to_string()));
@@ -490,6 +456,11 @@ pub(crate) fn on_payload(
             return;
         }
     };
+    if event.unknown {
+        env.http.note_unknown_event();
+        return;
+    }
+    let chunk = event.chunk;
     if out.request_id.is_none()
         && let Some(id) = &chunk.id
     {
@@ -523,6 +494,14 @@ pub(crate) fn on_payload(
         // The request stopped generating; it no longer counts as producing.
         *producing = false;
         env.counters.producing.fetch_sub(1, Ordering::Relaxed);
+    }
+    if event.end {
+        // The API's last event (Responses, Messages) is their `[DONE]`.
+        *done = true;
+        out.done_at = Some(t);
+        if out.track.error().is_none() {
+            out.track.mark_completed();
+        }
     }
 }
 

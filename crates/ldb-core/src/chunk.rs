@@ -227,7 +227,7 @@ struct RawCompletionDetails {
 const MAX_PLAUSIBLE_TOKENS: f64 = 1e9;
 
 /// A token count, or `Err` when it is not a plausible one.
-fn count(v: Option<f64>) -> Result<Option<u64>, ()> {
+pub(crate) fn count(v: Option<f64>) -> Result<Option<u64>, ()> {
     match v {
         None => Ok(None),
         Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= MAX_PLAUSIBLE_TOKENS => Ok(Some(x as u64)),

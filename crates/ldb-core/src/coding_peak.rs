@@ -8,7 +8,7 @@
 //! the summary. Definitions in docs/methodology.md ("Coding peak").
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cjk::count_han;
 use crate::prompt::Message;
@@ -255,24 +255,22 @@ impl CodingPeak {
 }
 
 /// A streamed chat request with continuous usage and the server's own stop
-/// (no `ignore_eos`), as the coding peak and the CJK watchdog send it.
+/// (no `ignore_eos`), as the coding peak and the CJK watchdog send it
+/// (written by [`crate::api::Api::body`]).
 pub fn chat_request(
     model: &str,
     messages: &[Message],
     max_tokens: u64,
     temperature: Option<f64>,
 ) -> Value {
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "max_tokens": max_tokens,
-        "stream": true,
-        "stream_options": {"include_usage": true, "continuous_usage_stats": true},
-    });
-    if let Some(t) = temperature {
-        body["temperature"] = json!(t);
-    }
-    body
+    crate::api::Api::Chat.body(&crate::api::RequestInput {
+        model,
+        messages,
+        max_tokens: Some(max_tokens),
+        continuous_usage: true,
+        temperature,
+        ..crate::api::RequestInput::default()
+    })
 }
 
 #[cfg(test)]
@@ -302,7 +300,10 @@ mod tests {
     #[test]
     fn a_failed_run_has_only_run_ok_and_error() {
         let v = serde_json::to_value(Sample::failed(3, "HTTP 500")).expect("json");
-        assert_eq!(v, json!({"run": 3, "ok": false, "error": "HTTP 500"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"run": 3, "ok": false, "error": "HTTP 500"})
+        );
         // An ok run without usage keeps its measured keys, as null.
         let v =
             serde_json::to_value(Sample::measured(1, &m(None, Some(0.1), 1.0, "x"))).expect("json");

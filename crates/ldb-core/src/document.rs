@@ -173,6 +173,18 @@ pub struct Metadata {
     pub usage_mode: Option<UsageMode>,
     /// The built-in simulator scenario when `--sim` was used.
     pub sim_scenario: String,
+    /// `--api`: the request API the run's generation requests spoke
+    /// (absent in files written before the key existed: those spoke chat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<crate::api::Api>,
+    /// The request APIs discovery found the server serving (absent when
+    /// not probed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apis_served: Vec<crate::api::Api>,
+    /// Streamed events of a type the API's parser does not know, counted
+    /// over the run and ignored (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub api_unknown_events: u64,
     /// `--prefill-contexts` as run (omitted when empty, as in files written
     /// before the key existed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -403,4 +415,8 @@ impl ResultDocument {
         s.push('\n');
         s
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -9,6 +9,7 @@
 //! See also: `ldb-client` (HTTP), `ldb-runner` (phases and cells),
 //! `ldb-report` (text report), `ldb-sim` (simulated engines).
 
+pub mod api;
 pub mod arrivals;
 pub mod autostop;
 pub mod cellstats;

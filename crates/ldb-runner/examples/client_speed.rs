@@ -44,7 +44,7 @@ use std::time::Duration;
 use ldb_client::Http;
 use ldb_client::stream::{CellCounters, RunClock, SharedWindow, StreamEnv};
 use ldb_core::prometheus::MetricSet;
-use ldb_runner::prompts::{BodyOptions, chat_body};
+use ldb_runner::prompts::{BodyOptions, stream_body};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -203,10 +203,11 @@ async fn run(a: Args) -> Res<()> {
         idle = scrape(&http).await?;
     }
     let msgs = ldb_core::prompt::messages(&ldb_core::prompt::nonce("speed", "0"), 0);
-    let body = chat_body(
+    let body = stream_body(
         &a.model,
         &msgs,
         BodyOptions {
+            api: ldb_core::api::Api::Chat,
             max_tokens: a.max_tokens,
             continuous_usage: true,
             ignore_eos: true,

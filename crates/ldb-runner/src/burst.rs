@@ -210,6 +210,7 @@ pub(crate) struct Batch {
 /// The body options of a burst cell's requests.
 fn options(rc: &RunCtx) -> BodyOptions {
     BodyOptions {
+        api: rc.cfg.target.api,
         max_tokens: rc.cfg.matrix.max_tokens,
         continuous_usage: false,
         ignore_eos: !rc.cfg.matrix.respect_eos,

@@ -21,7 +21,7 @@ use crate::cell_view::{CellProgress, set_stage, update_live};
 use crate::cell_window::{WindowRecord, measure_window};
 use crate::ctx::RunCtx;
 use crate::pool::StreamPool;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, stream_body};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -194,12 +194,13 @@ pub(crate) fn where_(spec: &CellSpec) -> String {
 
 /// The streams' request body.
 pub(crate) fn decode_body(rc: &RunCtx, spec: &CellSpec) -> Bytes {
-    chat_body(&rc.model, &spec.messages, decode_options(rc))
+    stream_body(&rc.model, &spec.messages, decode_options(rc))
 }
 
 /// The streams' body options.
 fn decode_options(rc: &RunCtx) -> BodyOptions {
     BodyOptions {
+        api: rc.cfg.target.api,
         max_tokens: rc.cfg.matrix.max_tokens,
         continuous_usage: rc.engine.supports_continuous_usage(),
         ignore_eos: !rc.cfg.matrix.respect_eos,

@@ -13,7 +13,7 @@ use ldb_core::prompt::Message;
 use ldb_core::result::{PrefillEntry, PrefillMethod, ServerValidation, round};
 use tokio_util::sync::CancellationToken;
 
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, stream_body};
 
 /// One timed prefill request.
 #[derive(Debug, Clone, Default)]
@@ -47,10 +47,11 @@ pub async fn probe(
         texts: None,
         ..env_base.clone()
     };
-    let body = chat_body(
+    let body = stream_body(
         model,
         msgs,
         BodyOptions {
+            api: env.http.api(),
             max_tokens: 1,
             continuous_usage: false,
             ignore_eos: false,

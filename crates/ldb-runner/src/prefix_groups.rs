@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ctx::RunCtx;
 use crate::prefix::PrefixState;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, stream_body};
 
 /// `msgs` behind each of the shared prefixes in `texts`, group 0 first;
 /// `msgs` alone when it does not open with one of them (no shared prefix,
@@ -49,7 +49,7 @@ pub(crate) fn group_bodies(rc: &RunCtx, msgs: &[Message], options: BodyOptions) 
     rc.prefix
         .group_variants(msgs)
         .iter()
-        .map(|m| chat_body(&rc.model, m, options))
+        .map(|m| stream_body(&rc.model, m, options))
         .collect()
 }
 

@@ -16,7 +16,7 @@ use crate::cache_reset::{reset_before_cell, reset_before_run};
 use crate::ctx::RunCtx;
 use crate::prefix::{IntendedMark, ResetMode};
 use crate::prefix_achieved::{RequestCache, achieved};
-use crate::prompts::{BodyOptions, PromptPlan, chat_body};
+use crate::prompts::{BodyOptions, PromptPlan, stream_body};
 use crate::shared_prefix::warm_shared_prefixes;
 
 /// Startup: granularity, prompt sizes, the reset before the run, the
@@ -160,6 +160,7 @@ impl<'a> RateBodies<'a> {
         messages: &'a [Message],
     ) -> Self {
         let options = BodyOptions {
+            api: rc.cfg.target.api,
             max_tokens: rc.cfg.matrix.max_tokens,
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
@@ -170,7 +171,7 @@ impl<'a> RateBodies<'a> {
             prompts,
             cell,
             messages,
-            same: chat_body(&rc.model, messages, options),
+            same: stream_body(&rc.model, messages, options),
             options,
         }
     }
@@ -181,7 +182,7 @@ impl<'a> RateBodies<'a> {
         let msgs = own.as_deref().unwrap_or(self.messages);
         self.rc.prefix.admit_messages(self.cell.0, msgs);
         match &own {
-            Some(m) => chat_body(&self.rc.model, m, self.options),
+            Some(m) => stream_body(&self.rc.model, m, self.options),
             None => self.same.clone(),
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ldb_client::Http;
 use ldb_client::discovery::{Discovery, TokenizeKind};
+use ldb_core::api::{Api, RequestInput};
 use ldb_core::prompt::{Message, SizeModel, messages, nonce, padding, tolerance, with_system};
 use serde_json::{Value, json};
 
@@ -46,9 +47,11 @@ impl PromptPlan {
     }
 }
 
-/// Knobs of a chat request body.
+/// Knobs of a streamed request body.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyOptions {
+    /// The API the body is written for.
+    pub api: Api,
     /// `max_tokens`.
     pub max_tokens: u64,
     /// Ask for usage on every chunk.
@@ -59,31 +62,23 @@ pub struct BodyOptions {
     pub temperature: Option<f64>,
 }
 
-/// A streaming chat-completions body.
-pub fn chat_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
-    Bytes::from(serde_json::to_vec(&chat_json(model, msgs, o)).unwrap_or_default())
+/// A streamed request body in the options' API.
+pub fn stream_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
+    Bytes::from(serde_json::to_vec(&stream_json(model, msgs, o)).unwrap_or_default())
 }
 
-/// [`chat_body`] as a JSON value, for callers that add a key.
-pub fn chat_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json::Value {
-    let mut stream_options = json!({"include_usage": true});
-    if o.continuous_usage {
-        stream_options["continuous_usage_stats"] = json!(true);
-    }
-    let mut body = json!({
-        "model": model,
-        "messages": msgs,
-        "stream": true,
-        "max_tokens": o.max_tokens,
-        "stream_options": stream_options,
-    });
-    if o.ignore_eos {
-        body["ignore_eos"] = json!(true);
-    }
-    if let Some(t) = o.temperature {
-        body["temperature"] = json!(t);
-    }
-    body
+/// [`stream_body`] as a JSON value, for callers that add a key. Written by
+/// [`Api::body`], the one place each API's body shape lives.
+pub fn stream_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json::Value {
+    o.api.body(&RequestInput {
+        model,
+        messages: msgs,
+        max_tokens: Some(o.max_tokens),
+        continuous_usage: o.continuous_usage,
+        ignore_eos: o.ignore_eos,
+        temperature: o.temperature,
+        ..RequestInput::default()
+    })
 }
 
 /// A random 12-letter run id.

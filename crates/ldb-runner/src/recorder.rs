@@ -208,6 +208,12 @@ impl Recorder {
     }
 
     /// The final save; returns the document.
+    /// Note the stream events of an unknown type the run met (ignored by
+    /// the parsers, counted for the file).
+    pub(crate) fn note_unknown_events(&mut self, n: u64) {
+        self.doc.metadata.api_unknown_events = n;
+    }
+
     pub(crate) fn close(mut self, interrupted: bool) -> ResultDocument {
         self.save(if interrupted {
             ldb_core::result::RunStatus::Interrupted

@@ -98,6 +98,9 @@ pub fn setting_differences(saved: &Metadata, now: &Metadata) -> Vec<String> {
         // --duration auto closes windows early: a different rule, different cells
         duration_auto,
     );
+    // a file written before `--api` spoke chat
+    let api = |m: &Metadata| m.api.unwrap_or_default();
+    differs(&mut out, "api", &api(a), &api(b));
     out
 }
 

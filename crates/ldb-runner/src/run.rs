@@ -103,7 +103,7 @@ pub(crate) async fn discover_when_up(
     let mut told = false;
     loop {
         let err = match discover(http, target.model.as_deref()).await {
-            Ok(d) => return Ok(d),
+            Ok(d) => return with_api(http, target, d).await,
             Err(e) => e,
         };
         let starting = matches!(
@@ -128,6 +128,22 @@ pub(crate) async fn discover_when_up(
         }
         tokio::time::sleep(Duration::from_secs_f64(left.min(2.0))).await;
     }
+}
+
+/// Probe the APIs the server serves, refuse `--api` for one it lacks (a
+/// one-line error naming the API and its path, before any request is
+/// measured), and make the client speak the chosen one.
+async fn with_api(
+    http: &Http,
+    target: &TargetConfig,
+    mut d: Discovery,
+) -> Result<Discovery, ldb_client::ClientError> {
+    d.apis_served = ldb_client::api_probe::probe_apis(http).await;
+    if !d.apis_served.contains(&target.api) {
+        return Err(ldb_client::api_probe::not_served(http, target.api));
+    }
+    http.set_api(target.api);
+    Ok(d)
 }
 
 /// `--dry-run`: discovery (no generation request, no prompt sizing) and the
@@ -346,7 +362,8 @@ pub(crate) async fn sized_prompts(rc: &RunCtx, disc: &Discovery, plan: &RunPlan)
 }
 
 /// Close the run: stop scraping, mark the live view done, save the final document.
-fn end_run(rc: &RunCtx, rec: Recorder, done_event: &str) -> RunOutcome {
+fn end_run(rc: &RunCtx, mut rec: Recorder, done_event: &str) -> RunOutcome {
+    rec.note_unknown_events(rc.http.unknown_events());
     let interrupted = rc.controls.stop.is_cancelled();
     rc.scraper.stop();
     rc.live.send(LiveEvent::RunEnded);

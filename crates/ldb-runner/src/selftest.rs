@@ -22,7 +22,7 @@ use ldb_core::selftest::{LevelResult, ceiling};
 use tokio_util::sync::CancellationToken;
 
 use crate::loop_lag::LagProbe;
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, stream_body};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -82,10 +82,11 @@ pub async fn run(
     let most = opts.levels.iter().copied().max().unwrap_or(1) as usize;
     let http = Http::new(url, None, most + 8).map_err(|e| e.to_string())?;
     let clock = RunClock::new();
-    let body = chat_body(
+    let body = stream_body(
         &opts.model,
         &ldb_core::prompt::messages(&ldb_core::prompt::nonce("selftest", "0"), 0),
         BodyOptions {
+            api: ldb_core::api::Api::Chat,
             max_tokens: opts.max_tokens,
             continuous_usage: true,
             ignore_eos: true,

@@ -118,6 +118,8 @@ pub(crate) fn metadata(cfg: &RunConfig, d: &Discovery, kv: &KvBudget, warm_ctx: 
         cp_source: kv.cp_source.clone(),
         concurrency_levels_run: cfg.matrix.concurrency.clone(),
         sim_scenario: cfg.target.sim_scenario.clone(),
+        api: Some(cfg.target.api),
+        apis_served: d.apis_served.clone(),
         prefill_contexts: cfg.prefill.prefill_contexts.clone(),
         prefill_metric: cfg.prefill.prefill_metric.as_str().into(),
         metrics_interval: Some(cfg.timing.metrics_interval),

@@ -1,5 +1,6 @@
 //! The HTTP server: routes per personality, shared state, start and shutdown.
 
+mod api_frames;
 mod cache_reset;
 mod errors;
 mod frames;
@@ -287,6 +288,13 @@ fn router(personality: Personality, state: Arc<AppState>) -> Router {
             .route("/metrics", get(metrics::metrics)),
         Personality::OpenAi => app,
     };
+    // vLLM 0.32, SGLang 0.5.23 and llama.cpp 11434 serve both (their route
+    // tables); the bare proxy stands for a server that serves neither.
+    if personality != Personality::OpenAi {
+        app = app
+            .route("/v1/responses", post(api_frames::responses))
+            .route("/v1/messages", post(api_frames::messages));
+    }
     // vLLM serves its reset only in dev mode (VLLM_SERVER_DEV_MODE=1).
     if resets && personality == Personality::Vllm {
         app = app.route("/reset_prefix_cache", post(cache_reset::vllm_reset));

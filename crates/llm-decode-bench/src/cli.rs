@@ -297,6 +297,11 @@ pub struct BenchArgs {
     /// Model name (default: the first model the server lists).
     #[arg(long)]
     pub model: Option<String>,
+    /// Request API of every generation request: chat (/v1/chat/completions),
+    /// completions (/v1/completions), responses (/v1/responses) or messages
+    /// (/v1/messages); refused before the run if the server does not serve it.
+    #[arg(long, default_value = "chat")]
+    pub api: ldb_core::api::Api,
     /// Concurrency levels, comma separated [default: 1,2,4,8,16,32,64,128; with --sim: 1,4,16].
     #[arg(long, allow_hyphen_values = true)]
     pub concurrency: Option<String>,

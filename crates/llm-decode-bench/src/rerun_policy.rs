@@ -61,6 +61,7 @@ impl Risk {
 pub(crate) const REPLAYED: &[&str] = &[
     // the measured model and matrix
     "model",
+    "api",
     "concurrency",
     "contexts",
     "max-tokens",

@@ -391,6 +391,8 @@ pub(crate) async fn follow(s: FollowerSettings, cfg: &RunConfig) -> Result<i32, 
     let most = cfg.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
     let http = ldb_client::Http::new(&cfg.target.base_url, cfg.target.api_key.clone(), most + 20)
         .map_err(|e| AppError::Config(format!("invalid --host: {e}")))?;
+    // the leader checked that the server serves it; followers speak it too
+    http.set_api(cfg.target.api);
     let path = record_path(&cfg.output.output, s.index);
     let mut rec = ShardRecordFile {
         shard_record_version: RECORD_VERSION,

@@ -822,3 +822,51 @@ fn bad_traces_are_refused_before_any_request() {
     assert!(shown.contains("Replay plan: trace"), "{shown}");
     assert!(shown.contains("2 requests over 0.9 s"), "{shown}");
 }
+
+/// `--api`: the sessions of `a_session_turn_reuses_the_previous_reply`
+/// over the Responses and Messages APIs get the chat run's truth: every
+/// turn ok, the same intended and achieved cache rates (the cached tokens
+/// come from each API's own usage), the API in the metadata.
+#[test]
+fn sessions_over_each_api_keep_the_chat_truth() {
+    let (dir, _) = tmp("unused");
+    let sim = scenario_blocks(dir.path(), 128);
+    let rates = |api: &str| {
+        let doc = replay_on(
+            dir.path(),
+            &sim,
+            &[
+                "--sessions",
+                "4",
+                "--turns",
+                "3",
+                "--user-tokens",
+                "200",
+                "--max-tokens",
+                "256",
+                "--api",
+                api,
+            ],
+        );
+        assert_eq!(doc["metadata"]["api"], api);
+        let r = &doc["session_results"][0];
+        assert_eq!(r["status"], "ok", "{api}: {r}");
+        let pc = &r["prefix_cache"];
+        (
+            f(&pc["prefix_cache_intended"]),
+            f(&pc["server_prefix_cache_hit_rate"]),
+        )
+    };
+    let chat = rates("chat");
+    for api in ["responses", "messages"] {
+        let (intended, achieved) = rates(api);
+        assert!(
+            (intended - chat.0).abs() < 0.01,
+            "{api}: {intended} vs chat {chat:?}"
+        );
+        assert!(
+            (achieved - chat.1).abs() < 0.01,
+            "{api}: {achieved} vs chat {chat:?}"
+        );
+    }
+}

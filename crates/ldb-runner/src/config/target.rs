@@ -19,6 +19,8 @@ pub struct TargetConfig {
     pub wait_for_server: f64,
     /// Simulator scenario name when `--sim` was used.
     pub sim_scenario: String,
+    /// The API generation requests speak (`--api`).
+    pub api: ldb_core::api::Api,
 }
 
 impl Default for TargetConfig {
@@ -31,6 +33,7 @@ impl Default for TargetConfig {
             metrics_urls: Vec::new(),
             wait_for_server: 0.0,
             sim_scenario: String::new(),
+            api: ldb_core::api::Api::Chat,
         }
     }
 }

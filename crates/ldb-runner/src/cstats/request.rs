@@ -5,18 +5,20 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ldb_client::stream::{ChannelTexts, StreamOutcome};
+use ldb_core::api::{Api, RequestInput};
+use ldb_core::prompt::Message;
 use ldb_core::window::WindowBounds;
 use ldb_eval::cstats::{CsRun, Phase};
 use ldb_eval::score::Output;
 use ldb_eval::task::{Task, TaskItem};
-use serde_json::{Map, Value, json};
 
 /// Characters kept in `output_excerpt`.
 const EXCERPT_CHARS: usize = 240;
 
-/// The chat body for `item`: streaming with usage at the end, no
-/// `ignore_eos` (the answer's natural length is what is measured), the
-/// token limit only when set, then the task's own fields on top.
+/// The chat body for `item` (written by [`Api::body`]): streaming with
+/// usage at the end, no `ignore_eos` (the answer's natural length is what
+/// is measured), the token limit only when set, then the task's own fields
+/// on top.
 pub(crate) fn body(
     model: &str,
     task: &Task,
@@ -27,32 +29,32 @@ pub(crate) fn body(
 ) -> Bytes {
     let mut messages = Vec::new();
     if let Some(system) = &task.system_prompt {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(Message {
+            role: "system",
+            content: system.clone(),
+        });
     }
-    messages.push(json!({"role": "user", "content": item.prompt}));
-    let mut b = Map::new();
-    b.insert("model".into(), model.into());
-    b.insert("messages".into(), Value::Array(messages));
-    b.insert("stream".into(), true.into());
-    b.insert("stream_options".into(), json!({"include_usage": true}));
-    if let Some(n) = max_tokens.filter(|n| *n > 0) {
-        b.insert("max_tokens".into(), n.into());
-    }
-    if let Some(t) = temperature {
-        b.insert("temperature".into(), t.into());
-    }
-    if let Some(p) = top_p {
-        b.insert("top_p".into(), p.into());
-    }
-    for (k, v) in &task.request_overrides {
-        b.insert(k.clone(), v.clone());
-    }
-    if max_tokens == Some(1) {
+    messages.push(Message {
+        role: "user",
+        content: item.prompt.clone(),
+    });
+    let mut b = Api::Chat.body(&RequestInput {
+        model,
+        messages: &messages,
+        max_tokens,
+        temperature,
+        top_p,
+        extra: Some(&task.request_overrides),
+        ..RequestInput::default()
+    });
+    if max_tokens == Some(1)
+        && let Some(o) = b.as_object_mut()
+    {
         // the scout: a task that names its limit `max_completion_tokens`
         // must not override the single token
-        b.remove("max_completion_tokens");
+        o.remove("max_completion_tokens");
     }
-    Bytes::from(Value::Object(b).to_string())
+    Bytes::from(b.to_string())
 }
 
 /// Where a run sits: its index, phase and batch concurrency.
@@ -159,6 +161,7 @@ pub(crate) fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     #[test]
     fn body_leaves_out_an_unset_limit_and_takes_the_task_fields() {

@@ -33,7 +33,7 @@ use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::RequestCache;
-use crate::prompts::{BodyOptions, chat_json};
+use crate::prompts::{BodyOptions, stream_json};
 
 /// Why a turn still open at the run's limit failed.
 const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
@@ -163,10 +163,11 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
 /// otherwise vanish from the text and end the cache's match there (measured
 /// on vLLM 0.32, issue 35; docs/methodology.md §16.1).
 fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes {
-    let mut body = chat_json(
+    let mut body = stream_json(
         &rc.model,
         messages,
         BodyOptions {
+            api: rc.cfg.target.api,
             max_tokens,
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,

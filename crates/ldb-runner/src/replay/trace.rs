@@ -24,7 +24,7 @@ use super::progress::{Counters, trace_progress};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::{RequestCache, achieved};
-use crate::prompts::{BodyOptions, chat_body};
+use crate::prompts::{BodyOptions, stream_body};
 
 /// A request made ready to send: its messages, its prompt tokens and
 /// segments when the tool built the prompt.
@@ -112,10 +112,11 @@ pub(super) struct Sent {
 /// The request body of a trace row: its messages, `max_tokens` = the
 /// trace's output length.
 pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::Bytes {
-    chat_body(
+    stream_body(
         &rc.model,
         &rd.messages,
         BodyOptions {
+            api: rc.cfg.target.api,
             max_tokens: r.output_tokens,
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,

@@ -32,6 +32,15 @@ pub(crate) async fn chat(
     generate(st, Kind::Chat, headers, body).await
 }
 
+/// A streamed chat answer for another API's route (`api_frames`).
+pub(crate) async fn chat_stream_for(
+    st: Arc<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(st, Kind::Chat, headers, body).await
+}
+
 /// Text completions.
 pub(crate) async fn completions(
     State(st): State<Arc<AppState>>,

@@ -22,6 +22,7 @@ pub(super) fn target(
         model: a.model.clone(),
         metrics_urls,
         wait_for_server: a.wait_for_server,
+        api: a.api,
         ..TargetConfig::default()
     }
 }
