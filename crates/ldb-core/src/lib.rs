@@ -52,6 +52,7 @@ pub mod stats;
 pub mod student;
 pub mod timeline;
 pub mod tokens;
+pub mod tools;
 pub mod trace;
 pub mod ttft_breakdown;
 pub mod window;

@@ -253,6 +253,7 @@ pub(super) async fn session(
         messages.push(Message {
             role: "assistant",
             content: reply,
+            tool: None,
         });
         last_end = done;
     }

@@ -68,6 +68,7 @@ pub(super) fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Read
                 .map(|m| Message {
                     role: role(&m.role),
                     content: m.content.clone(),
+                    tool: None,
                 })
                 .collect(),
             tokens: None,
