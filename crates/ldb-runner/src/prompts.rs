@@ -47,7 +47,7 @@ impl PromptPlan {
 }
 
 /// Knobs of a chat request body.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BodyOptions {
     /// `max_tokens`.
     pub max_tokens: u64,
@@ -57,6 +57,9 @@ pub struct BodyOptions {
     pub ignore_eos: bool,
     /// Temperature, if any.
     pub temperature: Option<f64>,
+    /// `tools` and `tool_choice` (`--tools`), if any: the one place a chat
+    /// body gets them.
+    pub tools: Option<std::sync::Arc<ldb_core::tools::ToolSet>>,
 }
 
 /// A streaming chat-completions body.
@@ -82,6 +85,9 @@ pub fn chat_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json::V
     }
     if let Some(t) = o.temperature {
         body["temperature"] = json!(t);
+    }
+    if let Some(t) = &o.tools {
+        t.add_to(&mut body);
     }
     body
 }

@@ -162,6 +162,7 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
+            tools: rc.cfg.matrix.tools.clone(),
         },
     );
     body["skip_special_tokens"] = serde_json::json!(false);
@@ -277,6 +278,7 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
         user_tokens: 0,
         think_time: ThinkTime::Fixed(0.0),
         corpus: t.corpus.clone(),
+        tool_loop: None,
     };
     let mut r = run_with(rc, disc, &cfg, Some(t)).await;
     r.output_tokens = 0;

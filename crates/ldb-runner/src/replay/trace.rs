@@ -121,6 +121,7 @@ pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
+            tools: None,
         },
     )
 }
