@@ -11,6 +11,7 @@ mod dispatch;
 mod first_request;
 mod progress;
 mod sessions;
+mod tool_loop;
 mod trace;
 mod trace_sessions;
 mod trace_shards;

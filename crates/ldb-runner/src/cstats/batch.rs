@@ -280,6 +280,7 @@ mod tests {
                 chunks: 10,
                 chars: 400,
                 first_at: Some(2.0),
+                ..ChannelTexts::default()
             };
             r.insert(5, inflight(1.5, streaming));
         }

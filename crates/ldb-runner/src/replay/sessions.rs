@@ -10,11 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
-use ldb_client::stream::{CellCounters, ChannelTexts, SharedWindow, StreamEnv, run_stream};
+use ldb_client::stream::{
+    CellCounters, ChannelTexts, SharedWindow, StreamEnv, StreamOutcome, run_stream,
+};
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
-    ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn, per_session_of,
+    ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats, by_turn,
+    per_session_of,
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
@@ -25,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
+use super::tool_loop::{self, ToolTurn};
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
@@ -169,7 +173,33 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
     bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
-/// One conversation, turn by turn; a failed turn ends it.
+/// Sends one turn's request and waits for its stream; the outcome and the
+/// reply's texts.
+async fn send_turn(rc: &RunCtx, sh: &Shared, body: bytes::Bytes) -> (StreamOutcome, ChannelTexts) {
+    let texts = Arc::new(Mutex::new(ChannelTexts::default()));
+    let env = StreamEnv {
+        window: sh.tally.window.clone(),
+        counters: sh.tally.counters.clone(),
+        cancel: sh.skip.child_token(),
+        idle_timeout: rc.cfg.timing.idle_timeout(),
+        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        texts: Some(texts.clone()),
+        ..StreamEnv::new(rc.http.clone(), rc.clock)
+    };
+    let p = &sh.progress;
+    Counters::bump(&p.sent);
+    let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.tally.most.fetch_max(now, Ordering::Relaxed);
+    let o = run_stream(&env, body).await;
+    p.in_flight.fetch_sub(1, Ordering::Relaxed);
+    p.ended(o.cancelled || o.track.error().is_some());
+    let texts = std::mem::take(&mut *texts.lock().unwrap_or_else(|p| p.into_inner()));
+    (o, texts)
+}
+
+/// One conversation, turn by turn; a failed turn ends it. With the tool
+/// loop, a reply that called a tool makes the next turn carry the call's
+/// result instead of its user message (`tool_loop.rs`).
 pub(super) async fn session(
     rc: &RunCtx,
     sh: Shared,
@@ -181,7 +211,17 @@ pub(super) async fn session(
     let mut out = Vec::new();
     let mut last_end = sh.start;
     let planned = turns.len();
-    for (turn, plan) in (1u32..).zip(turns) {
+    // the tool's run times: a stream of their own, seeded like think times
+    let mut tool_rng =
+        rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id).rotate_left(32));
+    let mut pending: Option<ToolTurn> = None;
+    for (turn, mut plan) in (1u32..).zip(turns) {
+        let tool = pending.take();
+        if let Some(t) = &tool {
+            plan.due = Due::AfterReply(t.wait);
+            plan.adds = vec![t.result.clone()];
+            plan.built_tokens = t.result_tokens;
+        }
         let due = match plan.due {
             Due::AfterReply(s) => last_end + s,
             Due::At(t) => (sh.start + t).max(last_end),
@@ -196,24 +236,8 @@ pub(super) async fn session(
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
         let body = turn_body(rc, &messages, plan.max_tokens);
-        let texts = Arc::new(Mutex::new(ChannelTexts::default()));
-        let env = StreamEnv {
-            window: sh.tally.window.clone(),
-            counters: sh.tally.counters.clone(),
-            cancel: sh.skip.child_token(),
-            idle_timeout: rc.cfg.timing.idle_timeout(),
-            first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
-            texts: Some(texts.clone()),
-            ..StreamEnv::new(rc.http.clone(), rc.clock)
-        };
-        let p = &sh.progress;
-        Counters::bump(&p.sent);
-        let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-        sh.tally.most.fetch_max(now, Ordering::Relaxed);
-        let o = run_stream(&env, body).await;
-        p.in_flight.fetch_sub(1, Ordering::Relaxed);
-        p.ended(o.cancelled || o.track.error().is_some());
-        let w = env.window.get();
+        let (o, texts) = send_turn(rc, &sh, body).await;
+        let w = sh.tally.window.get();
         let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
         let request = rate_request(&o, due, w, overdue);
         let sample = o.track.to_sample(0.0, w);
@@ -233,29 +257,28 @@ pub(super) async fn session(
         {
             let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
             cache.admit(&segments);
-            // The engine keeps the reply it generated; the next turn
-            // repeats it (issue 35, defect 2).
+            // The engine keeps the reply it generated (a tool call too);
+            // the next turn repeats it (issue 35, defect 2).
             if done.is_some() {
                 cache.insert(&conv.reply(o.track.output_tokens()));
             }
         }
+        let called = tool_loop::called(&texts, o.track.finish_reason());
+        let loop_on = sh.cfg.tool_loop.filter(|_| called);
         out.push(SessionRequest {
             session: id,
             turn,
             prompt_tokens,
             request,
+            called_tool: called,
+            tool_call_tokens: sample.tool_call_tokens,
+            tool_result: tool.is_some(),
+            tool_wait: tool.as_ref().map_or(0.0, |t| t.wait),
         });
         let Some(done) = done else { break };
-        let reply = texts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .content
-            .clone();
-        messages.push(Message {
-            role: "assistant",
-            content: reply,
-            tool: None,
-        });
+        let call = loop_on.map(|_| tool_loop::call_id(id, turn));
+        messages.push(tool_loop::assistant(&texts, call.as_deref()));
+        pending = loop_on.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
         last_end = done;
     }
     if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
@@ -421,6 +444,9 @@ async fn run_with(
         .judge(),
         summary,
         prompt_corpus: corpus,
+        tool_loop: cfg
+            .tool_loop
+            .map(|tl| ToolLoopStats::of(&all, tl.latency, tl.result_tokens)),
         trace: None,
     };
     note_done(rc, &result);

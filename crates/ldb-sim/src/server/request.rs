@@ -27,6 +27,9 @@ pub(crate) struct MessageIn {
     pub role: String,
     #[serde(default)]
     pub content: Value,
+    /// An assistant message's calls (a later turn repeating them).
+    #[serde(default)]
+    pub tool_calls: Option<Value>,
 }
 
 /// The body fields the simulator reads; everything else is accepted and ignored.
@@ -43,6 +46,8 @@ struct GenBody {
     ignore_eos: Option<bool>,
     rid: Option<String>,
     request_id: Option<String>,
+    tools: Option<Value>,
+    tool_choice: Option<Value>,
 }
 
 /// A request ready for the engine.
@@ -60,6 +65,8 @@ pub(crate) struct Prepared {
     pub rid: Option<String>,
     /// The scripted answer (`output.answers`), chosen after the checks.
     pub script: Option<super::script::Script>,
+    /// The tool call the reply is (`tool_call.rs`), if any.
+    pub tool_call: Option<super::tool_call::ToolCall>,
 }
 
 /// Text of a message `content`: a string, or the text parts of an array.
@@ -77,7 +84,16 @@ pub(crate) fn content_text(content: &Value) -> String {
 
 /// Token ids of a chat message list.
 pub(crate) fn chat_tokens(state: &AppState, messages: &[MessageIn]) -> Vec<u32> {
-    let texts: Vec<String> = messages.iter().map(|m| content_text(&m.content)).collect();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            let mut t = content_text(&m.content);
+            if let Some(calls) = &m.tool_calls {
+                t.push_str(&super::tool_call::rendered(calls));
+            }
+            t
+        })
+        .collect();
     let msgs: Vec<ChatMessage<'_>> = messages
         .iter()
         .zip(&texts)
@@ -240,7 +256,17 @@ pub(crate) fn prepare(
     }
     let natural = state.cfg.output.natural_length;
     let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
-    let stop_at = (!ignore_eos && natural > 0).then_some(natural);
+    let mut stop_at = (!ignore_eos && natural > 0).then_some(natural);
+    let tool_call = match (kind, b.messages.as_deref()) {
+        (Kind::Chat, Some(m)) => {
+            super::tool_call::decide(b.tools.as_ref(), b.tool_choice.as_ref(), m, max_new)?
+        }
+        _ => None,
+    };
+    if let Some(c) = &tool_call {
+        // a call ends when its JSON does, whatever ignore_eos says
+        stop_at = Some(c.tokens);
+    }
     let (_, fresh) = state.new_id();
     let prefix = if kind == Kind::Chat {
         "chatcmpl-"
@@ -279,5 +305,6 @@ pub(crate) fn prepare(
         id,
         rid,
         script: None,
+        tool_call,
     })
 }
