@@ -8,7 +8,7 @@
 # `tool_choice`: vLLM then constrains the output by guided decoding and llama.cpp (--jinja) by a
 # grammar, so the call's JSON is well formed whatever the model's skill. Usage is asked on every
 # chunk where the server can give it. Writes tool-call-stream.sse (+ .headers) and the request
-# body beside it (tool-call-stream.request.json); then the same with `"tool_choice": "required"`
+# body beside it (tool-call-stream.sse.request.json); then the same with `"tool_choice": "required"`
 # (tool-call-required-stream.*), the form llama.cpp constrains by a grammar.
 #
 # How the servers were started for the fixtures (each under flock /tmp/ldb-engine.lock):
@@ -56,7 +56,7 @@ print(json.dumps({
 }))
 PY
 )"
-  printf '%s\n' "$body" >"$out/$1.request.json"
+  printf '%s\n' "$body" >"$out/$1.sse.request.json"
   curl -sS -N -D "$out/$1.sse.headers" -o "$out/$1.sse" \
     -H 'Content-Type: application/json' -d "$body" "$base/v1/chat/completions"
 }
