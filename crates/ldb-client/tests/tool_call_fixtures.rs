@@ -92,7 +92,10 @@ fn vllm_forced_named_call_streams_the_name_then_argument_values() {
     assert_eq!((c.tool_chunks, c.content_chunks), (4, 0));
     assert_eq!(c.finish_reason.as_deref(), Some("stop"));
     // every token after the role chunk is the call's: usage says 45
-    assert_eq!((c.sample.output_tokens, c.sample.tool_call_tokens), (45, 45));
+    assert_eq!(
+        (c.sample.output_tokens, c.sample.tool_call_tokens),
+        (45, 45)
+    );
     // the name's chunk is the first token and the first tool-call token
     assert_eq!(c.sample.ttftc, Some(0.02));
     assert!((c.sample.ttft - 0.02).abs() < 1e-12);
@@ -104,7 +107,10 @@ fn vllm_required_call_ends_with_tool_calls() {
     let c = read(VLLM, "tool-call-required-stream.sse");
     assert_eq!(c.names, ["get_weather"]);
     assert_eq!(c.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!((c.sample.output_tokens, c.sample.tool_call_tokens), (45, 45));
+    assert_eq!(
+        (c.sample.output_tokens, c.sample.tool_call_tokens),
+        (45, 45)
+    );
 }
 
 #[test]

@@ -477,13 +477,19 @@ mod tests {
         // two calls in one delta: their fragments are joined
         let two = br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"a"}},{"index":1,"function":{"name":"f","arguments":"b"}}]}}]}"#;
         let c = parse_chunk(two).unwrap();
-        assert_eq!((c.text.as_deref(), c.tool_call_name.as_deref()), (Some("ab"), Some("f")));
+        assert_eq!(
+            (c.text.as_deref(), c.tool_call_name.as_deref()),
+            (Some("ab"), Some("f"))
+        );
         // text with a call in one delta: the split is unknown
         let mixed = br#"{"choices":[{"delta":{"content":"x","tool_calls":[{"index":0,"function":{"arguments":"a"}}]}}]}"#;
         assert_eq!(parse_chunk(mixed).unwrap().channel, Channel::Mixed);
         let fin = br#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#;
         let c = parse_chunk(fin).unwrap();
-        assert_eq!((c.channel, c.finish_reason.as_deref()), (Channel::None, Some("tool_calls")));
+        assert_eq!(
+            (c.channel, c.finish_reason.as_deref()),
+            (Channel::None, Some("tool_calls"))
+        );
     }
 
     #[test]

@@ -73,7 +73,11 @@ impl ToolSet {
         }
         let set = ToolSet { tools, choice };
         let names = set.names();
-        if let Some(dup) = names.iter().enumerate().find_map(|(i, n)| names[..i].contains(n).then_some(n)) {
+        if let Some(dup) = names
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| names[..i].contains(n).then_some(n))
+        {
             return Err(format!("names the function {dup:?} twice"));
         }
         if let ToolChoice::Named(n) = &set.choice
@@ -164,7 +168,10 @@ mod tests {
             .unwrap()
             .add_to(&mut body);
         assert_eq!(body["tool_choice"]["function"]["name"], "get_weather");
-        assert_eq!(body["tools"][0]["function"]["parameters"]["required"][0], "city");
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"]["required"][0],
+            "city"
+        );
     }
 
     #[test]
@@ -182,7 +189,10 @@ mod tests {
             (r#"[{"name":"f","input_schema":"x"}]"#, "input_schema"),
             (r#"[{"name":7}]"#, "no string"),
             (r#"[{"description":"x"}]"#, "neither"),
-            (r#"[{"name":"f"},{"type":"function","function":{"name":"f"}}]"#, "twice"),
+            (
+                r#"[{"name":"f"},{"type":"function","function":{"name":"f"}}]"#,
+                "twice",
+            ),
         ] {
             let e = ToolSet::parse(text, ToolChoice::Auto).unwrap_err();
             assert!(e.contains(why), "{text}: {e}");

@@ -18,6 +18,9 @@ use crate::failure::RequestError;
 use crate::gaps::TokenGaps;
 use crate::result::RequestSample;
 
+mod reads;
+use reads::{Counted, Pending, Split};
+
 /// Window bounds as currently known (seconds on the run clock).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct WindowBounds {
@@ -79,36 +82,6 @@ pub enum UsageAnomaly {
     WentBackwards,
     /// A count that is negative, fractional or absurdly large.
     Invalid,
-}
-
-/// Tokens that arrived inside the window but before its start was published.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-struct Pending {
-    t: f64,
-    tokens: u64,
-    split: Split,
-    chunks: u64,
-}
-
-/// Of a read's tokens, those on the reasoning and on the tool-call channel
-/// (the rest are the answer's).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
-struct Split {
-    reasoning: u64,
-    #[serde(default)]
-    tool: u64,
-}
-
-/// A read counted inside the window, kept for a while in case the window's
-/// end turns out to lie before it (`RequestTrack::drop_after`).
-#[derive(Debug, Clone, Copy)]
-struct Counted {
-    t: f64,
-    tokens: u64,
-    split: Split,
-    chunks: u64,
-    /// The token gaps this read added to the window's, once its read closed.
-    gaps: Option<TokenGaps>,
 }
 
 /// How many counted reads a request keeps for a window end learned late.
@@ -436,8 +409,9 @@ impl RequestTrack {
         };
         while let Some(c) = self.tail.pop_if(|c| c.t > end) {
             self.window_tokens = self.window_tokens.saturating_sub(c.tokens);
-            self.window_reasoning_tokens =
-                self.window_reasoning_tokens.saturating_sub(c.split.reasoning);
+            self.window_reasoning_tokens = self
+                .window_reasoning_tokens
+                .saturating_sub(c.split.reasoning);
             self.window_tool_call_tokens =
                 self.window_tool_call_tokens.saturating_sub(c.split.tool);
             self.window_chunks = self.window_chunks.saturating_sub(c.chunks);

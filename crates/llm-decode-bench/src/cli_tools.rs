@@ -78,8 +78,12 @@ pub(crate) fn tool_loop(
         return Ok(None);
     }
     let latency = match a.tool_latency.as_deref() {
-        Some(t) => ThinkTime::parse(t)
-            .map_err(|_| bad("--tool-latency", format!("{t:?}: expected SECONDS or exp:MEAN (≥ 0)")))?,
+        Some(t) => ThinkTime::parse(t).map_err(|_| {
+            bad(
+                "--tool-latency",
+                format!("{t:?}: expected SECONDS or exp:MEAN (≥ 0)"),
+            )
+        })?,
         None => ThinkTime::Fixed(0.0),
     };
     let tokens = a.tool_result_tokens.unwrap_or(RESULT_TOKENS);

@@ -83,7 +83,13 @@ fn sessions(dir: &Path, extra: &[&str]) -> Value {
     ];
     args.extend_from_slice(extra);
     let o = run(&args);
-    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
     assert_valid(&doc);
@@ -118,7 +124,11 @@ fn forced_calls_loop_with_the_tool_time_outside_the_latencies() {
     assert!(f(&s["e2e"]["p99"]) < latency, "{s}");
     assert!(f(&s["ttft"]["p99"]) < latency, "{s}");
     for t in r["by_turn"].as_array().expect("turns") {
-        assert_eq!((&t["tool_calls"], &t["tool_call_tokens"]), (&2.into(), &32.into()), "{t}");
+        assert_eq!(
+            (&t["tool_calls"], &t["tool_call_tokens"]),
+            (&2.into(), &32.into()),
+            "{t}"
+        );
     }
     let pc = &r["prefix_cache"];
     let (intended, achieved) = (
@@ -137,10 +147,17 @@ fn auto_calls_after_user_turns_and_answers_after_results() {
     assert_eq!(r["status"], "ok", "{r}");
     // turns: user → call, result → text (32), user → call, result → text
     let tl = &r["tool_loop"];
-    assert_eq!((&tl["tool_calls"], &tl["tool_result_turns"]), (&4.into(), &4.into()), "{tl}");
+    assert_eq!(
+        (&tl["tool_calls"], &tl["tool_result_turns"]),
+        (&4.into(), &4.into()),
+        "{tl}"
+    );
     assert_eq!(tl["tool_call_tokens"], 4 * 16, "{tl}");
     let turns = r["by_turn"].as_array().expect("turns");
-    let calls: Vec<u64> = turns.iter().map(|t| t["tool_calls"].as_u64().unwrap_or(0)).collect();
+    let calls: Vec<u64> = turns
+        .iter()
+        .map(|t| t["tool_calls"].as_u64().unwrap_or(0))
+        .collect();
     assert_eq!(calls, [2, 0, 2, 0]);
     let pc = &r["prefix_cache"];
     assert!(
@@ -155,10 +172,22 @@ fn bad_tool_files_and_flags_are_one_line_and_exit_2() {
     std::fs::write(&tools, r#"[{"type":"function","function":{"name":""}}]"#).expect("tools");
     let p = tools.to_str().expect("path");
     let cases: [(&[&str], &str); 5] = [
-        (&["--tools", p], "tools.json tool 1: the function's \"name\" is empty"),
-        (&["--tools", "/nonexistent/tools.json"], "/nonexistent/tools.json"),
-        (&["--tool-choice", "required"], "--tool-choice: needs --tools FILE"),
-        (&["--tool-latency", "1"], "--tool-latency: needs --tools FILE"),
+        (
+            &["--tools", p],
+            "tools.json tool 1: the function's \"name\" is empty",
+        ),
+        (
+            &["--tools", "/nonexistent/tools.json"],
+            "/nonexistent/tools.json",
+        ),
+        (
+            &["--tool-choice", "required"],
+            "--tool-choice: needs --tools FILE",
+        ),
+        (
+            &["--tool-latency", "1"],
+            "--tool-latency: needs --tools FILE",
+        ),
         (&["--tool-choice", ""], "--tool-choice: needs --tools FILE"),
     ];
     for (args, want) in cases {
@@ -171,4 +200,68 @@ fn bad_tool_files_and_flags_are_one_line_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
     drop(dir);
+}
+
+/// A decode cell whose every request is a forced 16-token call: all of
+/// its window tokens are tool-call tokens, none are content, and its first
+/// tool-call token is its first token.
+#[test]
+fn a_decode_cell_of_forced_calls_counts_them_on_their_channel() {
+    let (dir, tools) = tmp("tools.json");
+    std::fs::write(&tools, TOOLS).expect("tools");
+    let out = dir.path().join("m.json");
+    let o = run(&[
+        "--sim",
+        "--concurrency",
+        "2",
+        "--contexts",
+        "0",
+        "--duration",
+        "1",
+        "--max-tokens",
+        "64",
+        "--decode-warmup-seconds",
+        "0",
+        "--skip-prefill",
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--tools",
+        tools.to_str().expect("path"),
+        "--tool-choice",
+        "required",
+        "--output",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    let c = &doc["results"][0];
+    let total = c["total_tokens"].as_u64().expect("total");
+    assert!(total > 0, "{c}");
+    assert_eq!(c["tool_call_tokens"].as_u64(), Some(total), "{c}");
+    assert_eq!(
+        (&c["content_tokens"], &c["reasoning_tokens"]),
+        (&0.into(), &0.into()),
+        "{c}"
+    );
+    assert!((f(&c["ttftc_p50"]) - f(&c["ttft_p50"])).abs() < 1e-9, "{c}");
+    let samples = c["request_samples"].as_array().expect("samples");
+    let done: Vec<&Value> = samples.iter().filter(|s| s["completed"] == true).collect();
+    assert!(!done.is_empty(), "{c}");
+    for s in done {
+        assert_eq!(s["finish_reason"], "tool_calls", "{s}");
+        assert_eq!(
+            (&s["output_tokens"], &s["tool_call_tokens"]),
+            (&16.into(), &16.into()),
+            "{s}"
+        );
+    }
 }

@@ -86,12 +86,18 @@ mod tests {
         assert!(!called(&t, Some("stop")));
         assert!(called(&t, Some("tool_calls")));
         t.tool_name = Some("get_weather".into());
-        assert!(called(&t, Some("stop")), "vLLM's forced named call ends with stop");
+        assert!(
+            called(&t, Some("stop")),
+            "vLLM's forced named call ends with stop"
+        );
         t.tool_arguments = "{\"city\":\"Paris\"}".into();
         let m = assistant(&t, Some("call_0_1"));
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(v["tool_calls"][0]["function"]["name"], "get_weather");
-        assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+        assert_eq!(
+            v["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Paris\"}"
+        );
         assert_eq!(v["tool_calls"][0]["id"], "call_0_1");
         assert!(v.get("tool_call_id").is_none());
         // a plain reply has no tool keys at all

@@ -201,6 +201,34 @@ fn output_budget(
     }
 }
 
+/// The tool call a chat request's reply is, if any (`tool_call.rs`).
+fn call_of(
+    kind: Kind,
+    b: &GenBody,
+    max_new: u32,
+) -> Result<Option<super::tool_call::ToolCall>, ApiError> {
+    match (kind, b.messages.as_deref()) {
+        (Kind::Chat, Some(m)) => {
+            super::tool_call::decide(b.tools.as_ref(), b.tool_choice.as_ref(), m, max_new)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Where the model stops before `max_tokens`: a tool call's end (whatever
+/// `ignore_eos` says), else the scenario's natural length unless the
+/// request ignores end-of-sequence and the server honours that.
+fn stop_at(
+    state: &AppState,
+    b: &GenBody,
+    call: Option<&super::tool_call::ToolCall>,
+) -> Option<u32> {
+    let natural = state.cfg.output.natural_length;
+    let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
+    call.map(|c| c.tokens)
+        .or((!ignore_eos && natural > 0).then_some(natural))
+}
+
 /// Parse, tokenize and validate a generation request.
 pub(crate) fn prepare(
     state: &AppState,
@@ -254,19 +282,8 @@ pub(crate) fn prepare(
             limit: state.cfg.kv.capacity_tokens().min(u64::from(u32::MAX)) as u32,
         });
     }
-    let natural = state.cfg.output.natural_length;
-    let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
-    let mut stop_at = (!ignore_eos && natural > 0).then_some(natural);
-    let tool_call = match (kind, b.messages.as_deref()) {
-        (Kind::Chat, Some(m)) => {
-            super::tool_call::decide(b.tools.as_ref(), b.tool_choice.as_ref(), m, max_new)?
-        }
-        _ => None,
-    };
-    if let Some(c) = &tool_call {
-        // a call ends when its JSON does, whatever ignore_eos says
-        stop_at = Some(c.tokens);
-    }
+    let tool_call = call_of(kind, &b, max_new)?;
+    let stop_at = stop_at(state, &b, tool_call.as_ref());
     let (_, fresh) = state.new_id();
     let prefix = if kind == Kind::Chat {
         "chatcmpl-"

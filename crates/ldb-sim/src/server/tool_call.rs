@@ -103,7 +103,10 @@ pub(crate) fn rendered(tool_calls: &Value) -> String {
     for c in tool_calls.as_array().into_iter().flatten() {
         let f = &c["function"];
         let args = f["arguments"].as_str().unwrap_or("");
-        match serde_json::from_str::<Value>(args).ok().and_then(|v| v["text"].as_str().map(str::to_string)) {
+        match serde_json::from_str::<Value>(args)
+            .ok()
+            .and_then(|v| v["text"].as_str().map(str::to_string))
+        {
             Some(text) => {
                 out.push_str(output_piece(0));
                 out.push_str(&text);
@@ -134,9 +137,14 @@ mod tests {
     #[test]
     fn the_choice_decides_the_call() {
         let tools = json!([{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}]);
-        let d = |c: Option<Value>, m: &[MessageIn]| decide(Some(&tools), c.as_ref(), m, 100).unwrap();
+        let d =
+            |c: Option<Value>, m: &[MessageIn]| decide(Some(&tools), c.as_ref(), m, 100).unwrap();
         assert_eq!(d(None, &user()).map(|c| c.name), Some("a".into()));
-        let named = d(Some(json!({"type":"function","function":{"name":"b"}})), &user()).unwrap();
+        let named = d(
+            Some(json!({"type":"function","function":{"name":"b"}})),
+            &user(),
+        )
+        .unwrap();
         assert!(named.named && named.name == "b" && named.tokens == CALL_TOKENS);
         assert_eq!(d(Some(json!("none")), &user()), None);
         let after_tool = vec![MessageIn {
@@ -146,9 +154,26 @@ mod tests {
         }];
         assert_eq!(d(Some(json!("auto")), &after_tool), None);
         assert!(d(Some(json!("required")), &after_tool).is_some());
-        assert!(decide(Some(&tools), Some(&json!({"function":{"name":"c"}})), &user(), 9).is_err());
-        assert_eq!(decide(Some(&tools), Some(&json!("required")), &user(), 3).unwrap().unwrap().tokens, 3);
-        assert_eq!(decide(None, Some(&json!("required")), &user(), 3).unwrap(), None);
+        assert!(
+            decide(
+                Some(&tools),
+                Some(&json!({"function":{"name":"c"}})),
+                &user(),
+                9
+            )
+            .is_err()
+        );
+        assert_eq!(
+            decide(Some(&tools), Some(&json!("required")), &user(), 3)
+                .unwrap()
+                .unwrap()
+                .tokens,
+            3
+        );
+        assert_eq!(
+            decide(None, Some(&json!("required")), &user(), 3).unwrap(),
+            None
+        );
     }
 
     #[test]
