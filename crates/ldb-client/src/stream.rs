@@ -20,6 +20,9 @@ use crate::error::ClientError;
 use crate::http::Http;
 use ldb_core::failure::{FailureKind, RequestError};
 
+mod texts;
+pub use texts::ChannelTexts;
+
 pub use crate::clock::RunClock;
 pub use shared_window::SharedWindow;
 
@@ -104,26 +107,6 @@ impl StreamEnv {
     }
 }
 
-/// The whole text of one request, by channel.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChannelTexts {
-    /// `delta.reasoning` / `delta.reasoning_content`.
-    pub reasoning: String,
-    /// `delta.content` (and a delta mixing both channels).
-    pub content: String,
-    /// The server answered 200 (the live view tells "connecting" from
-    /// "waiting for the first token").
-    pub responded: bool,
-    /// Chunks that carried text.
-    pub chunks: u64,
-    /// Characters of text received (both channels).
-    pub chars: u64,
-    /// Run-clock time of the first chunk with text.
-    pub first_at: Option<f64>,
-    /// The response header the client notes (`Http::with_headers`).
-    pub noted: Option<String>,
-}
-
 /// The first-token limit of the requests no cell window bounds (burst
 /// requests, the scout and prefill probes): long enough for a queue behind
 /// many long requests or a huge prompt's prefill on a slow server, short
@@ -146,8 +129,6 @@ pub struct StreamOutcome {
     /// Prompt tokens served from the cache, if reported.
     pub cached_tokens: Option<u64>,
 }
-
-const TEXT_TAIL: usize = 4096;
 
 /// How long to wait for the end of a body after its `[DONE]`.
 const DRAIN: Duration = Duration::from_millis(500);
@@ -485,10 +466,10 @@ pub(crate) fn on_payload(
     count_tokens(env, out, producing, t, window, &chunk);
     // tested here, not inside: most runs keep no text, and then a token
     // costs no call
-    if let Some(text) = &chunk.text
+    if (chunk.text.is_some() || chunk.tool_call_name.is_some())
         && (env.text_sink.is_some() || env.texts.is_some())
     {
-        keep_text(env, t, chunk.channel, text);
+        texts::keep_text(env, t, &chunk);
     }
     if chunk.finish_reason.is_some() && *producing {
         // The request stopped generating; it no longer counts as producing.
@@ -537,36 +518,6 @@ fn count_tokens(
     if (chunk.has_tokens || (new > 0 && chunk.has_choices)) && !*producing {
         *producing = true;
         env.counters.producing.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Hand a chunk's text to whoever asked for it: the output viewer's tail
-/// (skipped when the viewer holds it: a token's text is not worth a wait)
-/// and the per-channel texts completion statistics score.
-#[inline]
-fn keep_text(env: &StreamEnv, t: f64, channel: Channel, text: &str) {
-    if let Some(sink) = &env.text_sink
-        && let Ok(mut s) = sink.try_lock()
-    {
-        s.push_str(text);
-        if s.len() > 2 * TEXT_TAIL {
-            let mut cut = s.len() - TEXT_TAIL;
-            while !s.is_char_boundary(cut) {
-                cut += 1;
-            }
-            s.drain(..cut);
-        }
-    }
-    if let Some(texts) = &env.texts {
-        let mut tx = texts.lock().unwrap_or_else(|p| p.into_inner());
-        tx.chunks += 1;
-        tx.chars += text.chars().count() as u64;
-        tx.first_at.get_or_insert(t);
-        let tx = &mut *tx;
-        match channel {
-            Channel::Reasoning => tx.reasoning.push_str(text),
-            _ => tx.content.push_str(text),
-        }
     }
 }
 

@@ -56,10 +56,13 @@ pub fn latency_stats<'a>(
         LatencyScope::All => |s| s.inter_token_latency_avg,
     };
     let inputs: Vec<f64> = seq.iter().map(|s| s.input_tokens as f64).collect();
+    // Over the started requests that streamed a call; `None` when none did.
+    let ttftc: Vec<f64> = started.iter().filter_map(|s| s.ttftc).collect();
     LatencyStats {
         ttft: first(|s| s.ttft),
         time_to_second_token,
         ttfo: first(|s| s.ttfo),
+        ttftc: (!ttftc.is_empty()).then(|| summarize_measured(ttftc).into()),
         request_latency: c(|s| s.latency),
         inter_token_latency: summarize(generated.iter().map(|s| itl(s))).into(),
         output_tps_per_user: summarize(generated.iter().map(|s| {

@@ -9,7 +9,6 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 mod fast;
 
@@ -21,10 +20,14 @@ pub enum Channel {
     None,
     /// `delta.reasoning` / `delta.reasoning_content`: thinking, not shown as the answer.
     Reasoning,
-    /// `delta.content`, completions `text`, or tool calls: the answer.
+    /// `delta.content` or completions `text`: the answer.
     Content,
-    /// Reasoning and content in one delta: the split of its tokens is unknown.
+    /// Reasoning and content (or a tool call and text) in one delta: the
+    /// split of its tokens is unknown.
     Mixed,
+    /// `delta.tool_calls[i].function` name or argument fragments: a call the
+    /// client is asked to run, counted on a channel of its own.
+    ToolCall,
 }
 
 /// What one `data:` payload says.
@@ -38,6 +41,8 @@ pub struct ChunkInfo<'a> {
     pub has_tokens: bool,
     /// The channel of the chunk's text (`None` without text).
     pub channel: Channel,
+    /// The first function name a tool-call delta of this chunk carried.
+    pub tool_call_name: Option<Cow<'a, str>>,
     /// The chunk has at least one choice, so it belongs to the token stream.
     /// The final usage-only chunk (`choices: []`) does not: its usage counts
     /// tokens that earlier chunks delivered.
@@ -114,6 +119,7 @@ struct Choices<'a> {
     text: Option<Cow<'a, str>>,
     channel: Channel,
     has_tokens: bool,
+    tool_call_name: Option<Cow<'a, str>>,
 }
 
 impl<'a> Choices<'a> {
@@ -137,8 +143,18 @@ impl<'a> Choices<'a> {
                 (None, Some(c)) => (Some(c), Channel::Content),
                 (None, None) => (text, channel),
             };
-            if d.tool_calls.is_some() && channel == Channel::None {
-                channel = Channel::Content;
+            if let Some(calls) = d.tool_calls {
+                let (name, args) = tool_call_parts(calls);
+                if name.is_some() || args.is_some() {
+                    self.tool_call_name = self.tool_call_name.take().or(name);
+                    if channel == Channel::None {
+                        (text, channel) = (args, Channel::ToolCall);
+                    } else {
+                        // text and a call in one delta: like reasoning with
+                        // content, the split of its tokens is unknown
+                        channel = Channel::Mixed;
+                    }
+                }
             }
         }
         if channel != Channel::None {
@@ -192,8 +208,41 @@ struct RawDelta<'a> {
     reasoning: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default)]
-    tool_calls: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<RawToolCall<'a>>>,
+}
+
+/// One entry of `delta.tool_calls`. `index` is required: it says which call
+/// a fragment continues, and a delta without it cannot be attributed (the
+/// request fails as a bad response, with serde's reason).
+#[derive(Deserialize)]
+struct RawToolCall<'a> {
+    #[serde(rename = "index")]
+    _index: u64,
+    #[serde(borrow, default)]
+    function: Option<RawFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawFunction<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// The first name and the argument fragments (joined) of a delta's calls;
+/// `None` for what is absent or empty (vLLM opens a call with `""` arguments).
+fn tool_call_parts(calls: Vec<RawToolCall<'_>>) -> (Option<Cow<'_, str>>, Option<Cow<'_, str>>) {
+    let (mut name, mut args): (Option<Cow<'_, str>>, Option<Cow<'_, str>>) = (None, None);
+    for f in calls.into_iter().filter_map(|c| c.function) {
+        name = name.or(non_empty(f.name));
+        args = match (args, non_empty(f.arguments)) {
+            (Some(a), Some(b)) => Some(Cow::Owned(format!("{a}{b}"))),
+            (a, b) => a.or(b),
+        };
+    }
+    (name, args)
 }
 
 // Counts are read as any JSON number and checked afterwards, so that a
@@ -292,6 +341,7 @@ fn reduce(raw: Raw<'_>) -> ChunkInfo<'_> {
         info.has_tokens = c.has_tokens;
         info.channel = c.channel;
         info.text = c.text;
+        info.tool_call_name = c.tool_call_name;
     }
     info
 }
@@ -396,8 +446,9 @@ mod tests {
         assert_eq!(c.reasoning_tokens, Some(3));
         let mixed = br#"{"choices":[{"delta":{"reasoning_content":"a","content":"b"}}]}"#;
         assert_eq!(parse_chunk(mixed).unwrap().channel, Channel::Mixed);
+        // a call's opening without name or arguments carries no token
         let tool = br#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#;
-        assert_eq!(parse_chunk(tool).unwrap().channel, Channel::Content);
+        assert_eq!(parse_chunk(tool).unwrap().channel, Channel::None);
         for bad in [
             br#"{"choices":[{"delta":{"content":"x"}}],"usage":{"completion_tokens":-3}}"#
                 .as_slice(),
@@ -406,6 +457,52 @@ mod tests {
         ] {
             let c = parse_chunk(bad).unwrap();
             assert!(c.usage_invalid && c.completion_tokens.is_none() && c.has_tokens);
+        }
+    }
+
+    #[test]
+    fn tool_call_fragments_are_their_own_channel() {
+        // vLLM opens a call with its name and empty arguments, then streams
+        // argument fragments; the name counts as a token of the call.
+        let open = br#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-1","type":"function","index":0,"function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}"#;
+        let c = parse_chunk(open).unwrap();
+        assert_eq!((c.channel, c.has_tokens), (Channel::ToolCall, true));
+        assert_eq!(c.tool_call_name.as_deref(), Some("get_weather"));
+        assert_eq!(c.text, None);
+        let args = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}}]}"#;
+        let c = parse_chunk(args).unwrap();
+        assert_eq!(c.channel, Channel::ToolCall);
+        assert_eq!(c.text.as_deref(), Some("{\"city\": "));
+        assert_eq!(c.tool_call_name, None);
+        // two calls in one delta: their fragments are joined
+        let two = br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"a"}},{"index":1,"function":{"name":"f","arguments":"b"}}]}}]}"#;
+        let c = parse_chunk(two).unwrap();
+        assert_eq!(
+            (c.text.as_deref(), c.tool_call_name.as_deref()),
+            (Some("ab"), Some("f"))
+        );
+        // text with a call in one delta: the split is unknown
+        let mixed = br#"{"choices":[{"delta":{"content":"x","tool_calls":[{"index":0,"function":{"arguments":"a"}}]}}]}"#;
+        assert_eq!(parse_chunk(mixed).unwrap().channel, Channel::Mixed);
+        let fin = br#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#;
+        let c = parse_chunk(fin).unwrap();
+        assert_eq!(
+            (c.channel, c.finish_reason.as_deref()),
+            (Channel::None, Some("tool_calls"))
+        );
+    }
+
+    #[test]
+    fn malformed_tool_call_deltas_fail_with_a_reason() {
+        for (bad, why) in [
+            (br#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"a"}}]}}]}"#.as_slice(), "index"),
+            (br#"{"choices":[{"delta":{"tool_calls":{"index":0}}}]}"#, "sequence"),
+            (br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":7}}]}}]}"#, "string"),
+            (br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":"f"}]}}]}"#, "RawFunction"),
+            (br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a"#, "EOF"),
+        ] {
+            let e = parse_chunk(bad).unwrap_err();
+            assert!(e.0.contains(why), "{e} for {}", String::from_utf8_lossy(bad));
         }
     }
 }

@@ -342,6 +342,7 @@ mod tests {
         let msgs = [Message {
             role: "user",
             content: "hi".into(),
+            tool: None,
         }];
         let b = chat_request("m", &msgs, 7, Some(0.2));
         assert_eq!(b["stream_options"]["continuous_usage_stats"], true);

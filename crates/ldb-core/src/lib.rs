@@ -53,6 +53,7 @@ pub mod stats;
 pub mod student;
 pub mod timeline;
 pub mod tokens;
+pub mod tools;
 pub mod trace;
 pub mod ttft_breakdown;
 pub mod window;

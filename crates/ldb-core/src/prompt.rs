@@ -42,10 +42,26 @@ their instruments and their methods, and keep going in full detail; do not summa
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
-    /// `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool`.
     pub role: &'static str,
     /// Text.
     pub content: String,
+    /// The tool-call part of a message of the sessions' tool loop (absent
+    /// from every other message, so their JSON is unchanged).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolPart>,
+}
+
+/// The keys the chat API adds to an assistant message that called a tool
+/// (`tool_calls`) and to the `tool` message that answers it (`tool_call_id`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolPart {
+    /// The assistant's calls, in the API's shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// The call a `tool` message answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// Padding text of exactly `chars` characters (cut at a character boundary).
@@ -72,6 +88,7 @@ pub fn messages(nonce: &str, padding_chars: usize) -> Vec<Message> {
         return vec![Message {
             role: "user",
             content: format!("{nonce} {GENERATION_PROMPT}"),
+            tool: None,
         }];
     }
     vec![
@@ -82,14 +99,17 @@ pub fn messages(nonce: &str, padding_chars: usize) -> Vec<Message> {
                  <document>\n{}\n</document>",
                 padding(padding_chars)
             ),
+            tool: None,
         },
         Message {
             role: "assistant",
             content: "I have read the document. Please go ahead with the question.".to_string(),
+            tool: None,
         },
         Message {
             role: "user",
             content: GENERATION_PROMPT.to_string(),
+            tool: None,
         },
     ]
 }
@@ -133,6 +153,7 @@ pub fn with_system(prefix: &str, msgs: Vec<Message>) -> Vec<Message> {
     out.push(Message {
         role: "system",
         content: prefix.to_string(),
+        tool: None,
     });
     out.extend(msgs);
     out

@@ -297,8 +297,13 @@ pub struct CellExtras {
     pub gap_counts: Option<crate::gaps::GapCounts>,
     /// Window tokens on the reasoning channel.
     pub reasoning_tokens: u64,
-    /// Window tokens on the answer channel (`total_tokens − reasoning_tokens`).
+    /// Window tokens on the answer channel (`total_tokens −
+    /// reasoning_tokens − tool_call_tokens`).
     pub content_tokens: u64,
+    /// Window tokens of streamed tool calls (names and argument fragments),
+    /// split like `reasoning_tokens`; left out when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_call_tokens: u64,
     /// How the window tokens were split by channel: `usage_deltas` (each
     /// chunk's usage increase, by its channel) or `chunk_share` (chunks by
     /// channel scaled to the token count); `_mixed` appended when some chunks
@@ -513,4 +518,10 @@ pub fn round(v: f64, dp: i32) -> f64 {
     }
     let f = 10f64.powi(dp);
     (v * f).round() / f
+}
+
+/// For `skip_serializing_if`: a count that is 0 is left out, so results of
+/// runs without it keep their keys.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -18,6 +18,9 @@ use crate::failure::RequestError;
 use crate::gaps::TokenGaps;
 use crate::result::RequestSample;
 
+mod reads;
+use reads::{Counted, Pending, Split};
+
 /// Window bounds as currently known (seconds on the run clock).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct WindowBounds {
@@ -81,27 +84,6 @@ pub enum UsageAnomaly {
     Invalid,
 }
 
-/// Tokens that arrived inside the window but before its start was published.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-struct Pending {
-    t: f64,
-    tokens: u64,
-    reasoning: u64,
-    chunks: u64,
-}
-
-/// A read counted inside the window, kept for a while in case the window's
-/// end turns out to lie before it (`RequestTrack::drop_after`).
-#[derive(Debug, Clone, Copy)]
-struct Counted {
-    t: f64,
-    tokens: u64,
-    reasoning: u64,
-    chunks: u64,
-    /// The token gaps this read added to the window's, once its read closed.
-    gaps: Option<TokenGaps>,
-}
-
 /// How many counted reads a request keeps for a window end learned late.
 /// A follower shard is told of an `--duration auto` close 0.3 s ahead of
 /// it; 32 reads cover a message that much late at 100 reads a second.
@@ -144,6 +126,8 @@ pub struct RequestTrack {
     start: f64,
     first: Option<f64>,
     first_content: Option<f64>,
+    #[serde(default)]
+    first_tool_call: Option<f64>,
     second: Option<f64>,
     last: Option<f64>,
     chunks: u64,
@@ -153,6 +137,8 @@ pub struct RequestTrack {
     prompt_tokens: Option<u64>,
     reasoning_usage: Option<u64>,
     reasoning_tokens: u64,
+    #[serde(default)]
+    tool_call_tokens: u64,
     mixed_chunks: u64,
     last_channel: Channel,
     finish_reason: Option<String>,
@@ -160,6 +146,9 @@ pub struct RequestTrack {
     pub window_tokens: u64,
     /// Of `window_tokens`, those on the reasoning channel.
     pub window_reasoning_tokens: u64,
+    /// Of `window_tokens`, those on the tool-call channel.
+    #[serde(default)]
+    pub window_tool_call_tokens: u64,
     /// Chunks with text that arrived inside the window.
     pub window_chunks: u64,
     /// Arrival of the last token inside the window.
@@ -201,6 +190,7 @@ impl RequestTrack {
         for t in [
             &mut self.first,
             &mut self.first_content,
+            &mut self.first_tool_call,
             &mut self.second,
             &mut self.last,
             &mut self.last_window_t,
@@ -269,6 +259,9 @@ impl RequestTrack {
         if matches!(ev.channel, Channel::Content | Channel::Mixed) && self.first_content.is_none() {
             self.first_content = Some(ev.t);
         }
+        if ev.channel == Channel::ToolCall && self.first_tool_call.is_none() {
+            self.first_tool_call = Some(ev.t);
+        }
         if has_text {
             self.chunks += 1;
             if ev.channel == Channel::Mixed {
@@ -279,12 +272,17 @@ impl RequestTrack {
         }
         // Tokens of an empty delta belong to the text they are part of: the
         // channel that was streaming.
-        let reasoning = match ev.channel {
-            Channel::Reasoning => timed,
-            Channel::None if self.last_channel == Channel::Reasoning => timed,
+        let on = |c: Channel| match ev.channel {
+            x if x == c => timed,
+            Channel::None if self.last_channel == c => timed,
             _ => 0,
         };
-        self.reasoning_tokens += reasoning;
+        let split = Split {
+            reasoning: on(Channel::Reasoning),
+            tool: on(Channel::ToolCall),
+        };
+        self.reasoning_tokens += split.reasoning;
+        self.tool_call_tokens += split.tool;
         if timed > 0 {
             if ev.t != self.read_t {
                 effect.gaps = self.flush_read(window);
@@ -292,7 +290,7 @@ impl RequestTrack {
             }
             self.read_tokens += timed;
         }
-        self.account(ev.t, timed, reasoning, u64::from(has_text), window);
+        self.account(ev.t, timed, split, u64::from(has_text), window);
         effect
     }
 
@@ -352,11 +350,11 @@ impl RequestTrack {
         Some(gaps)
     }
 
-    fn account(&mut self, t: f64, tokens: u64, reasoning: u64, chunks: u64, window: WindowBounds) {
+    fn account(&mut self, t: f64, tokens: u64, split: Split, chunks: u64, window: WindowBounds) {
         if window.start.is_some() && !self.pending.is_empty() {
             for p in std::mem::take(&mut self.pending) {
                 if window.contains(p.t) {
-                    self.count(p.t, p.tokens, p.reasoning, p.chunks);
+                    self.count(p.t, p.tokens, p.split, p.chunks);
                 }
             }
         }
@@ -370,17 +368,18 @@ impl RequestTrack {
             self.pending.push(Pending {
                 t,
                 tokens,
-                reasoning,
+                split,
                 chunks,
             });
         } else if window.contains(t) {
-            self.count(t, tokens, reasoning, chunks);
+            self.count(t, tokens, split, chunks);
         }
     }
 
-    fn count(&mut self, t: f64, tokens: u64, reasoning: u64, chunks: u64) {
+    fn count(&mut self, t: f64, tokens: u64, split: Split, chunks: u64) {
         self.window_tokens += tokens;
-        self.window_reasoning_tokens += reasoning;
+        self.window_reasoning_tokens += split.reasoning;
+        self.window_tool_call_tokens += split.tool;
         self.window_chunks += chunks;
         if tokens > 0 {
             self.last_window_t = Some(self.last_window_t.map_or(t, |l: f64| l.max(t)));
@@ -392,7 +391,7 @@ impl RequestTrack {
         self.tail.push(Counted {
             t,
             tokens,
-            reasoning,
+            split,
             chunks,
             gaps: None,
         });
@@ -410,7 +409,11 @@ impl RequestTrack {
         };
         while let Some(c) = self.tail.pop_if(|c| c.t > end) {
             self.window_tokens = self.window_tokens.saturating_sub(c.tokens);
-            self.window_reasoning_tokens = self.window_reasoning_tokens.saturating_sub(c.reasoning);
+            self.window_reasoning_tokens = self
+                .window_reasoning_tokens
+                .saturating_sub(c.split.reasoning);
+            self.window_tool_call_tokens =
+                self.window_tool_call_tokens.saturating_sub(c.split.tool);
             self.window_chunks = self.window_chunks.saturating_sub(c.chunks);
             late.tokens += c.tokens;
             if let Some(g) = c.gaps {
@@ -434,7 +437,7 @@ impl RequestTrack {
     /// Apply a window start that became known after the last chunk, and
     /// close the last read. Call once when the stream ended.
     pub fn settle(&mut self, window: WindowBounds) -> Option<TokenGaps> {
-        self.account(f64::NEG_INFINITY, 0, 0, 0, window);
+        self.account(f64::NEG_INFINITY, 0, Split::default(), 0, window);
         self.flush_read(window)
     }
 
@@ -529,6 +532,7 @@ impl RequestTrack {
         RequestSample {
             ttft,
             ttfo: self.first_content.map_or(0.0, |f| f - self.start),
+            ttftc: self.first_tool_call.map(|f| f - self.start),
             time_to_second_token: tts,
             latency,
             inter_token_latency_avg: itl,
@@ -537,6 +541,7 @@ impl RequestTrack {
             input_tokens: self.prompt_tokens.unwrap_or(0),
             output_tokens: out,
             reasoning_tokens: self.reasoning_usage.unwrap_or(self.reasoning_tokens),
+            tool_call_tokens: self.tool_call_tokens,
             output_tps_per_user: if itl > 0.0 { 1.0 / itl } else { 0.0 },
             e2e_output_tps_per_user: if latency > 0.0 {
                 out as f64 / latency
@@ -906,5 +911,36 @@ mod tests {
         assert_eq!(s.reasoning_tokens, 3);
         r.on_chunk(ev(2.2, Channel::Mixed, Some(7)), w);
         assert_eq!(r.mixed_chunks(), 1);
+    }
+
+    #[test]
+    fn tool_call_tokens_are_their_own_channel_and_time() {
+        // a few answer tokens, then a call: the name, an empty-delta token
+        // inside an argument character, then arguments
+        let mut r = RequestTrack::new(0.0);
+        let w = win(0.0, None);
+        r.on_chunk(ev(1.0, C, Some(2)), w);
+        r.on_chunk(ev(1.5, Channel::ToolCall, Some(4)), w);
+        r.on_chunk(ev(1.6, N, Some(5)), w);
+        r.on_chunk(ev(1.7, Channel::ToolCall, Some(9)), w);
+        assert_eq!((r.window_tokens, r.window_tool_call_tokens), (9, 7));
+        assert_eq!(r.window_reasoning_tokens, 0);
+        let s = r.to_sample(0.0, w);
+        assert_eq!((s.ttft, s.ttfo, s.ttftc), (1.0, 1.0, Some(1.5)));
+        assert_eq!((s.output_tokens, s.tool_call_tokens), (9, 7));
+        // a late window end takes the call's tokens back with the rest
+        r.settle(w);
+        r.drop_after(1.55);
+        assert_eq!((r.window_tokens, r.window_tool_call_tokens), (4, 2));
+        // without usage: one token per tool-call chunk
+        let mut q = RequestTrack::new(0.0);
+        q.on_chunk(ev(0.5, Channel::ToolCall, None), w);
+        q.on_chunk(ev(0.6, Channel::ToolCall, None), w);
+        let s = q.to_sample(0.0, w);
+        assert_eq!((s.tool_call_tokens, s.ttfo, s.ttftc), (2, 0.0, Some(0.5)));
+        // a request with no call has none, and its JSON carries no tool key
+        let plain = RequestTrack::new(0.0).to_sample(0.0, w);
+        let json = serde_json::to_string(&plain).expect("serialises");
+        assert!(plain.ttftc.is_none() && !json.contains("tool") && !json.contains("ttftc"));
     }
 }

@@ -116,6 +116,10 @@ fn chunk_json() -> impl Strategy<Value = Value> {
         "error",
         "message",
         "index",
+        "tool_calls",
+        "function",
+        "name",
+        "arguments",
     ]);
     leaf.prop_recursive(4, 48, 6, move |inner| {
         prop_oneof![

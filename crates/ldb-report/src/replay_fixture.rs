@@ -82,6 +82,7 @@ pub(crate) fn doc(speed: f64) -> ResultDocument {
                 requests: 2,
                 prompt_tokens_mean: 300.0 * f64::from(t),
                 ttft: Distribution::of(vec![0.05 * f64::from(t) / speed; 2]),
+                ..TurnStats::default()
             })
             .collect(),
         session_output_tps: Distribution::of(vec![40.0 * speed, 50.0 * speed]),

@@ -195,3 +195,18 @@ fn request_count_mode_uses_its_own_panel_and_note_rule() {
     // Underfilled without a queue is not flagged in request modes.
     assert_eq!(row_cells(&r, "Per-Request tok/s", "0"), ["131.2", "124.7"]);
 }
+
+#[test]
+fn tool_call_cells_get_their_matrix() {
+    let mut doc = common::seed_doc();
+    let plain = render_to_string(&doc, &opts(160));
+    assert!(!plain.contains("Tool calls"), "no tool calls, no matrix");
+    let c = &mut doc.results[0];
+    c.ext.tool_call_tokens = 480;
+    c.latency.ttftc = Some(common::dist(0.25, 0.4));
+    let r = render_to_string(&doc, &opts(160));
+    let title = "Tool calls: tokens, TTFTC p50 / p99 ms";
+    assert!(r.contains(title), "{r}");
+    let after = r.split_once(title).map_or("", |(_, t)| t);
+    assert!(after.contains("480 250/400"), "{r}");
+}

@@ -212,6 +212,7 @@ async fn run(a: Args) -> Res<()> {
             continuous_usage: true,
             ignore_eos: true,
             temperature: None,
+            tools: None,
         },
     );
     if a.raw {

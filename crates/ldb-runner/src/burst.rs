@@ -215,6 +215,7 @@ fn options(rc: &RunCtx) -> BodyOptions {
         continuous_usage: false,
         ignore_eos: !rc.cfg.matrix.respect_eos,
         temperature: rc.cfg.matrix.temperature,
+        tools: rc.cfg.matrix.tools.clone(),
     }
 }
 

@@ -205,6 +205,7 @@ fn decode_options(rc: &RunCtx) -> BodyOptions {
         continuous_usage: rc.engine.supports_continuous_usage(),
         ignore_eos: !rc.cfg.matrix.respect_eos,
         temperature: rc.cfg.matrix.temperature,
+        tools: rc.cfg.matrix.tools.clone(),
     }
 }
 

@@ -39,6 +39,7 @@ pub async fn run(
     let messages = [Message {
         role: "user",
         content: cfg.prompt.clone(),
+        tool: None,
     }];
     let body = chat_request(model, &messages, cfg.max_tokens, cfg.temperature);
     let body = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());

@@ -56,6 +56,7 @@ pub async fn probe(
             continuous_usage: false,
             ignore_eos: false,
             temperature: None,
+            tools: None,
         },
     );
     let out = run_stream(&env, body).await;

@@ -49,7 +49,7 @@ pub(crate) fn group_bodies(rc: &RunCtx, msgs: &[Message], options: BodyOptions) 
     rc.prefix
         .group_variants(msgs)
         .iter()
-        .map(|m| stream_body(&rc.model, m, options))
+        .map(|m| stream_body(&rc.model, m, options.clone()))
         .collect()
 }
 

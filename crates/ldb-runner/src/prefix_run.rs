@@ -165,13 +165,14 @@ impl<'a> RateBodies<'a> {
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
+            tools: rc.cfg.matrix.tools.clone(),
         };
         RateBodies {
             rc,
             prompts,
             cell,
             messages,
-            same: stream_body(&rc.model, messages, options),
+            same: stream_body(&rc.model, messages, options.clone()),
             options,
         }
     }
@@ -182,7 +183,7 @@ impl<'a> RateBodies<'a> {
         let msgs = own.as_deref().unwrap_or(self.messages);
         self.rc.prefix.admit_messages(self.cell.0, msgs);
         match &own {
-            Some(m) => stream_body(&self.rc.model, m, self.options),
+            Some(m) => stream_body(&self.rc.model, m, self.options.clone()),
             None => self.same.clone(),
         }
     }

@@ -48,7 +48,7 @@ impl PromptPlan {
 }
 
 /// Knobs of a streamed request body.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BodyOptions {
     /// The API the body is written for.
     pub api: Api,
@@ -60,6 +60,9 @@ pub struct BodyOptions {
     pub ignore_eos: bool,
     /// Temperature, if any.
     pub temperature: Option<f64>,
+    /// `tools` and `tool_choice` (`--tools`), if any: the one place a chat
+    /// body gets them.
+    pub tools: Option<std::sync::Arc<ldb_core::tools::ToolSet>>,
 }
 
 /// A streamed request body in the options' API.
@@ -68,9 +71,10 @@ pub fn stream_body(model: &str, msgs: &[Message], o: BodyOptions) -> Bytes {
 }
 
 /// [`stream_body`] as a JSON value, for callers that add a key. Written by
-/// [`Api::body`], the one place each API's body shape lives.
+/// [`Api::body`], the one place each API's body shape lives; tool
+/// definitions go only to the chat API (the flags refuse them with another).
 pub fn stream_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json::Value {
-    o.api.body(&RequestInput {
+    let mut body = o.api.body(&RequestInput {
         model,
         messages: msgs,
         max_tokens: Some(o.max_tokens),
@@ -78,7 +82,11 @@ pub fn stream_json(model: &str, msgs: &[Message], o: BodyOptions) -> serde_json:
         ignore_eos: o.ignore_eos,
         temperature: o.temperature,
         ..RequestInput::default()
-    })
+    });
+    if let Some(t) = o.tools.as_ref().filter(|_| o.api == Api::Chat) {
+        t.add_to(&mut body);
+    }
+    body
 }
 
 /// A random 12-letter run id.

@@ -12,11 +12,12 @@ mod first_request;
 mod progress;
 pub mod router;
 mod sessions;
+mod tool_loop;
 mod trace;
 mod trace_sessions;
 mod trace_shards;
 
-pub use config::{ReplayConfig, SessionConfig, TraceConfig, TraceScan, scan};
+pub use config::{ReplayConfig, SessionConfig, ToolLoop, TraceConfig, TraceScan, scan};
 pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;

@@ -91,6 +91,7 @@ pub async fn run(
             continuous_usage: true,
             ignore_eos: true,
             temperature: None,
+            tools: None,
         },
     );
     let mut out = Vec::new();

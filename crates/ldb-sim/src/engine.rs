@@ -28,6 +28,9 @@ pub(crate) enum FinishReason {
     Length,
     /// Aborted by the client or `/abort_request`.
     Abort,
+    /// A tool call ended (never sent by the engine: the frames write it
+    /// for a call's natural end, `server/tool_call.rs`).
+    ToolCalls,
 }
 
 impl FinishReason {
@@ -36,6 +39,7 @@ impl FinishReason {
             FinishReason::Stop => "stop",
             FinishReason::Length => "length",
             FinishReason::Abort => "abort",
+            FinishReason::ToolCalls => "tool_calls",
         }
     }
 }

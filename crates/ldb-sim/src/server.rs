@@ -10,6 +10,7 @@ mod metrics;
 mod request;
 mod script;
 mod stream;
+mod tool_call;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -194,6 +194,7 @@ fn build_messages(a: &CjkWatchdogArgs) -> Vec<Message> {
         return vec![Message {
             role: "user",
             content: a.prompt.clone(),
+            tool: None,
         }];
     }
     let nonce = ldb_core::prompt::nonce("cjk", "watchdog");

@@ -535,6 +535,9 @@ pub struct BenchArgs {
     /// Trace replay and multi-turn sessions (docs/workloads.md).
     #[command(flatten)]
     pub workload: crate::cli_workload::WorkloadArgs,
+    /// Tool definitions and the sessions' tool loop.
+    #[command(flatten)]
+    pub tools: crate::cli_tools::ToolArgs,
     /// The prefill–decode interference probe (`--mixed-prefill-contexts`).
     #[command(flatten)]
     pub mixed: crate::cli_mixed::MixedArgs,

@@ -68,6 +68,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
     let repeat = repeat(a, open_loop.on)?;
     let mixed_prefill_contexts = crate::cli_mixed::lengths(a)?;
     let replay = crate::workload_config::replay(a)?;
+    let tools = crate::cli_tools::tool_set(&a.tools, a.api)?;
     // A replay runs no matrix: one context of 0 and one concurrency,
     // nothing to size, no prefill rows; its in-flight cap is its own.
     let (concurrency, contexts, prefill_contexts, max_in_flight) = if replay.is_some() {
@@ -97,6 +98,7 @@ pub fn build(a: &BenchArgs, sim: bool, argv: Vec<String>) -> Result<RunConfig, C
             stop_at_saturation: a.stop_at_saturation,
             repeat,
             mixed_prefill_contexts,
+            tools,
         },
         prefill: PrefillConfig {
             prefill_contexts,

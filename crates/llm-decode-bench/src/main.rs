@@ -16,6 +16,7 @@ mod cli_float;
 mod cli_mixed;
 mod cli_prefix;
 mod cli_shard;
+mod cli_tools;
 mod cli_workload;
 mod coding_peak;
 mod compare;

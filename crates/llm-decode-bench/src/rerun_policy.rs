@@ -205,6 +205,10 @@ pub(crate) const REPLAYED: &[&str] = &[
     "session-header",
     "session-header-value",
     "replica-header",
+    // what tool calls look like (the tools file itself is left out)
+    "tool-choice",
+    "tool-latency",
+    "tool-result-tokens",
 ];
 
 /// Flags never replayed from a result file, each with its reason.
@@ -216,6 +220,7 @@ pub(crate) const NOT_REPLAYED: &[(&str, Risk)] = &[
     ("dataset-file", Risk::ReadsFile),
     ("trace", Risk::ReadsFile),
     ("prompt-corpus", Risk::ReadsFile),
+    ("tools", Risk::ReadsFile),
     ("compare-baseline", Risk::ReadsFile),
     ("compare-candidate", Risk::ReadsFile),
     ("resume", Risk::ReadsFile),

@@ -5,7 +5,7 @@
 use ldb_core::replay::session::ThinkTime;
 use ldb_core::trace::{TraceFormat, TraceOptions};
 use ldb_runner::replay::router::RouterOptions;
-use ldb_runner::replay::{ReplayConfig, SessionConfig, TraceConfig, scan};
+use ldb_runner::replay::{ReplayConfig, SessionConfig, ToolLoop, TraceConfig, scan};
 
 use crate::cli::BenchArgs;
 use crate::cli_workload::WorkloadArgs;
@@ -135,7 +135,11 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
     }))
 }
 
-fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
+fn sessions(
+    w: &WorkloadArgs,
+    n: u64,
+    tool_loop: Option<(ThinkTime, u64)>,
+) -> Result<ReplayConfig, ConfigError> {
     if n == 0 {
         return Err(bad("--sessions", "must be at least 1"));
     }
@@ -158,6 +162,10 @@ fn sessions(w: &WorkloadArgs, n: u64) -> Result<ReplayConfig, ConfigError> {
         think_time,
         corpus: corpus(w)?,
         router: router(w)?,
+        tool_loop: tool_loop.map(|(latency, result_tokens)| ToolLoop {
+            latency,
+            result_tokens,
+        }),
     }))
 }
 
@@ -206,12 +214,19 @@ pub(crate) fn replay(a: &BenchArgs) -> Result<Option<ReplayConfig>, ConfigError>
             "must be a positive number of seconds",
         ));
     }
+    let tool_loop = crate::cli_tools::tool_loop(&a.tools, w.sessions.is_some())?;
+    if w.trace.is_some() && a.tools.tools.is_some() {
+        return Err(bad(
+            "--tools",
+            "applies to synthetic runs (matrix, burst, open loop, sessions), not --trace",
+        ));
+    }
     let replay = match (&w.trace, w.sessions) {
         (Some(_), Some(_)) => {
             return Err(bad("--sessions", "cannot be combined with --trace"));
         }
         (Some(path), None) => trace(w, path)?,
-        (None, Some(n)) => sessions(w, n)?,
+        (None, Some(n)) => sessions(w, n, tool_loop)?,
         (None, None) if w.replay_limit.is_some() => {
             return Err(bad(
                 "--replay-limit",

@@ -6,10 +6,12 @@ fn msgs() -> Vec<Message> {
         Message {
             role: "system",
             content: "be brief".into(),
+            tool: None,
         },
         Message {
             role: "user",
             content: "hi".into(),
+            tool: None,
         },
     ]
 }

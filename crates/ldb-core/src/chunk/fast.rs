@@ -16,8 +16,6 @@
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
-
 use super::{Choices, Raw, RawChoice, RawCompletionDetails, RawDelta, RawDetails, RawUsage};
 
 /// Deeper nesting in a skipped value is left to serde_json (which has its
@@ -338,12 +336,12 @@ impl<'a> Scan<'a> {
                 }
                 "tool_calls" => {
                     once(&mut seen, 8)?;
-                    d.tool_calls = if s.null()? {
-                        None
-                    } else {
-                        s.skip(3)?;
-                        Some(IgnoredAny)
-                    };
+                    // A call's fragments are left to serde_json, which also
+                    // checks their shape: they are a few chunks of a request
+                    // (the call), not its usual stream of text.
+                    if !s.null()? {
+                        return None;
+                    }
                 }
                 _ => s.skip(3)?,
             }
@@ -572,7 +570,7 @@ mod tests {
             r#"{}"#,
             r#" { "choices" : [ ] , "usage" : null } "#,
             r#"{"choices":null,"usage":{"prompt_tokens":5,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}}"#,
-            r#"{"choices":[{"delta":{"reasoning_content":"x","tool_calls":[{"id":"t"}]}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"x","tool_calls":null}}]}"#,
             r#"{"choices":[{"index":0,"text":"xy","finish_reason":"length"}],"created":-1.5e-3}"#,
             r#"{"object":"chat.completion.chunk","x":{"y":[true,false,null,"sq"]}}"#,
         ] {

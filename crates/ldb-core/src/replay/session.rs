@@ -123,6 +123,16 @@ pub struct TurnStats {
     pub prompt_tokens_mean: f64,
     /// Time to first token from the turn's scheduled time.
     pub ttft: Distribution,
+    /// Replies of this turn that called a tool (left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_calls: u64,
+    /// Their tool-call tokens (left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_call_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One request of a session run.
@@ -136,6 +146,48 @@ pub struct SessionRequest {
     pub prompt_tokens: u64,
     /// Its times and outcome.
     pub request: ReplayRequest,
+    /// Its reply called a tool (streamed a call, or finished `tool_calls`).
+    pub called_tool: bool,
+    /// Tokens of the reply's tool calls.
+    pub tool_call_tokens: u64,
+    /// The turn carried a tool result (the previous reply called a tool).
+    pub tool_result: bool,
+    /// The tool's run time waited before this turn (0 unless it carries a
+    /// tool result): wall time, outside every latency of the request.
+    pub tool_wait: f64,
+}
+
+/// The tool loop of a session run (`--tools` with `--sessions`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolLoopStats {
+    /// `--tool-latency`: the tool's run time.
+    pub tool_latency: ThinkTime,
+    /// `--tool-result-tokens`.
+    pub tool_result_tokens: u64,
+    /// Replies that called a tool.
+    pub tool_calls: u64,
+    /// Their tool-call tokens.
+    pub tool_call_tokens: u64,
+    /// Turns that carried a tool result.
+    pub tool_result_turns: u64,
+    /// Seconds waited for tools, all sessions together (wall time, not in
+    /// any request's latency).
+    pub tool_wait_s: f64,
+}
+
+impl ToolLoopStats {
+    /// The counts over a run's requests.
+    pub fn of(rs: &[SessionRequest], tool_latency: ThinkTime, tool_result_tokens: u64) -> Self {
+        ToolLoopStats {
+            tool_latency,
+            tool_result_tokens,
+            tool_calls: rs.iter().filter(|r| r.called_tool).count() as u64,
+            tool_call_tokens: rs.iter().map(|r| r.tool_call_tokens).sum(),
+            tool_result_turns: rs.iter().filter(|r| r.tool_result).count() as u64,
+            tool_wait_s: rs.iter().map(|r| r.tool_wait).sum(),
+        }
+    }
 }
 
 /// One `--sessions` run.
@@ -173,6 +225,9 @@ pub struct SessionResult {
     /// The corpus the user messages were cut from (absent: the word list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_corpus: Option<super::PromptCorpusInfo>,
+    /// The tool loop's counts (absent without `--tools`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_loop: Option<ToolLoopStats>,
     /// `--trace-sessions`: the trace the conversations came from (then
     /// `turns` is the longest session's, `user_tokens` and
     /// `output_tokens` 0: each turn has the trace's own).
@@ -220,6 +275,8 @@ pub fn by_turn(rs: &[SessionRequest]) -> Vec<TurnStats> {
                 turn: t,
                 requests: of.len() as u64,
                 prompt_tokens_mean: of.iter().map(|r| r.prompt_tokens as f64).sum::<f64>() / n,
+                tool_calls: of.iter().filter(|r| r.called_tool).count() as u64,
+                tool_call_tokens: of.iter().map(|r| r.tool_call_tokens).sum(),
                 ttft: Distribution::of(
                     of.iter()
                         .filter_map(|r| Some(r.request.first_token? - r.request.scheduled))
@@ -424,6 +481,7 @@ mod tests {
                 output_tokens: 10,
                 error: None,
             },
+            ..SessionRequest::default()
         };
         let rs = vec![
             req(0, 1, 0.0, 0.1, Some(1.0)),

@@ -19,6 +19,10 @@ pub struct RequestSample {
     /// reasoning, 0 when no content arrived.
     #[serde(default)]
     pub ttfo: f64,
+    /// Request start → first tool-call chunk (a call's name or argument
+    /// fragment); absent when the request streamed no tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttftc: Option<f64>,
     /// First → second token chunk (f₂ − f₁, methodology §7.1); `None`
     /// (JSON `null`) when fewer than two arrived. A true 0 — both chunks
     /// taken from one socket read — is a measured value and is kept.
@@ -40,6 +44,9 @@ pub struct RequestSample {
     /// Of those, reasoning tokens (usage details when reported, else by chunk channel).
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Of those, tokens of streamed tool calls (by chunk channel; absent when 0).
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub tool_call_tokens: u64,
     /// 1 / `inter_token_latency_avg`.
     pub output_tps_per_user: f64,
     /// `output_tokens / latency` for completed requests (else 0).
@@ -104,6 +111,9 @@ pub struct LatencyStats {
     pub time_to_second_token: Option<Dist>,
     /// Time to first output (answer) token (`None` like `ttft`).
     pub ttfo: Option<Dist>,
+    /// Time to first tool-call token, over the requests that streamed a
+    /// call (`None` when none did; its keys are then left out).
+    pub ttftc: Option<Dist>,
     /// Request latency (completed requests only).
     pub request_latency: Dist,
     /// Per-token inter-token latency.
@@ -163,6 +173,14 @@ struct LatencyWire {
     ttfo_p50: Option<f64>,
     ttfo_p90: Option<f64>,
     ttfo_p99: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftc_avg: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftc_p50: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftc_p90: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttftc_p99: Option<f64>,
     input_seq_len_avg: Option<f64>,
     output_seq_len_avg: Option<f64>,
     output_seq_len_p50: Option<f64>,
@@ -201,6 +219,7 @@ impl From<LatencyStats> for LatencyWire {
         let [chunk_avg, chunk_p50, chunk_p90, chunk_p99] = four(Some(l.chunk_inter_token_latency));
         let [ttfo_avg, ttfo_p50, ttfo_p90, ttfo_p99] = four(l.ttfo);
         let [osl_avg, osl_p50, osl_p90, osl_p99] = four(Some(l.output_seq_len));
+        let [ttftc_avg, ttftc_p50, ttftc_p90, ttftc_p99] = four(l.ttftc);
         LatencyWire {
             ttft_avg,
             ttft_p50,
@@ -234,6 +253,10 @@ impl From<LatencyStats> for LatencyWire {
             ttfo_p50,
             ttfo_p90,
             ttfo_p99,
+            ttftc_avg,
+            ttftc_p50,
+            ttftc_p90,
+            ttftc_p99,
             input_seq_len_avg: Some(l.input_seq_len_avg),
             output_seq_len_avg: osl_avg,
             output_seq_len_p50: osl_p50,
@@ -256,6 +279,7 @@ impl From<LatencyWire> for LatencyStats {
                 w.time_to_second_token_p99,
             ]),
             ttfo: opt_dist([w.ttfo_avg, w.ttfo_p50, w.ttfo_p90, w.ttfo_p99]),
+            ttftc: opt_dist([w.ttftc_avg, w.ttftc_p50, w.ttftc_p90, w.ttftc_p99]),
             request_latency: dist([
                 w.request_latency_avg,
                 w.request_latency_p50,

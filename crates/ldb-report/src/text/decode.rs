@@ -251,6 +251,25 @@ fn gap_tables(cx: &Ctx<'_>, g: &Grid, cells: &[CellResult]) -> Vec<String> {
         ));
         out.push(String::new());
     }
+    if cells.iter().any(|c| c.ext.tool_call_tokens > 0) {
+        let t = matrix("Tool calls: tokens, TTFTC p50 / p99 ms", g, cells, |c| {
+            cell_or_word(c, &|c| {
+                let t = c.latency.ttftc;
+                format!(
+                    "{} {}",
+                    c.ext.tool_call_tokens,
+                    pair(t.map(|d| d.p50), t.map(|d| d.p99))
+                )
+            })
+        });
+        out.extend(t.render(cx.color));
+        out.extend(cx.note(
+            "Tool-call tokens = window tokens of streamed tool calls (names and arguments), a \
+             channel apart from reasoning and answer; TTFTC = time from sending a request to \
+             its first tool-call token, over the requests that called a tool (--tools).",
+        ));
+        out.push(String::new());
+    }
     out
 }
 

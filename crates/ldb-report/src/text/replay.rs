@@ -237,6 +237,7 @@ mod tests {
                 requests: 2,
                 prompt_tokens_mean: 500.0,
                 ttft: Distribution::of(vec![0.1, 0.2]),
+                ..TurnStats::default()
             }],
             ..SessionResult::default()
         });

@@ -17,6 +17,8 @@ pub(super) struct ClientSide {
     pub active_secs: f64,
     /// Reasoning tokens of the window.
     pub reasoning_tokens: u64,
+    /// Tool-call tokens of the window.
+    pub tool_call_tokens: u64,
     /// How the reasoning/answer split was made.
     pub split_source: &'static str,
     /// One sample per request, times from the window start.
@@ -54,7 +56,7 @@ pub(super) fn client_side(i: &CellInputs<'_>) -> ClientSide {
     let tracks: Vec<_> = outcomes.iter().map(|o| &o.track).collect();
     let count = client_count(&tracks);
     let active_secs = active_seconds(&tracks, window_start);
-    let (reasoning_tokens, split_source) = channel_split(&tracks, &count);
+    let (split, split_source) = channel_split(&tracks, &count);
     let samples: Vec<_> = outcomes
         .iter()
         .map(|o| o.track.to_sample(window_start, window))
@@ -77,7 +79,8 @@ pub(super) fn client_side(i: &CellInputs<'_>) -> ClientSide {
     ClientSide {
         count,
         active_secs,
-        reasoning_tokens,
+        reasoning_tokens: split.0,
+        tool_call_tokens: split.1,
         split_source,
         samples,
         latency,
@@ -155,14 +158,21 @@ fn active_seconds(tracks: &[&RequestTrack], window_start: f64) -> f64 {
     }
 }
 
-/// Reasoning tokens of the window and how the split was made.
-fn channel_split(tracks: &[&RequestTrack], count: &ClientCount) -> (u64, &'static str) {
+/// Reasoning and tool-call tokens of the window, and how the split was
+/// made: both channels are scaled alike, so with usage the three channels
+/// still sum to the usage-made total.
+fn channel_split(tracks: &[&RequestTrack], count: &ClientCount) -> ((u64, u64), &'static str) {
     let window_reasoning: u64 = tracks.iter().map(|t| t.window_reasoning_tokens).sum();
-    let reasoning = if count.continuous {
-        window_reasoning
-    } else {
-        ((window_reasoning as f64 * count.chunk_ratio).round() as u64).min(count.tokens)
+    let window_tool: u64 = tracks.iter().map(|t| t.window_tool_call_tokens).sum();
+    let scale = |n: u64| {
+        if count.continuous {
+            n
+        } else {
+            ((n as f64 * count.chunk_ratio).round() as u64).min(count.tokens)
+        }
     };
+    let reasoning = scale(window_reasoning);
+    let tool = scale(window_tool).min(count.tokens - reasoning);
     let mixed = tracks.iter().any(|t| t.mixed_chunks() > 0);
     let source = match (count.continuous, mixed) {
         (true, false) => "usage_deltas",
@@ -170,5 +180,5 @@ fn channel_split(tracks: &[&RequestTrack], count: &ClientCount) -> (u64, &'stati
         (false, false) => "chunk_share",
         (false, true) => "chunk_share_mixed",
     };
-    (reasoning, source)
+    ((reasoning, tool), source)
 }

@@ -34,6 +34,9 @@ pub struct MatrixConfig {
     /// `--mixed-prefill-contexts`: prompt lengths injected, one at a time,
     /// after each sustained cell's window (`interference.rs`); empty = off.
     pub mixed_prefill_contexts: Vec<u64>,
+    /// `--tools FILE` with `--tool-choice`: tool definitions every decode
+    /// and session request carries (None = no `tools` key).
+    pub tools: Option<std::sync::Arc<ldb_core::tools::ToolSet>>,
 }
 
 impl Default for MatrixConfig {
@@ -52,6 +55,7 @@ impl Default for MatrixConfig {
             stop_at_saturation: false,
             repeat: 1,
             mixed_prefill_contexts: Vec::new(),
+            tools: None,
         }
     }
 }

@@ -32,11 +32,13 @@ pub(crate) fn body(
         messages.push(Message {
             role: "system",
             content: system.clone(),
+            tool: None,
         });
     }
     messages.push(Message {
         role: "user",
         content: item.prompt.clone(),
+        tool: None,
     });
     let mut b = Api::Chat.body(&RequestInput {
         model,

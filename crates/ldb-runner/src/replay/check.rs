@@ -65,6 +65,7 @@ pub(super) fn user(text: String) -> Vec<Message> {
     vec![Message {
         role: "user",
         content: text,
+        tool: None,
     }]
 }
 

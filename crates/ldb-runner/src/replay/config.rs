@@ -55,6 +55,19 @@ pub struct SessionConfig {
     pub corpus: Option<super::PromptCorpus>,
     /// Through a router: the session and replica headers (`router.rs`).
     pub router: super::router::RouterOptions,
+    /// With `--tools`: a reply that calls a tool is followed by a turn that
+    /// carries the call and its result (None: no tool loop).
+    pub tool_loop: Option<ToolLoop>,
+}
+
+/// The sessions' tool loop (`--tool-latency`, `--tool-result-tokens`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolLoop {
+    /// The tool's run time: the wait between a reply that called a tool
+    /// and the turn with its result (like think time, not server time).
+    pub latency: ThinkTime,
+    /// Tokens of the synthetic tool result.
+    pub result_tokens: u64,
 }
 
 impl std::fmt::Display for ReplayConfig {

@@ -10,14 +10,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
-use ldb_client::stream::{CellCounters, ChannelTexts, SharedWindow, StreamEnv, run_stream};
+use ldb_client::stream::{
+    CellCounters, ChannelTexts, SharedWindow, StreamEnv, StreamOutcome, run_stream,
+};
 use ldb_core::failure::is_context_limit;
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::affinity::TurnSpan;
 use ldb_core::replay::session::{
-    ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, by_turn,
-    per_session_of,
+    ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats,
+    by_turn, per_session_of,
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
@@ -29,6 +31,7 @@ use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
 use super::router::Tracker;
+use super::tool_loop::{self, ToolTurn};
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
@@ -172,6 +175,7 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
+            tools: rc.cfg.matrix.tools.clone(),
         },
     );
     body["skip_special_tokens"] = serde_json::json!(false);
@@ -180,7 +184,7 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
 
 /// What one turn's request gave back.
 struct Sent {
-    o: ldb_client::stream::StreamOutcome,
+    o: StreamOutcome,
     request: ldb_core::replay::ReplayRequest,
     texts: ChannelTexts,
 }
@@ -238,9 +242,47 @@ fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u64, refused
         .push(stop);
 }
 
+/// What a served turn tells the result: its answer's cache figures, the
+/// intended cache (the prompt's segments, then the reply the engine keeps:
+/// a tool call too; issue 35, defect 2) and, through a router, its replica.
+fn account(
+    rc: &RunCtx,
+    sh: &Shared,
+    id: u64,
+    sent: &Sent,
+    conv: &mut ConversationSegments,
+    prompt_tokens: u64,
+) {
+    let Sent { o, request, texts } = sent;
+    if let Some(t) = &sh.router {
+        let span = TurnSpan {
+            session: id,
+            sent: request.sent,
+            end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
+            header: None,
+            prompt_tokens,
+            cached_tokens: o.cached_tokens,
+        };
+        t.turn(span, texts.noted.as_deref());
+    }
+    sh.tally
+        .caches
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(RequestCache::of(o, prompt_tokens));
+    let segments = conv.next_turn(prompt_tokens);
+    let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.admit(&segments);
+    if request.completed_at.is_some() {
+        cache.insert(&conv.reply(o.track.output_tokens()));
+    }
+}
+
 /// One conversation, turn by turn; a failed turn ends it, and so does a
 /// turn that would not fit the model's context (checked before it is sent,
-/// or refused by the server for that: a stop, not an error).
+/// or refused by the server for that: a stop, not an error). With the tool
+/// loop, a reply that called a tool makes the next turn carry the call's
+/// result instead of its user message (`tool_loop.rs`).
 pub(super) async fn session(
     rc: &RunCtx,
     sh: Shared,
@@ -256,7 +298,17 @@ pub(super) async fn session(
     let mut out = Vec::new();
     let mut last_end = sh.start;
     let planned = turns.len();
-    for (turn, plan) in (1u32..).zip(turns) {
+    // the tool's run times: a stream of their own, seeded like think times
+    let mut tool_rng =
+        rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id).rotate_left(32));
+    let mut pending: Option<ToolTurn> = None;
+    for (turn, mut plan) in (1u32..).zip(turns) {
+        let tool = pending.take();
+        if let Some(t) = &tool {
+            plan.due = Due::AfterReply(t.wait);
+            plan.adds = vec![t.result.clone()];
+            plan.built_tokens = t.result_tokens;
+        }
         let due = match plan.due {
             Due::AfterReply(s) => last_end + s,
             Due::At(t) => (sh.start + t).max(last_end),
@@ -277,56 +329,37 @@ pub(super) async fn session(
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
         let body = turn_body(rc, &messages, plan.max_tokens);
-        let Sent { o, request, texts } = send_turn(rc, &sh, &http, body, due).await;
-        if o.track.error().is_some_and(is_context_limit) {
+        let sent = send_turn(rc, &sh, &http, body, due).await;
+        if sent.o.track.error().is_some_and(is_context_limit) {
             context_stop(&sh, (id, turn), expected, true);
             break;
         }
-        let sample = o.track.to_sample(0.0, sh.tally.window.get());
+        let sample = sent.o.track.to_sample(0.0, sh.tally.window.get());
         // The server's count when it reports one, else the built size.
         let prompt_tokens = if sample.input_tokens > 0 {
             sample.input_tokens
         } else {
-            conv.tokens() + plan.built_tokens
+            expected
         };
-        if let Some(t) = &sh.router {
-            let span = TurnSpan {
-                session: id,
-                sent: request.sent,
-                end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
-                header: None,
-                prompt_tokens,
-                cached_tokens: o.cached_tokens,
-            };
-            t.turn(span, texts.noted.as_deref());
-        }
-        sh.tally
-            .caches
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(RequestCache::of(&o, prompt_tokens));
-        let segments = conv.next_turn(prompt_tokens);
+        account(rc, &sh, id, &sent, &mut conv, prompt_tokens);
+        let Sent { o, request, texts } = sent;
         let done = request.completed_at;
-        {
-            let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
-            cache.admit(&segments);
-            // The engine keeps the reply it generated; the next turn
-            // repeats it (issue 35, defect 2).
-            if done.is_some() {
-                cache.insert(&conv.reply(o.track.output_tokens()));
-            }
-        }
+        let called = tool_loop::called(&texts, o.track.finish_reason());
+        let loop_on = sh.cfg.tool_loop.filter(|_| called);
         out.push(SessionRequest {
             session: id,
             turn,
             prompt_tokens,
             request,
+            called_tool: called,
+            tool_call_tokens: sample.tool_call_tokens,
+            tool_result: tool.is_some(),
+            tool_wait: tool.as_ref().map_or(0.0, |t| t.wait),
         });
         let Some(done) = done else { break };
-        messages.push(Message {
-            role: "assistant",
-            content: texts.content,
-        });
+        let call = loop_on.map(|_| tool_loop::call_id(id, turn));
+        messages.push(tool_loop::assistant(&texts, call.as_deref()));
+        pending = loop_on.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
         last_end = done;
     }
     if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
@@ -350,6 +383,7 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
         think_time: ThinkTime::Fixed(0.0),
         corpus: t.corpus.clone(),
         router: t.router.clone(),
+        tool_loop: None,
     };
     let mut r = run_with(rc, disc, &cfg, Some(t)).await;
     r.output_tokens = 0;
@@ -498,6 +532,9 @@ async fn run_with(
         .judge(),
         summary,
         prompt_corpus: corpus,
+        tool_loop: cfg
+            .tool_loop
+            .map(|tl| ToolLoopStats::of(&all, tl.latency, tl.result_tokens)),
         trace: None,
         router,
         ..stops_of(&sh)

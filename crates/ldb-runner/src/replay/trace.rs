@@ -68,6 +68,7 @@ pub(super) fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Read
                 .map(|m| Message {
                     role: role(&m.role),
                     content: m.content.clone(),
+                    tool: None,
                 })
                 .collect(),
             tokens: None,
@@ -121,6 +122,7 @@ pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
+            tools: None,
         },
     )
 }

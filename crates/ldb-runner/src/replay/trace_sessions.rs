@@ -77,6 +77,7 @@ pub(super) fn plans(
                     .map(|m| Message {
                         role: super::trace::role(&m.role),
                         content: m.content.clone(),
+                        tool: None,
                     })
                     .collect();
                 (adds, 0)

@@ -12,6 +12,7 @@ use crate::scenario::ReasoningField;
 use crate::tokenizer::output_piece;
 
 use super::script::Script;
+use super::tool_call::{ToolCall, argument_piece};
 
 /// llama.cpp `timings` values.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,6 +45,8 @@ pub(crate) struct Frames {
     /// 1-based index of the token written as a Han ideograph (0 = none); see
     /// `OutputConfig::han_at_token`.
     pub han_at: u32,
+    /// The tool call this stream writes instead of text (`tool_call.rs`).
+    pub tool_call: Option<ToolCall>,
 }
 
 fn q(s: &str) -> String {
@@ -110,6 +113,7 @@ impl Frames {
             textless_every: 0,
             script: None,
             han_at: 0,
+            tool_call: None,
         }
     }
 
@@ -123,7 +127,11 @@ impl Frames {
 
     /// The finish reason to write for the engine's `r`.
     fn reason(&self, r: FinishReason) -> FinishReason {
-        self.script.as_ref().map_or(r, |s| s.finish(r))
+        match &self.tool_call {
+            Some(c) if r == FinishReason::Stop && !c.named => FinishReason::ToolCalls,
+            Some(_) => r,
+            None => self.script.as_ref().map_or(r, |s| s.finish(r)),
+        }
     }
 
     /// The usage object. `last` marks the usage-only chunk at the end;
@@ -335,6 +343,9 @@ impl Frames {
 
     /// Frames for the tokens of one engine chunk (reasoning first, then content).
     pub(crate) fn tokens(&self, buf: &mut Vec<u8>, chunk: &Chunk) {
+        if let Some(c) = &self.tool_call {
+            return self.tool_frames(buf, chunk, c);
+        }
         let from = chunk.total - chunk.n;
         let split = self.reasoning_tokens.clamp(from, chunk.total);
         let vllm_finish = if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
@@ -353,6 +364,49 @@ impl Frames {
         if chunk.total > split {
             self.text_frame(buf, split, chunk.total - split, false, vllm_finish);
         }
+    }
+
+    /// The frames of a tool call's tokens: the name's token in a delta of
+    /// its own, then the chunk's argument fragments in one delta.
+    fn tool_frames(&self, buf: &mut Vec<u8>, chunk: &Chunk, c: &ToolCall) {
+        let from = chunk.total - chunk.n;
+        let vllm = matches!(self.p, Personality::Vllm | Personality::OpenAi);
+        let fin = chunk.finish.filter(|_| vllm);
+        if from == 0 && chunk.total > 0 {
+            let body = format!(
+                "{{\"index\":0,\"delta\":{{\"content\":null,\"tool_calls\":[{{\"id\":\"chatcmpl-tool-sim\",\"type\":\"function\",\"index\":0,\"function\":{{\"name\":{}}}}}]}},\"logprobs\":null",
+                q(&c.name)
+            );
+            self.tool_frame(buf, &body, fin.filter(|_| chunk.total == 1), 1);
+        }
+        let first = from.max(1);
+        if chunk.total > first {
+            let args: String = (first..chunk.total)
+                .map(|i| argument_piece(i, c.tokens))
+                .collect();
+            let body = format!(
+                "{{\"index\":0,\"delta\":{{\"content\":null,\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{}}}}}]}},\"logprobs\":null",
+                q(&args)
+            );
+            self.tool_frame(buf, &body, fin, chunk.total);
+        }
+    }
+
+    fn tool_frame(&self, buf: &mut Vec<u8>, body: &str, finish: Option<FinishReason>, done: u32) {
+        buf.extend_from_slice(&self.head);
+        buf.extend_from_slice(body.as_bytes());
+        if matches!(self.p, Personality::Vllm | Personality::OpenAi) {
+            let _ = match finish.map(|r| self.reason(r)) {
+                Some(r) => write!(
+                    buf,
+                    ",\"finish_reason\":\"{}\",\"stop_reason\":null,\"token_ids\":null",
+                    r.as_str()
+                ),
+                None => write!(buf, ",\"finish_reason\":null,\"token_ids\":null"),
+            };
+        }
+        buf.extend_from_slice(b"}");
+        self.close(buf, self.cont(done), None);
     }
 
     /// A separate finish frame (SGLang, llama.cpp; vLLM only for an empty abort chunk).

@@ -68,7 +68,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
     }
     let req = match prepare(&st, kind, &headers, &body) {
         Ok(mut r) => {
-            if kind == Kind::Chat {
+            if kind == Kind::Chat && r.tool_call.is_none() {
                 r.script = Script::next(&st);
                 if let Some(s) = &r.script {
                     // the scripted length is where the model stops
@@ -169,6 +169,7 @@ fn stream_response(
         frames.set_script(script);
     }
     frames.han_at = cfg.output.han_at_token;
+    frames.tool_call = req.tool_call.clone();
     let f = &cfg.faults;
     let nz = |v: u32| (v > 0).then_some(v);
     let mut faults = StreamFaults {

@@ -27,6 +27,9 @@ pub(crate) struct MessageIn {
     pub role: String,
     #[serde(default)]
     pub content: Value,
+    /// An assistant message's calls (a later turn repeating them).
+    #[serde(default)]
+    pub tool_calls: Option<Value>,
 }
 
 /// The body fields the simulator reads; everything else is accepted and ignored.
@@ -43,6 +46,8 @@ struct GenBody {
     ignore_eos: Option<bool>,
     rid: Option<String>,
     request_id: Option<String>,
+    tools: Option<Value>,
+    tool_choice: Option<Value>,
 }
 
 /// A request ready for the engine.
@@ -60,6 +65,8 @@ pub(crate) struct Prepared {
     pub rid: Option<String>,
     /// The scripted answer (`output.answers`), chosen after the checks.
     pub script: Option<super::script::Script>,
+    /// The tool call the reply is (`tool_call.rs`), if any.
+    pub tool_call: Option<super::tool_call::ToolCall>,
 }
 
 /// Text of a message `content`: a string, or the text parts of an array.
@@ -77,7 +84,16 @@ pub(crate) fn content_text(content: &Value) -> String {
 
 /// Token ids of a chat message list.
 pub(crate) fn chat_tokens(state: &AppState, messages: &[MessageIn]) -> Vec<u32> {
-    let texts: Vec<String> = messages.iter().map(|m| content_text(&m.content)).collect();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            let mut t = content_text(&m.content);
+            if let Some(calls) = &m.tool_calls {
+                t.push_str(&super::tool_call::rendered(calls));
+            }
+            t
+        })
+        .collect();
     let msgs: Vec<ChatMessage<'_>> = messages
         .iter()
         .zip(&texts)
@@ -185,6 +201,34 @@ fn output_budget(
     }
 }
 
+/// The tool call a chat request's reply is, if any (`tool_call.rs`).
+fn call_of(
+    kind: Kind,
+    b: &GenBody,
+    max_new: u32,
+) -> Result<Option<super::tool_call::ToolCall>, ApiError> {
+    match (kind, b.messages.as_deref()) {
+        (Kind::Chat, Some(m)) => {
+            super::tool_call::decide(b.tools.as_ref(), b.tool_choice.as_ref(), m, max_new)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Where the model stops before `max_tokens`: a tool call's end (whatever
+/// `ignore_eos` says), else the scenario's natural length unless the
+/// request ignores end-of-sequence and the server honours that.
+fn stop_at(
+    state: &AppState,
+    b: &GenBody,
+    call: Option<&super::tool_call::ToolCall>,
+) -> Option<u32> {
+    let natural = state.cfg.output.natural_length;
+    let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
+    call.map(|c| c.tokens)
+        .or((!ignore_eos && natural > 0).then_some(natural))
+}
+
 /// Parse, tokenize and validate a generation request.
 pub(crate) fn prepare(
     state: &AppState,
@@ -238,9 +282,8 @@ pub(crate) fn prepare(
             limit: state.cfg.kv.capacity_tokens().min(u64::from(u32::MAX)) as u32,
         });
     }
-    let natural = state.cfg.output.natural_length;
-    let ignore_eos = b.ignore_eos.unwrap_or(false) && state.cfg.server.honor_ignore_eos;
-    let stop_at = (!ignore_eos && natural > 0).then_some(natural);
+    let tool_call = call_of(kind, &b, max_new)?;
+    let stop_at = stop_at(state, &b, tool_call.as_ref());
     let (_, fresh) = state.new_id();
     let prefix = if kind == Kind::Chat {
         "chatcmpl-"
@@ -279,5 +322,6 @@ pub(crate) fn prepare(
         id,
         rid,
         script: None,
+        tool_call,
     })
 }
