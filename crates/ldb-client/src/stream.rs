@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ldb_core::chunk::{Channel, ChunkInfo, is_done};
+use ldb_core::chunk::{ChunkInfo, is_done};
 use ldb_core::gaps::GapHistogram;
 use ldb_core::sse::SseDecoder;
 use ldb_core::window::{ChunkEvent, RequestTrack, WindowBounds};

@@ -9,21 +9,8 @@ use crate::cli::BenchArgs;
 mod duration;
 mod parts;
 
-/// A configuration problem, one line naming the flag.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-pub(crate) fn bad(flag: &str, detail: impl std::fmt::Display) -> ConfigError {
-    ConfigError(format!("invalid {flag}: {detail}"))
-}
+pub use crate::config_error::ConfigError;
+pub(crate) use crate::config_error::bad;
 
 pub use crate::address::server_address;
 

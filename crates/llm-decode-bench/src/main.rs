@@ -21,6 +21,7 @@ mod cli_workload;
 mod coding_peak;
 mod compare;
 mod config;
+mod config_error;
 mod config_file;
 mod cstats;
 mod cstats_config;

@@ -15,8 +15,8 @@
 //! A path is followed to the file that defines its item: through
 //! `pub use` re-exports of the module it names (`crate::replay::X` where
 //! `replay.rs` has `pub use config::X` leads to `replay/config.rs`). Test
-//! modules (`tests.rs`, `*_tests.rs`) are left out: they read everything
-//! around them.
+//! modules (`tests.rs`, `*_tests.rs`, an inline `#[cfg(test)] mod`) are
+//! left out: they read everything around them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -30,9 +30,7 @@ const KNOWN: &[(&str, usize)] = &[
     // the knot issue 36 items 1–3 exist to cut.
     ("ldb-runner", 36),
     // The result types and the modules whose figures they hold.
-    ("ldb-core", 18),
-    // The flag structs and the config that lowers them.
-    ("llm-decode-bench", 9),
+    ("ldb-core", 15),
 ];
 
 #[test]
@@ -132,10 +130,8 @@ impl Graph {
         let texts: BTreeMap<&str, String> = files
             .iter()
             .map(|(m, p)| {
-                (
-                    m.as_str(),
-                    std::fs::read_to_string(p).expect("read a source file"),
-                )
+                let text = std::fs::read_to_string(p).expect("read a source file");
+                (m.as_str(), without_test_module(&text).to_string())
             })
             .collect();
         // `pub use child::Item;` in a module file: a path through that
@@ -143,9 +139,14 @@ impl Graph {
         let mut aliases: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
         for (module, text) in &texts {
             let own = segments(module);
-            for rest in reexports_in(text) {
+            for (from, rest) in reexports_in(text) {
+                let base = match from {
+                    None => own.len(),
+                    Some(0) => 0,
+                    Some(n) => own.len().saturating_sub(n),
+                };
                 if let Some((item, _)) = rest.split_last() {
-                    let mut full = own.clone();
+                    let mut full = own[..base].to_vec();
                     full.extend(rest.iter().map(String::as_str));
                     let full = full.iter().map(|s| s.to_string()).collect();
                     aliases.insert((module.to_string(), item.clone()), full);
@@ -323,10 +324,10 @@ fn resolve<'a>(
     longest_module(modules, &refs)
 }
 
-/// The relative paths of `pub use` / `pub(crate) use` / `pub(super) use`
-/// lines (`self::` dropped); absolute ones (`crate::`, `super::`) are
-/// already edges of [`paths_in`].
-fn reexports_in(text: &str) -> Vec<Vec<String>> {
+/// The paths of `pub use` / `pub(crate) use` / `pub(super) use` lines, as
+/// (`None`: relative to the module, `self::` dropped; `Some(0)`: from the
+/// crate root; `Some(n)`: `n` levels up; the segments).
+fn reexports_in(text: &str) -> Vec<(Option<usize>, Vec<String>)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let t = line.trim_start();
@@ -337,12 +338,44 @@ fn reexports_in(text: &str) -> Vec<Vec<String>> {
             continue;
         };
         let rest = rest.strip_prefix("self::").unwrap_or(rest);
-        if rest.starts_with("crate::") || rest.starts_with("super::") {
-            continue;
-        }
-        out.extend(tree(rest.as_bytes()).0.into_iter().filter(|p| p.len() > 1));
+        let (from, rest) = if let Some(r) = rest.strip_prefix("crate::") {
+            (Some(0), r)
+        } else {
+            let mut r = rest;
+            let mut n = 0;
+            while let Some(x) = r.strip_prefix("super::") {
+                r = x;
+                n += 1;
+            }
+            ((n > 0).then_some(n), r)
+        };
+        out.extend(
+            tree(rest.as_bytes())
+                .0
+                .into_iter()
+                .filter(|p| p.len() > 1 || from.is_some())
+                .map(|p| (from, p)),
+        );
     }
     out
+}
+
+/// `text` without its inline test module: `#[cfg(test)]` before a
+/// `mod … {` (rustfmt and this codebase keep it last in the file).
+fn without_test_module(text: &str) -> &str {
+    let mut at = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|n| n.trim_start().starts_with("mod ") && n.trim_end().ends_with('{'))
+        {
+            return &text[..at];
+        }
+        at += line.len();
+    }
+    text
 }
 
 /// The longest prefix of `path` that is a module with a file.

@@ -10,13 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
-use ldb_client::stream::{
-    CellCounters, ChannelTexts, SharedWindow, StreamEnv, StreamOutcome, run_stream,
-};
+use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
-use ldb_core::replay::affinity::TurnSpan;
 use ldb_core::replay::session::{
     ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats,
     by_turn, per_session_of,
@@ -34,9 +31,11 @@ use super::router::Tracker;
 use super::tool_loop::{self, ToolTurn};
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
-use crate::open_loop::rate_request;
 use crate::prefix_achieved::RequestCache;
 use crate::prompts::{BodyOptions, stream_json};
+
+mod turn;
+use turn::{Sent, account, context_stop, send_turn};
 
 /// Why a turn still open at the run's limit failed.
 const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
@@ -180,102 +179,6 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
     );
     body["skip_special_tokens"] = serde_json::json!(false);
     bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
-}
-
-/// What one turn's request gave back.
-struct Sent {
-    o: StreamOutcome,
-    request: ldb_core::replay::ReplayRequest,
-    texts: ChannelTexts,
-}
-
-/// Send one turn's `body` (due at `due`) over `http`, counting it in flight.
-async fn send_turn(
-    rc: &RunCtx,
-    sh: &Shared,
-    http: &ldb_client::http::Http,
-    body: bytes::Bytes,
-    due: f64,
-) -> Sent {
-    let texts = Arc::new(Mutex::new(ChannelTexts::default()));
-    let env = StreamEnv {
-        window: sh.tally.window.clone(),
-        counters: sh.tally.counters.clone(),
-        cancel: sh.skip.child_token(),
-        idle_timeout: rc.cfg.timing.idle_timeout(),
-        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
-        texts: Some(texts.clone()),
-        ..StreamEnv::new(http.clone(), rc.clock)
-    };
-    let p = &sh.progress;
-    Counters::bump(&p.sent);
-    let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-    sh.tally.most.fetch_max(now, Ordering::Relaxed);
-    let o = run_stream(&env, body).await;
-    let left = p.in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
-    // The last request in flight ended: read the replicas' counters, so
-    // a turn sent alone can be attributed (one read per turn at most).
-    if let Some(t) = sh.router.as_ref().filter(|_| left == 0) {
-        t.read_soon(rc);
-    }
-    p.ended(o.cancelled || o.track.error().is_some());
-    let w = env.window.get();
-    let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
-    let request = rate_request(&o, due, w, overdue);
-    let texts = std::mem::take(&mut *texts.lock().unwrap_or_else(|p| p.into_inner()));
-    Sent { o, request, texts }
-}
-
-/// Record that session `id` stopped at the context limit before `turn`.
-fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u64, refused: bool) {
-    let stop = ContextStop {
-        session: id,
-        turn,
-        prompt_tokens,
-        limit: sh.context,
-        refused_by_server: refused,
-    };
-    sh.tally
-        .stops
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(stop);
-}
-
-/// What a served turn tells the result: its answer's cache figures, the
-/// intended cache (the prompt's segments, then the reply the engine keeps:
-/// a tool call too; issue 35, defect 2) and, through a router, its replica.
-fn account(
-    rc: &RunCtx,
-    sh: &Shared,
-    id: u64,
-    sent: &Sent,
-    conv: &mut ConversationSegments,
-    prompt_tokens: u64,
-) {
-    let Sent { o, request, texts } = sent;
-    if let Some(t) = &sh.router {
-        let span = TurnSpan {
-            session: id,
-            sent: request.sent,
-            end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
-            header: None,
-            prompt_tokens,
-            cached_tokens: o.cached_tokens,
-        };
-        t.turn(span, texts.noted.as_deref());
-    }
-    sh.tally
-        .caches
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(RequestCache::of(o, prompt_tokens));
-    let segments = conv.next_turn(prompt_tokens);
-    let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
-    cache.admit(&segments);
-    if request.completed_at.is_some() {
-        cache.insert(&conv.reply(o.track.output_tokens()));
-    }
 }
 
 /// One conversation, turn by turn; a failed turn ends it, and so does a

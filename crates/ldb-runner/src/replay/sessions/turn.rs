@@ -1,0 +1,111 @@
+//! One turn of a session: sending it (counted in flight, the replicas'
+//! counters read when it was the last one out), recording a stop at the
+//! model's context, and what a served turn adds to the result.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use ldb_client::stream::{ChannelTexts, StreamEnv, StreamOutcome, run_stream};
+use ldb_core::replay::affinity::TurnSpan;
+use ldb_core::replay::session::{ContextStop, ConversationSegments};
+
+use super::{Counters, OVERDUE, Shared};
+use crate::ctx::RunCtx;
+use crate::open_loop::rate_request;
+use crate::prefix_achieved::RequestCache;
+
+/// What one turn's request gave back.
+pub(super) struct Sent {
+    pub(super) o: StreamOutcome,
+    pub(super) request: ldb_core::replay::ReplayRequest,
+    pub(super) texts: ChannelTexts,
+}
+
+/// Send one turn's `body` (due at `due`) over `http`, counting it in flight.
+pub(super) async fn send_turn(
+    rc: &RunCtx,
+    sh: &Shared,
+    http: &ldb_client::http::Http,
+    body: bytes::Bytes,
+    due: f64,
+) -> Sent {
+    let texts = Arc::new(Mutex::new(ChannelTexts::default()));
+    let env = StreamEnv {
+        window: sh.tally.window.clone(),
+        counters: sh.tally.counters.clone(),
+        cancel: sh.skip.child_token(),
+        idle_timeout: rc.cfg.timing.idle_timeout(),
+        first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
+        texts: Some(texts.clone()),
+        ..StreamEnv::new(http.clone(), rc.clock)
+    };
+    let p = &sh.progress;
+    Counters::bump(&p.sent);
+    let now = p.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.tally.most.fetch_max(now, Ordering::Relaxed);
+    let o = run_stream(&env, body).await;
+    let left = p.in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
+    // The last request in flight ended: read the replicas' counters, so
+    // a turn sent alone can be attributed (one read per turn at most).
+    if let Some(t) = sh.router.as_ref().filter(|_| left == 0) {
+        t.read_soon(rc);
+    }
+    p.ended(o.cancelled || o.track.error().is_some());
+    let w = env.window.get();
+    let overdue = sh.tally.timed_out.load(Ordering::SeqCst).then_some(OVERDUE);
+    let request = rate_request(&o, due, w, overdue);
+    let texts = std::mem::take(&mut *texts.lock().unwrap_or_else(|p| p.into_inner()));
+    Sent { o, request, texts }
+}
+
+/// Record that session `id` stopped at the context limit before `turn`.
+pub(super) fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u64, refused: bool) {
+    let stop = ContextStop {
+        session: id,
+        turn,
+        prompt_tokens,
+        limit: sh.context,
+        refused_by_server: refused,
+    };
+    sh.tally
+        .stops
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(stop);
+}
+
+/// What a served turn tells the result: its answer's cache figures, the
+/// intended cache (the prompt's segments, then the reply the engine keeps:
+/// a tool call too; issue 35, defect 2) and, through a router, its replica.
+pub(super) fn account(
+    rc: &RunCtx,
+    sh: &Shared,
+    id: u64,
+    sent: &Sent,
+    conv: &mut ConversationSegments,
+    prompt_tokens: u64,
+) {
+    let Sent { o, request, texts } = sent;
+    if let Some(t) = &sh.router {
+        let span = TurnSpan {
+            session: id,
+            sent: request.sent,
+            end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
+            header: None,
+            prompt_tokens,
+            cached_tokens: o.cached_tokens,
+        };
+        t.turn(span, texts.noted.as_deref());
+    }
+    sh.tally
+        .caches
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(RequestCache::of(o, prompt_tokens));
+    let segments = conv.next_turn(prompt_tokens);
+    let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.admit(&segments);
+    if request.completed_at.is_some() {
+        cache.insert(&conv.reply(o.track.output_tokens()));
+    }
+}
