@@ -88,64 +88,50 @@ async fn check(engine: &str, name: &str, api: Api, want: (u64, u64, Option<u64>)
 
 #[tokio::test]
 async fn vllm_each_api_measures_its_recording() {
-    let v = "vllm-0.32.0";
-    check(
-        v,
-        "api-completions-stream.sse",
-        Api::Completions,
-        (16, 12, Some(0)),
-    )
-    .await;
-    check(
-        v,
-        "api-responses-stream.sse",
-        Api::Responses,
-        (16, 42, Some(0)),
-    )
-    .await;
-    check(
-        v,
-        "api-messages-stream.sse",
-        Api::Messages,
-        (16, 42, Some(0)),
-    )
-    .await;
-    // the same long prompt sent twice: the second finds 512 of 545 tokens cached
-    check(
-        v,
-        "api-responses-cached.sse",
-        Api::Responses,
-        (8, 545, Some(512)),
-    )
-    .await;
-    check(
-        v,
-        "api-messages-cached.sse",
-        Api::Messages,
-        (8, 545, Some(512)),
-    )
-    .await;
+    // (output, prompt, cached tokens); the cached pair is the same long
+    // prompt sent twice: the second finds 512 of 545 tokens cached
+    for (name, api, want) in [
+        (
+            "api-completions-stream.sse",
+            Api::Completions,
+            (16, 12, Some(0)),
+        ),
+        (
+            "api-responses-stream.sse",
+            Api::Responses,
+            (16, 42, Some(0)),
+        ),
+        ("api-messages-stream.sse", Api::Messages, (16, 42, Some(0))),
+        (
+            "api-responses-cached.sse",
+            Api::Responses,
+            (8, 545, Some(512)),
+        ),
+        (
+            "api-messages-cached.sse",
+            Api::Messages,
+            (8, 545, Some(512)),
+        ),
+    ] {
+        check("vllm-0.32.0", name, api, want).await;
+    }
 }
 
 #[tokio::test]
 async fn llamacpp_each_api_measures_its_recording() {
-    let l = "llamacpp-11434.0.0";
-    check(
-        l,
-        "api-responses-stream.sse",
-        Api::Responses,
-        (16, 42, Some(0)),
-    )
-    .await;
-    // llama.cpp reports the cached part in message_start (the responses
-    // request before it left the same prompt in the slot)
-    check(
-        l,
-        "api-messages-stream.sse",
-        Api::Messages,
-        (16, 42, Some(41)),
-    )
-    .await;
+    // llama.cpp reports the cached part of a Messages request in
+    // message_start (the responses request before it left the same prompt
+    // in the slot)
+    for (name, api, want) in [
+        (
+            "api-responses-stream.sse",
+            Api::Responses,
+            (16, 42, Some(0)),
+        ),
+        ("api-messages-stream.sse", Api::Messages, (16, 42, Some(41))),
+    ] {
+        check("llamacpp-11434.0.0", name, api, want).await;
+    }
 }
 
 /// Each recorded payload parses, and the text deltas are the answer the

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_valid, run, text, tmp};
+use common::{f, run, run_to_result, text, tmp};
 use serde_json::Value;
 
 /// A fast engine with a prefix cache: every request takes milliseconds,
@@ -82,22 +82,7 @@ fn sessions(dir: &Path, extra: &[&str]) -> Value {
         "20",
     ];
     args.extend_from_slice(extra);
-    let o = run(&args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    assert_valid(&doc);
-    doc
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+    run_to_result(&args, &out)
 }
 
 #[test]
@@ -214,39 +199,32 @@ fn a_decode_cell_of_forced_calls_counts_them_on_their_channel() {
     let (dir, tools) = tmp("tools.json");
     std::fs::write(&tools, TOOLS).expect("tools");
     let out = dir.path().join("m.json");
-    let o = run(&[
-        "--sim",
-        "--concurrency",
-        "2",
-        "--contexts",
-        "0",
-        "--duration",
-        "1",
-        "--max-tokens",
-        "64",
-        "--decode-warmup-seconds",
-        "0",
-        "--skip-prefill",
-        "--display-mode",
-        "plain",
-        "--no-hw-monitor",
-        "--tools",
-        tools.to_str().expect("path"),
-        "--tool-choice",
-        "required",
-        "--output",
-        out.to_str().expect("path"),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
+    let doc = run_to_result(
+        &[
+            "--sim",
+            "--concurrency",
+            "2",
+            "--contexts",
+            "0",
+            "--duration",
+            "1",
+            "--max-tokens",
+            "64",
+            "--decode-warmup-seconds",
+            "0",
+            "--skip-prefill",
+            "--display-mode",
+            "plain",
+            "--no-hw-monitor",
+            "--tools",
+            tools.to_str().expect("path"),
+            "--tool-choice",
+            "required",
+            "--output",
+            out.to_str().expect("path"),
+        ],
+        &out,
     );
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    assert_valid(&doc);
     let c = &doc["results"][0];
     let total = c["total_tokens"].as_u64().expect("total");
     assert!(total > 0, "{c}");

@@ -9,7 +9,7 @@ mod common;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use common::{assert_valid, run, text, tmp};
+use common::{assert_valid, f, run, run_to_result, text, tmp};
 use serde_json::Value;
 
 /// A fast engine with room for every block of the tests: prefill and steps
@@ -80,22 +80,7 @@ fn replay_on(dir: &Path, sim: &str, args: &[&str]) -> Value {
         out.to_str().expect("path"),
     ];
     all.extend_from_slice(args);
-    let o = run(&all);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
-    assert_valid(&doc);
-    doc
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+    run_to_result(&all, &out)
 }
 
 /// 2,000 Mooncake requests in 50 prefix groups (two shared 512-token blocks,

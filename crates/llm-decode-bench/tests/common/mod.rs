@@ -43,6 +43,29 @@ pub fn assert_valid(doc: &Value) {
     assert!(errors.is_empty(), "schema errors:\n{}", errors.join("\n"));
 }
 
+/// Run the binary with `args` (which write the result to `out`), fail with
+/// its output unless it exits 0, and return the result, checked against the
+/// schema.
+pub fn run_to_result<S: AsRef<std::ffi::OsStr>>(args: &[S], out: &Path) -> Value {
+    let o = run(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out).expect("result")).expect("JSON");
+    assert_valid(&doc);
+    doc
+}
+
+/// A number of a result, or a failure naming the value.
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
 /// A loopback port nothing listens on (yet).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
