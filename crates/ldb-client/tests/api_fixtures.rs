@@ -134,27 +134,43 @@ async fn llamacpp_each_api_measures_its_recording() {
     }
 }
 
-/// Each recorded payload parses, and the text deltas are the answer the
-/// final event repeats.
+/// Each recorded payload parses, the text deltas are the answer the final
+/// event repeats, and the finish reason reads in the chat API's words: every
+/// recording stopped at its 16-token limit, which vLLM's Responses route and
+/// both Messages routes say (`length`), and llama.cpp's Responses route
+/// reports as plain `completed` (no reason).
 #[test]
 fn recorded_text_deltas_rebuild_the_answer() {
-    for (engine, name, api) in [
-        ("vllm-0.32.0", "api-responses-stream.sse", Api::Responses),
-        ("vllm-0.32.0", "api-messages-stream.sse", Api::Messages),
+    for (engine, name, api, finish) in [
+        (
+            "vllm-0.32.0",
+            "api-responses-stream.sse",
+            Api::Responses,
+            Some("length"),
+        ),
+        (
+            "vllm-0.32.0",
+            "api-messages-stream.sse",
+            Api::Messages,
+            Some("length"),
+        ),
         (
             "llamacpp-11434.0.0",
             "api-responses-stream.sse",
             Api::Responses,
+            None,
         ),
         (
             "llamacpp-11434.0.0",
             "api-messages-stream.sse",
             Api::Messages,
+            Some("length"),
         ),
     ] {
         let bytes = read(engine, name);
         let mut text = String::new();
         let (mut deltas, mut ends) = (0, 0);
+        let mut finished = None;
         let mut dec = SseDecoder::new();
         dec.feed(&bytes, |p| {
             let e = api.parse_event(p).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -164,8 +180,12 @@ fn recorded_text_deltas_rebuild_the_answer() {
             }
             deltas += u32::from(e.chunk.has_tokens);
             ends += u32::from(e.end);
+            if let Some(f) = &e.chunk.finish_reason {
+                finished = Some(f.to_string());
+            }
         });
         assert_eq!((deltas, ends), (16, 1), "{engine}/{name}");
+        assert_eq!(finished.as_deref(), finish, "{engine}/{name}");
         let whole = String::from_utf8_lossy(&bytes);
         assert!(!text.is_empty());
         if api == Api::Responses {

@@ -57,6 +57,25 @@ impl Api {
         }
     }
 
+    /// The body field that carries the output-token limit.
+    pub fn limit_field(self) -> &'static str {
+        match self {
+            Api::Responses => "max_output_tokens",
+            Api::Chat | Api::Completions | Api::Messages => "max_tokens",
+        }
+    }
+
+    /// The limit the body will carry for a run's `max_tokens` (`None` or 0:
+    /// no limit), or `None` when the field is left out: every API may leave
+    /// it out but Messages, which sends [`MESSAGES_NO_LIMIT`].
+    pub fn limit_sent(self, max_tokens: Option<u64>) -> Option<u64> {
+        let set = max_tokens.filter(|n| *n > 0);
+        match self {
+            Api::Messages => Some(set.unwrap_or(MESSAGES_NO_LIMIT)),
+            Api::Chat | Api::Completions | Api::Responses => set,
+        }
+    }
+
     /// The streamed request body for `r`.
     pub fn body(self, r: &RequestInput<'_>) -> Value {
         let mut b = Map::new();
@@ -66,17 +85,17 @@ impl Api {
             Api::Chat => {
                 b.insert("messages".into(), json!(r.messages));
                 usage_options(&mut b, r);
-                limit(&mut b, "max_tokens", r.max_tokens);
+                limit(&mut b, self.limit_field(), r.max_tokens);
             }
             Api::Completions => {
                 b.insert("prompt".into(), prompt_text(r.messages).into());
                 usage_options(&mut b, r);
-                limit(&mut b, "max_tokens", r.max_tokens);
+                limit(&mut b, self.limit_field(), r.max_tokens);
             }
             Api::Responses => {
                 // Usage always comes in `response.completed`: nothing to ask.
                 b.insert("input".into(), json!(r.messages));
-                limit(&mut b, "max_output_tokens", r.max_tokens);
+                limit(&mut b, self.limit_field(), r.max_tokens);
             }
             Api::Messages => {
                 let system = system_text(r.messages);
@@ -88,8 +107,8 @@ impl Api {
                 b.insert("messages".into(), json!(turns));
                 // The Messages API requires a limit; "none" is the largest
                 // count a server takes as real.
-                let n = r.max_tokens.filter(|n| *n > 0).unwrap_or(MESSAGES_NO_LIMIT);
-                b.insert("max_tokens".into(), n.into());
+                let n = self.limit_sent(r.max_tokens).unwrap_or(MESSAGES_NO_LIMIT);
+                b.insert(self.limit_field().into(), n.into());
             }
         }
         if r.ignore_eos {

@@ -81,12 +81,28 @@ fn schema_check(doc: &Value) {
 
 #[test]
 fn fixed_mode_reports_the_scripted_truth() {
+    fixed_run_reports_the_scripted_truth("chat");
+}
+
+/// The same runs over the other request APIs: the simulator answers each in
+/// its own event grammar, and the counts, texts and verdicts are the chat
+/// run's (the completions route has no reasoning channel).
+#[test]
+fn every_api_reports_the_same_scripted_truth() {
+    for api in ["responses", "messages", "completions"] {
+        fixed_run_reports_the_scripted_truth(api);
+    }
+}
+
+fn fixed_run_reports_the_scripted_truth(api: &str) {
     let (dir, out) = tmp("cs.json");
     let sc = scenario(dir.path(), 64, 0.002, TRUTH_ANSWERS);
     let o = run(&[
         "--sim",
         sc.to_str().unwrap(),
         "--completion-stats",
+        "--api",
+        api,
         "--prompt",
         "Which country? Answer on the last line.",
         "--completion-stats-concurrency",
@@ -99,10 +115,20 @@ fn fixed_mode_reports_the_scripted_truth() {
         "--output",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "--api {api}: {}", text(&o.stderr));
     let doc = read(&out);
     schema_check(&doc);
-    assert_eq!(doc["metadata"]["mode"], "completion_stats");
+    let md = &doc["metadata"];
+    assert_eq!(md["mode"], "completion_stats");
+    assert_eq!(md["api"], api);
+    // the mode's default --max-tokens (40000) is sent in the API's own field
+    let field = if api == "responses" {
+        "max_output_tokens"
+    } else {
+        "max_tokens"
+    };
+    assert_eq!(md["token_limit_field"], field, "--api {api}");
+    assert_eq!(md["max_tokens"], 40000, "--api {api}");
     assert_eq!(doc["metadata"]["fixed_concurrency"], 2);
     assert_eq!(doc["selected_concurrency"], 2);
     let runs = doc["runs"].as_array().unwrap();
@@ -145,11 +171,16 @@ fn fixed_mode_reports_the_scripted_truth() {
             30 => "I ran out of room",
             other => panic!("unexpected length {other}"),
         };
-        assert_eq!(answer, expected);
+        if api == "completions" {
+            // no reasoning channel: the reasoning runs into the answer's text
+            assert!(answer.ends_with(expected), "--api {api}: {answer}");
+        } else {
+            assert_eq!(answer, expected, "--api {api}");
+        }
         assert_eq!(r["hit_max_tokens"], tokens == 30);
-        if tokens == 25 {
-            assert_eq!(r["reasoning_text"], "Two candidates");
-            assert_eq!(r["content_text"], "ANSWER: Latvia");
+        if tokens == 25 && api != "completions" {
+            assert_eq!(r["reasoning_text"], "Two candidates", "--api {api}");
+            assert_eq!(r["content_text"], "ANSWER: Latvia", "--api {api}");
         }
         assert!(r["ttft"].as_f64().unwrap() > 0.0);
         assert!(r["gen_elapsed"].as_f64().unwrap() > 0.0);

@@ -808,6 +808,42 @@ fn bad_traces_are_refused_before_any_request() {
     assert!(shown.contains("2 requests over 0.9 s"), "{shown}");
 }
 
+/// `--api`: a trace replayed over the Responses and Messages APIs sends
+/// every row with the trace's prompt length (the server's usage agrees
+/// within a token), as over chat.
+#[test]
+fn a_trace_replays_over_each_api_with_its_lengths() {
+    let (dir, _) = tmp("unused");
+    let trace = dir.path().join("t.jsonl");
+    let rows: String = (0..6)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_tokens\": 120, \"output_tokens\": 8}}\n",
+                f64::from(i) * 0.05
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows).expect("trace");
+    for api in ["chat", "responses", "messages"] {
+        let doc = replay(
+            dir.path(),
+            5e6,
+            &["--trace", trace.to_str().expect("path"), "--api", api],
+        );
+        assert_eq!(doc["metadata"]["api"], api);
+        let t = &doc["trace_results"][0];
+        assert_eq!(t["summary"]["completed"], 6, "{api}: {t}");
+        assert_eq!(t["summary"]["errors"], 0, "{api}: {t}");
+        assert!(
+            t["lengths"]["reported_max_error"]
+                .as_u64()
+                .is_some_and(|e| e <= 1),
+            "{api}: {t}"
+        );
+        assert!(f(&t["summary"]["output_tps"]) > 0.0, "{api}: {t}");
+    }
+}
+
 /// `--api`: the sessions of `a_session_turn_reuses_the_previous_reply`
 /// over the Responses and Messages APIs get the chat run's truth: every
 /// turn ok, the same intended and achieved cache rates (the cached tokens

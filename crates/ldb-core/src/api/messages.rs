@@ -157,7 +157,7 @@ fn need<'a>(field: Option<Cow<'a, str>>, kind: &str) -> Result<Cow<'a, str>, Chu
 fn message_delta(payload: &[u8]) -> Result<ApiEvent<'_>, ChunkError> {
     let m: MessageDelta = from(payload, "message_delta with a \"delta\" object")?;
     let mut chunk = ChunkInfo {
-        finish_reason: m.delta.stop_reason.map(Cow::Owned),
+        finish_reason: m.delta.stop_reason.map(|r| Cow::Owned(chat_finish(r))),
         ..ChunkInfo::default()
     };
     if let Some(u) = m.usage {
@@ -182,4 +182,17 @@ fn prompt_usage(u: &Usage, chunk: &mut ChunkInfo<'_>) {
         chunk.prompt_tokens = Some(parts.iter().flatten().sum());
     }
     chunk.cached_tokens = read;
+}
+
+/// A Messages `stop_reason` in the chat API's words, so that a finish
+/// reason means one thing whatever the API (early stops count `stop`,
+/// completion stats' limit hits `length`); a reason chat has no word for
+/// is kept as the server wrote it.
+fn chat_finish(reason: String) -> String {
+    match reason.as_str() {
+        "end_turn" | "stop_sequence" => "stop".into(),
+        "max_tokens" => "length".into(),
+        "tool_use" => "tool_calls".into(),
+        _ => reason,
+    }
 }

@@ -165,8 +165,8 @@ fn finished(payload: &[u8]) -> Result<ApiEvent<'_>, ChunkError> {
                 .ok()
                 .flatten();
     }
-    let reason = r.incomplete_details.and_then(|i| i.reason).or(r.status);
-    chunk.finish_reason = reason.map(Cow::Owned);
+    chunk.finish_reason =
+        chat_finish(r.incomplete_details.and_then(|i| i.reason), r.status).map(Cow::Owned);
     Ok(ApiEvent {
         chunk,
         end: true,
@@ -177,4 +177,18 @@ fn finished(payload: &[u8]) -> Result<ApiEvent<'_>, ChunkError> {
 /// Deserialize `payload`, or say which event shape it failed to be.
 pub(super) fn from<'a, T: Deserialize<'a>>(payload: &'a [u8], what: &str) -> Result<T, ChunkError> {
     serde_json::from_slice(payload).map_err(|e| ChunkError(format!("expected {what}: {e}")))
+}
+
+/// Why a response ended, in the chat API's words: an incomplete response's
+/// reason (`max_output_tokens` is chat's `length`), else none. `completed`
+/// does not say whether the model stopped or reached the limit (llama.cpp
+/// reports `completed` at the limit; recorded in the fixtures), so it is no
+/// finish reason: early stops are not counted on this API.
+fn chat_finish(incomplete: Option<String>, status: Option<String>) -> Option<String> {
+    match (incomplete, status.as_deref()) {
+        (Some(r), _) if r == "max_output_tokens" => Some("length".into()),
+        (Some(r), _) => Some(r),
+        (None, Some("completed")) | (None, None) => None,
+        (None, Some(s)) => Some(s.to_owned()),
+    }
 }

@@ -105,6 +105,16 @@ fn responses_events_map_to_chunks() {
         (Some(9), Some(4), Some(8))
     );
     assert_eq!(c.reasoning_tokens, Some(1));
+    // `completed` says nothing of why the answer ended; an incomplete one's
+    // reason reads in chat's words
+    assert_eq!(c.finish_reason, None);
+    let cut = p(r#"{"type":"response.completed","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#).expect("test input");
+    assert_eq!(cut.chunk.finish_reason.as_deref(), Some("length"));
+    let filtered = p(r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}}"#).expect("test input");
+    assert_eq!(
+        filtered.chunk.finish_reason.as_deref(),
+        Some("content_filter")
+    );
     assert!(
         p(r#"{"type":"response.created","response":{}}"#).expect("test input")
             == ApiEvent::default()
@@ -158,8 +168,22 @@ fn messages_events_map_to_chunks() {
             md.chunk.completion_tokens,
             md.chunk.finish_reason.as_deref()
         ),
-        (Some(5), Some("max_tokens"))
+        (Some(5), Some("length"))
     );
+    for (stop, chat) in [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("tool_use", "tool_calls"),
+        ("refusal", "refusal"),
+    ] {
+        let ev = format!(
+            r#"{{"type":"message_delta","delta":{{"stop_reason":"{stop}"}},"usage":{{"output_tokens":1}}}}"#
+        );
+        let e = Api::Messages
+            .parse_event(ev.as_bytes())
+            .expect("test input");
+        assert_eq!(e.chunk.finish_reason.as_deref(), Some(chat), "{stop}");
+    }
     assert!(p(r#"{"type":"message_stop"}"#).expect("test input").end);
     assert_eq!(
         p(r#"{"type":"ping"}"#).expect("test input"),

@@ -48,9 +48,14 @@ pub struct CsMetadata {
     pub prompt_chars: usize,
     /// Start time, RFC 3339 UTC.
     pub timestamp: String,
-    /// `max_tokens` sent; `None` when the field is omitted.
+    /// `--api`: the request API the runs spoke (absent in files written
+    /// before the key existed: those spoke `chat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The output-token limit sent; `None` when the field is omitted.
     pub max_tokens: Option<u64>,
-    /// The request field carrying the limit (`max_tokens`).
+    /// The request field carrying the limit (`max_tokens`;
+    /// `max_output_tokens` on the Responses API).
     pub token_limit_field: String,
     /// No token limit was sent.
     pub max_tokens_omitted: bool,

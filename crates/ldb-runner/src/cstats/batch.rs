@@ -213,6 +213,7 @@ impl Worker {
         let mut senv = self.stream_env.clone();
         senv.texts = Some(texts.clone());
         let b = body(
+            cfg.base.target.api,
             &self.model,
             &cfg.task,
             item,

@@ -19,7 +19,8 @@ pub(crate) fn metadata(
     let task = &cfg.task;
     let prompt = task.items.first().map_or("", |i| i.prompt.as_str());
     let ds = task.dataset.as_ref();
-    let omitted = cfg.max_tokens.is_none_or(|n| n == 0);
+    let api = cfg.base.target.api;
+    let sent = api.limit_sent(cfg.max_tokens);
     CsMetadata {
         version: env!("CARGO_PKG_VERSION").into(),
         mode: "completion_stats".into(),
@@ -37,9 +38,10 @@ pub(crate) fn metadata(
         prompt_source: task.prompt_source.clone(),
         prompt_chars: prompt.chars().count(),
         timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        max_tokens: cfg.max_tokens.filter(|_| !omitted),
-        token_limit_field: "max_tokens".into(),
-        max_tokens_omitted: omitted,
+        api: Some(api.name().into()),
+        max_tokens: sent,
+        token_limit_field: api.limit_field().into(),
+        max_tokens_omitted: sent.is_none(),
         fixed_concurrency: cfg.fixed_concurrency,
         requested_runs: cfg.requested_runs,
         concurrency_levels_requested: cfg.levels.clone(),

@@ -15,11 +15,12 @@ use ldb_eval::task::{Task, TaskItem};
 /// Characters kept in `output_excerpt`.
 const EXCERPT_CHARS: usize = 240;
 
-/// The chat body for `item` (written by [`Api::body`]): streaming with
-/// usage at the end, no `ignore_eos` (the answer's natural length is what
-/// is measured), the token limit only when set, then the task's own fields
-/// on top.
+/// The body for `item` in the run's API (written by [`Api::body`]):
+/// streaming with usage at the end, no `ignore_eos` (the answer's natural
+/// length is what is measured), the token limit only when set (Messages
+/// always carries one), then the task's own fields on top.
 pub(crate) fn body(
+    api: Api,
     model: &str,
     task: &Task,
     item: &TaskItem,
@@ -40,7 +41,7 @@ pub(crate) fn body(
         content: item.prompt.clone(),
         tool: None,
     });
-    let mut b = Api::Chat.body(&RequestInput {
+    let mut b = api.body(&RequestInput {
         model,
         messages: &messages,
         max_tokens,
@@ -173,7 +174,8 @@ mod tests {
             .insert("thinking".into(), json!({"type": "enabled"}));
         let item = task.items[0].clone();
         let b: Value =
-            serde_json::from_slice(&body("m", &task, &item, None, Some(0.0), None)).unwrap();
+            serde_json::from_slice(&body(Api::Chat, "m", &task, &item, None, Some(0.0), None))
+                .unwrap();
         assert!(b.get("max_tokens").is_none());
         assert!(b.get("ignore_eos").is_none());
         assert_eq!(b["stream_options"]["include_usage"], true);
@@ -182,10 +184,12 @@ mod tests {
         assert_eq!(b["temperature"], 0.0);
         assert_eq!(b["thinking"]["type"], "enabled");
         let b: Value =
-            serde_json::from_slice(&body("m", &task, &item, Some(0), None, None)).unwrap();
+            serde_json::from_slice(&body(Api::Chat, "m", &task, &item, Some(0), None, None))
+                .unwrap();
         assert!(b.get("max_tokens").is_none(), "0 means omitted");
         let b: Value =
-            serde_json::from_slice(&body("m", &task, &item, Some(7), None, None)).unwrap();
+            serde_json::from_slice(&body(Api::Chat, "m", &task, &item, Some(7), None, None))
+                .unwrap();
         assert_eq!(b["max_tokens"], 7);
     }
 }

@@ -47,7 +47,11 @@ async fn serve(st: Arc<AppState>, api: Api, headers: HeaderMap, body: Bytes) -> 
         let msg = json!({"error": {"message": "expected a JSON object with stream: true and its messages", "type": "invalid_request_error"}});
         return (StatusCode::BAD_REQUEST, axum::Json(msg)).into_response();
     };
-    let resp = chat_stream_for(st, headers, Bytes::from(chat.to_string())).await;
+    let route = match api {
+        Api::Responses => "POST /v1/responses",
+        Api::Messages => "POST /v1/messages",
+    };
+    let resp = chat_stream_for(st, route, headers, Bytes::from(chat.to_string())).await;
     if resp.status() != StatusCode::OK {
         return resp;
     }
@@ -263,7 +267,9 @@ impl Writer {
         let length = self.finish.as_deref() == Some("length");
         match self.api {
             Api::Responses => {
-                let r = json!({"id": format!("resp_{}", self.id), "object": "response", "status": "completed",
+                // vLLM says `incomplete` (with the reason) for an answer cut at its limit
+                let status = if length { "incomplete" } else { "completed" };
+                let r = json!({"id": format!("resp_{}", self.id), "object": "response", "status": status,
                     "incomplete_details": if length { json!({"reason": "max_output_tokens"}) } else { Value::Null },
                     "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
                               "output_tokens": output, "output_tokens_details": {"reasoning_tokens": n(&u["completion_tokens_details"]["reasoning_tokens"])},

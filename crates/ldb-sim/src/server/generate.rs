@@ -29,16 +29,18 @@ pub(crate) async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(st, Kind::Chat, headers, body).await
+    generate(st, Kind::Chat, "POST /v1/chat/completions", headers, body).await
 }
 
-/// A streamed chat answer for another API's route (`api_frames`).
+/// A streamed chat answer for another API's route (`api_frames`), counted
+/// under that route.
 pub(crate) async fn chat_stream_for(
     st: Arc<AppState>,
+    route: &'static str,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(st, Kind::Chat, headers, body).await
+    generate(st, Kind::Chat, route, headers, body).await
 }
 
 /// Text completions.
@@ -47,15 +49,18 @@ pub(crate) async fn completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(st, Kind::Completion, headers, body).await
+    generate(st, Kind::Completion, "POST /v1/completions", headers, body).await
 }
 
-async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes) -> Response {
+async fn generate(
+    st: Arc<AppState>,
+    kind: Kind,
+    route: &'static str,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let p = st.personality;
-    st.count(match kind {
-        Kind::Chat => "POST /v1/chat/completions",
-        Kind::Completion => "POST /v1/completions",
-    });
+    st.count(route);
     let f = &st.cfg.faults;
     let ordinal = st.generation_requests.fetch_add(1, Ordering::Relaxed) + 1;
     let chosen = f.error_requests.contains(&ordinal);
@@ -68,7 +73,9 @@ async fn generate(st: Arc<AppState>, kind: Kind, headers: HeaderMap, body: Bytes
     }
     let req = match prepare(&st, kind, &headers, &body) {
         Ok(mut r) => {
-            if kind == Kind::Chat && r.tool_call.is_none() {
+            // a scripted answer is the model's, whatever the route (the
+            // completions route has no reasoning parser: its text holds both)
+            if r.tool_call.is_none() {
                 r.script = Script::next(&st);
                 if let Some(s) = &r.script {
                     // the scripted length is where the model stops
