@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use crate::settings::CpuFabricSettings;
-use crate::status::FabricStatus;
+use ldb_core::document::FabricStatus;
 use crate::topology::{Roots, Topology};
 
 /// Threads per node when `--amd-fabric-threads` is 0: the reference's cap.
