@@ -11,7 +11,7 @@ pub mod helper;
 pub mod settings;
 pub mod topology;
 
-pub use settings::{CpuFabricSettings, P2pSettings};
 /// The status of a fabric block: the result document's own type, so that
 /// what the diagnostics write and what the reports read are one enum.
 pub use ldb_core::document::FabricStatus;
+pub use settings::{CpuFabricSettings, P2pSettings};

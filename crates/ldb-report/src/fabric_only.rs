@@ -134,7 +134,12 @@ mod tests {
         let d = FabricOnlyDocument::from_file_value(&v).expect("a fabric-only file");
         assert_eq!(d.nvidia_p2p_override, None);
         assert!(!d.p2pmark.ran() && !d.amd_fabric.ran());
-        for mode in [json!("decode"), json!("completion_stats"), json!(3), Value::Null] {
+        for mode in [
+            json!("decode"),
+            json!("completion_stats"),
+            json!(3),
+            Value::Null,
+        ] {
             let v = json!({"metadata": {"mode": mode}});
             assert_eq!(FabricOnlyDocument::from_file_value(&v), None, "{v}");
         }

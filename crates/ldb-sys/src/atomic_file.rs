@@ -35,10 +35,9 @@ impl AtomicWriteError {
     /// operating system's own).
     pub fn into_io(self) -> io::Error {
         match self {
-            AtomicWriteError::NotAFile => io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the path does not name a file",
-            ),
+            AtomicWriteError::NotAFile => {
+                io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file")
+            }
             AtomicWriteError::Io { cause, .. } => cause,
         }
     }

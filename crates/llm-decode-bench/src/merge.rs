@@ -33,7 +33,10 @@ pub fn run(a: &MergeArgs) -> Result<i32, AppError> {
     let doc =
         merged_document(&recs).map_err(|e| AppError::Config(format!("merge refused: {e}")))?;
     ldb_report::json::prepare_output(&a.output).map_err(|e| AppError::Output(e.to_string()))?;
-    let runs = [Run { name: "", doc: &doc }];
+    let runs = [Run {
+        name: "",
+        doc: &doc,
+    }];
     export::write_atomic(&export::Json, &runs, &a.output)
         .map_err(|e| AppError::Output(e.to_string()))?;
     println!(

@@ -316,7 +316,9 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(
             keys,
-            ["\"avg\"", "\"min\"", "\"max\"", "\"p50\"", "\"p90\"", "\"p99\"", "\"std\""]
+            [
+                "\"avg\"", "\"min\"", "\"max\"", "\"p50\"", "\"p90\"", "\"p99\"", "\"std\""
+            ]
         );
         let back: DistSpread = serde_json::from_str(&text).unwrap();
         assert_eq!(back, d);

@@ -81,7 +81,12 @@ where
     assert!(temporaries(dir).is_empty(), "{}", exporter.format());
     write_atomic(exporter, doc, &path).unwrap();
     let bytes = exporter.serialize(doc).unwrap();
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "{}", exporter.format());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "{}",
+        exporter.format()
+    );
     assert!(temporaries(dir).is_empty(), "{}", exporter.format());
 }
 
