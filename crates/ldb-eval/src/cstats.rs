@@ -18,4 +18,4 @@ pub use document::{
 };
 pub use live::{CsEvent, CsLive, LiveLevel};
 pub use run::{CsRun, Phase};
-pub use summary::{Dist, RunSummary, summarize_runs, union_seconds};
+pub use summary::{DistSpread, RunSummary, summarize_runs, union_seconds};

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::status::FabricStatus;
+use ldb_core::document::FabricStatus;
 
 /// Output kept per stream; a helper printing more is cut (the JSON line is
 /// the last one, so a cut stdout is reported as a parse failure).

@@ -9,8 +9,9 @@ pub mod cpu;
 pub mod gpu;
 pub mod helper;
 pub mod settings;
-pub mod status;
 pub mod topology;
 
+/// The status of a fabric block: the result document's own type, so that
+/// what the diagnostics write and what the reports read are one enum.
+pub use ldb_core::document::FabricStatus;
 pub use settings::{CpuFabricSettings, P2pSettings};
-pub use status::FabricStatus;

@@ -1,26 +1,16 @@
-//! The completion-stats report: the console tables printed after a run,
-//! and the atomic write of its result file. docs/completion-stats.md
-//! describes each table.
+//! The completion-stats report: the console tables printed after a run
+//! (its file and this text are written through `export::Json` and
+//! `export::Text`). docs/completion-stats.md describes each table.
 
 use std::io::{self, Write};
-use std::path::Path;
 
 use ldb_eval::cstats::{CsDocument, CsRun, RunSummary};
 
-use crate::error::Result;
-use crate::json::write_bytes_atomic;
 use crate::text::TextOptions;
 use crate::text::hardware::power_line;
 use crate::text::style::{Tone, note, paint};
 use crate::text::table::panel;
 use crate::text::table::{Cell, Table};
-
-/// Writes `doc` as pretty JSON to `path` atomically (a reader sees the old
-/// file or the new one, never a torn one).
-pub fn write_atomic(path: &Path, doc: &CsDocument) -> Result<()> {
-    let text = serde_json::to_string_pretty(doc).unwrap_or_default();
-    write_bytes_atomic(path, |f| f.write_all(text.as_bytes()))
-}
 
 /// Failed or wrong answers listed at most.
 const FAILED_ROWS: usize = 12;

@@ -1,12 +1,16 @@
-//! The output formats of a result behind one trait: each [`Exporter`]
-//! turns runs into the bytes of its format, and writing them (atomically
-//! to a file, or to stdout) is shared. The run's save hook and the
-//! `report` subcommand both go through it, so a new format is one
+//! The output formats behind one trait: each [`Exporter`] turns a document
+//! into the bytes of its format, and writing them (atomically to a file, or
+//! to stdout) is shared. Every file the program writes as a document goes
+//! through [`write_atomic`], so a new format or a new document is one
 //! implementation here.
 //!
-//! Six formats: the result JSON, the HTML page (the only one that overlays
-//! several runs), CSV, Markdown, the request samples as JSON lines, and
-//! the text report.
+//! The documents: a result's runs (`[Run]`: the result JSON, the HTML page,
+//! the only format that overlays several runs, CSV, Markdown, the request
+//! samples as JSON lines, the text report); the completion-stats result
+//! (JSON, text); the standalone paired comparison (JSON) and the paired
+//! comparison's text; the fabric-only file (JSON); `compare`'s report
+//! (JSON, text, Markdown) and its fabric-only comparison (JSON). Their
+//! implementations are in [`documents`].
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -14,11 +18,17 @@ use std::path::Path;
 use crate::html::{HtmlOptions, Input};
 use crate::text::TextOptions;
 
+#[cfg(test)]
+mod atomic_tests;
+mod documents;
+
 /// One run in an export: its name (the HTML page's series) and document.
 pub type Run<'a> = Input<'a>;
 
-/// One output format of a result.
-pub trait Exporter {
+/// What every format says of itself, whatever the document: its name and
+/// whether it overlays several runs. Apart from [`Exporter`] so that a
+/// format that exports several documents has one name.
+pub trait Format {
     /// The format's name in messages (`CSV`, `HTML report`, …).
     fn format(&self) -> &'static str;
 
@@ -27,16 +37,36 @@ pub trait Exporter {
     fn overlays_runs(&self) -> bool {
         false
     }
-
-    /// The runs in this format.
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>>;
 }
 
-/// The result JSON (pretty, as the result file is saved).
+/// One output format of a document `D`: the document's bytes.
+pub trait Exporter<D: ?Sized>: Format {
+    /// The document in this format.
+    fn serialize(&self, doc: &D) -> io::Result<Vec<u8>>;
+}
+
+/// A fixed number of runs exports as the same runs in a slice.
+impl<'a, const N: usize, E: Exporter<[Run<'a>]> + ?Sized> Exporter<[Run<'a>; N]> for E {
+    fn serialize(&self, runs: &[Run<'a>; N]) -> io::Result<Vec<u8>> {
+        Exporter::<[Run<'a>]>::serialize(self, runs)
+    }
+}
+
+/// The JSON of a document (pretty, as each file has always been written).
 pub struct Json;
 
 /// The self-contained HTML page.
 pub struct Html(pub HtmlOptions);
+
+impl Html {
+    /// The page's exporter: the one place its options are built (the run's
+    /// save hook, the coding peak and `report --html` all call this).
+    pub fn new(show_capacity_limited_values: bool) -> Html {
+        Html(HtmlOptions {
+            show_capacity_limited_values,
+        })
+    }
+}
 
 /// One CSV row per cell.
 pub struct Csv;
@@ -55,17 +85,19 @@ fn first<'r, 'a>(runs: &'r [Run<'a>]) -> io::Result<&'r Run<'a>> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no result to export"))
 }
 
-impl Exporter for Json {
+impl Format for Json {
     fn format(&self) -> &'static str {
         "JSON"
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Json {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         Ok(first(runs)?.doc.to_json_string().into_bytes())
     }
 }
 
-impl Exporter for Html {
+impl Format for Html {
     fn format(&self) -> &'static str {
         "HTML report"
     }
@@ -73,52 +105,62 @@ impl Exporter for Html {
     fn overlays_runs(&self) -> bool {
         true
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Html {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         Ok(crate::html::render(runs, &self.0).into_bytes())
     }
 }
 
-impl Exporter for Csv {
+impl Format for Csv {
     fn format(&self) -> &'static str {
         "CSV"
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Csv {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
         crate::csv::write(first(runs)?.doc, &mut buf).map_err(io::Error::other)?;
         Ok(buf)
     }
 }
 
-impl Exporter for Markdown {
+impl Format for Markdown {
     fn format(&self) -> &'static str {
         "Markdown"
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Markdown {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         Ok(crate::markdown::render(first(runs)?.doc).into_bytes())
     }
 }
 
-impl Exporter for Jsonl {
+impl Format for Jsonl {
     fn format(&self) -> &'static str {
         "request-samples JSONL"
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Jsonl {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
         crate::jsonl::write(first(runs)?.doc, &mut buf)?;
         Ok(buf)
     }
 }
 
-impl Exporter for Text {
+impl Format for Text {
     fn format(&self) -> &'static str {
         "text report"
     }
+}
 
-    fn serialize(&self, runs: &[Run<'_>]) -> io::Result<Vec<u8>> {
+impl<'a> Exporter<[Run<'a>]> for Text {
+    fn serialize(&self, runs: &[Run<'a>]) -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
         crate::text::render(first(runs)?.doc, &self.0, &mut buf)?;
         Ok(buf)
@@ -126,12 +168,18 @@ impl Exporter for Text {
 }
 
 /// Writes the export to `path`, replacing the file atomically (temporary
-/// file and rename), so a reader mid-run never sees half a file. Returns
-/// the number of lines written (the request samples' count for JSONL).
-pub fn write_atomic(exporter: &dyn Exporter, runs: &[Run<'_>], path: &Path) -> crate::Result<u64> {
+/// file and rename: `ldb_sys::atomic_file`), so a reader mid-run never sees
+/// half a file, and a failed write (the format's or the disk's) leaves the
+/// old file whole. Returns the number of lines written (the request
+/// samples' count for JSONL).
+pub fn write_atomic<D: ?Sized, E: Exporter<D> + ?Sized>(
+    exporter: &E,
+    doc: &D,
+    path: &Path,
+) -> crate::Result<u64> {
     let mut lines = 0;
     crate::json::write_bytes_atomic(path, |f| {
-        let bytes = exporter.serialize(runs)?;
+        let bytes = exporter.serialize(doc)?;
         lines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
         f.write_all(&bytes)
     })?;
@@ -140,8 +188,12 @@ pub fn write_atomic(exporter: &dyn Exporter, runs: &[Run<'_>], path: &Path) -> c
 
 /// Writes the export to `w` (stdout for `-`); a closed pipe is the
 /// caller's to ignore.
-pub fn write_to(exporter: &dyn Exporter, runs: &[Run<'_>], w: &mut impl Write) -> io::Result<()> {
-    w.write_all(&exporter.serialize(runs)?)?;
+pub fn write_to<D: ?Sized, E: Exporter<D> + ?Sized>(
+    exporter: &E,
+    doc: &D,
+    w: &mut impl Write,
+) -> io::Result<()> {
+    w.write_all(&exporter.serialize(doc)?)?;
     w.flush()
 }
 

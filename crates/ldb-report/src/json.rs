@@ -5,14 +5,16 @@
 //! disk and renames it over the target, so a reader (or a run killed at any
 //! moment) only ever sees the previous complete file or the new complete file,
 //! never a truncated one. [`prepare_output`] tells before a run whether
-//! writes can succeed at all.
+//! writes can succeed at all. The protocol itself is `ldb_sys::atomic_file`,
+//! the one file-replacing helper of the program; this module words its
+//! errors for a result file.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use ldb_core::document::ResultDocument;
+use ldb_sys::atomic_file::{self, AtomicWriteError};
 
 use crate::error::{ReportError, Result};
 
@@ -31,49 +33,12 @@ pub fn write_to(w: &mut impl Write, doc: &ResultDocument) -> io::Result<()> {
     w.write_all(doc.to_json_string().as_bytes())
 }
 
-/// Writes any JSON value (pretty, newline-terminated) to `path` atomically:
-/// the standalone paired comparison's document.
-pub fn write_value_atomic(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned());
-    text.push('\n');
-    write_bytes_atomic(path, |f| f.write_all(text.as_bytes()))
-}
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// The atomic-replace protocol around a `fill` step that writes the contents.
 pub(crate) fn write_bytes_atomic(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| ReportError::NotAFile {
-            path: path.to_path_buf(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let err = |action, cause| ReportError::Io {
-        action,
-        path: path.to_path_buf(),
-        cause,
-    };
-    let (tmp, mut file) =
-        create_temp(&dir, &name).map_err(|e| err("create a temporary file for", e))?;
-    let written = fill(&mut file)
-        .map_err(|e| err("write", e))
-        .and_then(|()| file.sync_all().map_err(|e| err("flush", e)));
-    drop(file);
-    if let Err(e) = written.and_then(|()| fs::rename(&tmp, path).map_err(|e| err("replace", e))) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    sync_dir(&dir);
-    Ok(())
+    atomic_file::write(path, fill).map_err(|e| worded(path, e))
 }
 
 /// Prepares, before a run sends anything, the writing of the result file
@@ -82,54 +47,27 @@ pub(crate) fn write_bytes_atomic(
 /// be able to create files in it. The check creates a temporary file and
 /// removes it again, so it leaves no file behind.
 pub fn prepare_output(path: &Path) -> Result<()> {
-    let err = |action, cause| ReportError::Io {
-        action,
-        path: path.to_path_buf(),
-        cause,
-    };
-    let name = match path.file_name() {
-        Some(n) if !path.is_dir() => n.to_string_lossy().into_owned(),
-        _ => {
-            return Err(ReportError::NotAFile {
-                path: path.to_path_buf(),
-            });
-        }
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        fs::create_dir_all(&dir).map_err(|e| err("create the directory of", e))?;
-    }
-    let (tmp, file) = create_temp(&dir, &name).map_err(|e| err("create", e))?;
-    drop(file);
-    fs::remove_file(&tmp).map_err(|e| err("create", e))
+    atomic_file::prepare(path).map_err(|e| worded(path, e))
 }
 
-/// A new, exclusively created `.<name>.<pid>.<n>.tmp` in `dir`.
-fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Makes the rename durable where the platform allows syncing a directory.
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        // Best effort: some platforms and file systems refuse fsync on a directory.
-        let _ = d.sync_all();
+/// The one-line error naming the result file.
+fn worded(path: &Path, e: AtomicWriteError) -> ReportError {
+    match e {
+        AtomicWriteError::NotAFile => ReportError::NotAFile {
+            path: path.to_path_buf(),
+        },
+        AtomicWriteError::Io { action, cause } => ReportError::Io {
+            action,
+            path: path.to_path_buf(),
+            cause,
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn leftovers(dir: &Path) -> Vec<String> {

@@ -25,6 +25,7 @@ pub mod cstats;
 pub mod csv;
 mod error;
 pub mod export;
+pub mod fabric_only;
 #[cfg(test)]
 mod hostile_numbers_tests;
 #[cfg(test)]

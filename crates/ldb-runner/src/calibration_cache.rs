@@ -52,14 +52,11 @@ impl CalibrationCache {
         self.entries.insert(key.to_string(), v);
     }
 
-    /// Writes the file (a temporary file renamed over it); a failure is
-    /// silent, as a cache may be read-only.
+    /// Writes the file atomically (a temporary file renamed over it); a
+    /// failure is silent, as a cache may be read-only.
     pub fn write(&self, path: &Path) {
-        let tmp = path.with_extension("tmp");
         let text = Value::Object(self.entries.clone()).to_string();
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
-        }
+        let _ = ldb_sys::atomic_file::write_bytes(path, text.as_bytes());
     }
 }
 

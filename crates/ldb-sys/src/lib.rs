@@ -6,7 +6,8 @@
 //! above this crate stays `unsafe_code = "forbid"`. It also holds the one
 //! function that starts a program ([`child::command`], no unsafe): the
 //! operating-system edge, where the benchmark's secrets are kept from
-//! children.
+//! children. And the one way a file is replaced ([`atomic_file`], no
+//! unsafe): temporary file, flush, rename.
 //!
 //! What keeps the safe API sound (docs/security.md, "Manifests and
 //! ldb-sys"): a loader that would trust the signatures of any file is an
@@ -19,6 +20,7 @@
 //! touches stays alive until that stream is synchronised
 //! ([`cuda::Stream::synchronize`]).
 
+pub mod atomic_file;
 pub mod child;
 pub mod clock_sync;
 pub mod cuda;

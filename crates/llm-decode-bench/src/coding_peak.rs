@@ -60,9 +60,7 @@ pub async fn run(
     println!("Results saved to {}", output.display());
     if let Some(path) = html {
         // The page was last written with the matrix; add the probe to it.
-        let html = export::Html(ldb_report::html::HtmlOptions {
-            show_capacity_limited_values: opts.show_capacity_limited_values,
-        });
+        let html = export::Html::new(opts.show_capacity_limited_values);
         if let Err(e) = export::write_atomic(&html, &runs, path) {
             eprintln!("warning: the HTML report was not updated with the coding peak: {e}");
         }

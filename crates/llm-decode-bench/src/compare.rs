@@ -4,9 +4,13 @@
 
 use std::io::Write;
 
-use ldb_report::compare::fabric::{compare_fabric, render_fabric_text};
+use ldb_report::compare::fabric::{
+    FabricCompareOutput, FabricRowOut, FabricRunOut, compare_fabric, render_fabric_text,
+};
 use ldb_report::compare::interference::{compare_interference, render_interference_text};
-use ldb_report::compare::{CompareReport, Comparison, render_markdown, render_text, to_json};
+use ldb_report::compare::{CompareReport, Comparison};
+use ldb_report::export::{self, Exporter};
+use ldb_report::fabric_only::FabricOnlyDocument;
 
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::error::{AppError, exit, exit_with};
@@ -60,17 +64,15 @@ fn compare(a: &CompareArgs) -> Result<i32, AppError> {
         forced: a.force,
         comparisons,
     };
-    let text = match a.format {
-        CompareFormat::Text => render_text(&report),
-        CompareFormat::Markdown => render_markdown(&report),
-        CompareFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&to_json(&report)).unwrap_or_default();
-            s.push('\n');
-            s
-        }
+    // The comparison's text takes no options of the text report.
+    let text = export::Text(Default::default());
+    let exporter: &dyn Exporter<CompareReport> = match a.format {
+        CompareFormat::Text => &text,
+        CompareFormat::Markdown => &export::Markdown,
+        CompareFormat::Json => &export::Json,
     };
     // A closed pipe (`| head`) is not an error of the comparison.
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let _ = export::write_to(exporter, &report, &mut std::io::stdout().lock());
     // The interference probes, when either run has one (text forms only).
     for (doc, name) in new_docs.iter().zip(&names[1..]) {
         let rows = compare_interference(base_doc, doc);
@@ -98,9 +100,9 @@ fn compare(a: &CompareArgs) -> Result<i32, AppError> {
 
 /// A fabric-only file (`--p2pmark-only`, `--amd-fabric-only`).
 fn is_fabric_only(v: &serde_json::Value) -> bool {
-    v["metadata"]["mode"].as_str().is_some_and(|m| {
-        m.ends_with("_only") && (m.contains("p2pmark") || m.contains("amd_fabric"))
-    })
+    v["metadata"]["mode"]
+        .as_str()
+        .is_some_and(FabricOnlyDocument::is_fabric_only_mode)
 }
 
 /// Fabric-only files: each new run's fabric blocks against the base's.
@@ -123,24 +125,22 @@ fn compare_fabric_only(
         regressed |= rows.iter().any(|r| r.regressed);
         out.push_str(&format!("{name} vs {}\n", names[0]));
         out.push_str(&render_fabric_text(&rows, a.threshold));
-        json_runs.push(serde_json::json!({
-            "base": names[0],
-            "new": name,
-            "rows": rows.iter().map(|r| serde_json::json!({
-                "block": r.block, "path": r.path, "metric": r.metric, "base": r.base,
-                "new": r.new, "change_pct": r.change_pct, "regressed": r.regressed,
-            })).collect::<Vec<_>>(),
-        }));
+        json_runs.push(FabricRunOut {
+            base: names[0].clone(),
+            new: name.clone(),
+            rows: rows.iter().map(FabricRowOut::from).collect(),
+        });
     }
+    let mut stdout = std::io::stdout().lock();
     if a.format == CompareFormat::Json {
-        out = serde_json::to_string_pretty(&serde_json::json!({
-            "threshold_pct": a.threshold,
-            "fabric": json_runs,
-        }))
-        .unwrap_or_default();
-        out.push('\n');
+        let doc = FabricCompareOutput {
+            threshold_pct: a.threshold,
+            fabric: json_runs,
+        };
+        let _ = export::write_to(&export::Json, &doc, &mut stdout);
+    } else {
+        let _ = stdout.write_all(out.as_bytes());
     }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
     Ok(if regressed {
         exit::REGRESSION
     } else {

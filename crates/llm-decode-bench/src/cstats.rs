@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ldb_eval::cstats::{CsDocument, CsRun, Phase};
+use ldb_report::export;
 use ldb_runner::cstats::{CsConfig, CsEvent, CsHooks, CsOutcome, run_completion_stats};
 
 use crate::cli::BenchArgs;
@@ -151,25 +152,25 @@ impl Mode for CsSession {
                     if c.error.is_none() {
                         comparison = Some(c);
                     }
-                    if let Err(e) = ldb_report::cstats::write_atomic(output, &doc) {
+                    if let Err(e) = export::write_atomic(&export::Json, &doc, output) {
                         return Err(AppError::Output(e.to_string()));
                     }
                 }
                 Err(e) => eprintln!("warning: --compare-baseline: {e}"),
             }
         }
-        let opts = ldb_report::text::TextOptions {
+        let text = export::Text(ldb_report::text::TextOptions {
             width: crate::app::terminal_width(),
             show_capacity_limited_values: false,
             color: std::io::stdout().is_terminal(),
-        };
+        });
         let mut out = std::io::stdout().lock();
         if outcome.interrupted {
             let _ = writeln!(out, "Interrupted by user. Saving partial results...");
         }
-        let _ = ldb_report::cstats::render(&doc, &opts, &mut out);
+        let _ = export::write_to(&text, &doc, &mut out);
         if let Some(c) = &comparison {
-            let _ = write!(out, "{}", ldb_report::text::render_paired(c, &opts));
+            let _ = export::write_to(&text, c, &mut out);
         } else if let Some(e) = doc.comparison.as_ref().and_then(|c| c.error.as_deref()) {
             let _ = writeln!(out, "Paired comparison: {e}");
         }
@@ -248,7 +249,11 @@ fn paired_comparison(
 /// kept for the exit code.
 fn save_to(output: PathBuf, saves: Saves) -> Box<dyn Fn(&CsDocument) + Send + Sync> {
     Box::new(move |doc| {
-        saves.write(|| ldb_report::cstats::write_atomic(&output, doc).map_err(|e| e.to_string()))
+        saves.write(|| {
+            export::write_atomic(&export::Json, doc, &output)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
     })
 }
 

@@ -12,6 +12,8 @@ use ldb_core::document::{FabricBlock, FabricStatus};
 use ldb_fabric::settings::AllreduceSizes;
 use ldb_fabric::topology::{Roots, Topology};
 use ldb_fabric::{CpuFabricSettings, P2pSettings};
+use ldb_report::export;
+use ldb_report::fabric_only::{FabricOnlyDocument, FabricOnlyMetadata};
 use serde_json::{Value, json};
 
 use crate::error::{AppError, exit};
@@ -270,23 +272,24 @@ pub async fn run_only(plan: FabricPlan, output: &Path, width: u16) -> Result<i32
     let blocks = tokio::task::spawn_blocking(move || run(&p, width, &mut std::io::stdout().lock()))
         .await
         .map_err(|e| AppError::Output(format!("the fabric diagnostic stopped: {e}")))?;
-    let p2p_override = serde_json::to_value(ldb_telemetry::diagnostics::check_p2p(
+    let p2p_override = ldb_telemetry::diagnostics::check_p2p(
         Path::new(ldb_core::hardware::p2p::PARAMS_PATH),
         Path::new(ldb_core::hardware::p2p::MODPROBE_PATH),
-    ))
-    .unwrap_or(Value::Null);
-    let doc = json!({
-        "metadata": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "mode": mode,
-            "timestamp": chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
-            "tool": "llm-decode-bench",
+    );
+    let doc = FabricOnlyDocument {
+        metadata: FabricOnlyMetadata {
+            version: env!("CARGO_PKG_VERSION").into(),
+            mode: mode.into(),
+            timestamp: chrono::Local::now()
+                .format("%Y-%m-%dT%H:%M:%S%.6f")
+                .to_string(),
+            tool: "llm-decode-bench".into(),
         },
-        "nvidia_p2p_override": p2p_override,
-        "p2pmark": blocks.p2pmark,
-        "amd_fabric": blocks.amd_fabric,
-    });
-    ldb_report::json::write_value_atomic(output, &doc)
+        nvidia_p2p_override: Some(p2p_override),
+        p2pmark: blocks.p2pmark.clone(),
+        amd_fabric: blocks.amd_fabric.clone(),
+    };
+    export::write_atomic(&export::Json, &doc, output)
         .map_err(|e| AppError::Output(e.to_string()))?;
     let _ = writeln!(std::io::stdout(), "Results saved to {}", output.display());
     let asked = [

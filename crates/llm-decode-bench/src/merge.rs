@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use ldb_report::export::{self, Run};
 use ldb_runner::shard::offline::merged_document;
 use ldb_runner::shard::record::read_record;
 
@@ -32,7 +33,12 @@ pub fn run(a: &MergeArgs) -> Result<i32, AppError> {
     let doc =
         merged_document(&recs).map_err(|e| AppError::Config(format!("merge refused: {e}")))?;
     ldb_report::json::prepare_output(&a.output).map_err(|e| AppError::Output(e.to_string()))?;
-    ldb_report::json::write_atomic(&a.output, &doc).map_err(|e| AppError::Output(e.to_string()))?;
+    let runs = [Run {
+        name: "",
+        doc: &doc,
+    }];
+    export::write_atomic(&export::Json, &runs, &a.output)
+        .map_err(|e| AppError::Output(e.to_string()))?;
     println!(
         "merged {} shards, {} cells into {}",
         recs.len(),

@@ -7,6 +7,8 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+use ldb_report::export;
+
 use crate::cli::BenchArgs;
 use crate::error::{AppError, exit};
 
@@ -62,7 +64,7 @@ impl Standalone {
             color: std::io::stdout().is_terminal(),
             ..Default::default()
         };
-        print!("{}", ldb_report::text::render_paired(&c, &opts));
+        let _ = export::write_to(&export::Text(opts), &c, &mut std::io::stdout().lock());
         if let Some(out) = &self.output {
             write(out, &c, baseline, candidate)?;
             println!("Results saved to {}", out.display());
@@ -86,7 +88,9 @@ fn write(
             .format("%Y-%m-%dT%H:%M:%S%.6f")
             .to_string(),
     );
-    ldb_report::json::write_value_atomic(out, &doc).map_err(|e| AppError::Output(e.to_string()))
+    export::write_atomic(&export::Json, &doc, out)
+        .map(drop)
+        .map_err(|e| AppError::Output(e.to_string()))
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use ldb_report::export::{self, Exporter, Run};
+use ldb_report::export::{self, Exporter, Format, Run};
+use ldb_report::fabric_only::FabricOnlyDocument;
 
 use crate::cli::ReportArgs;
 use crate::error::{AppError, exit, exit_with};
@@ -62,10 +63,9 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
         ));
     }
     if let [one] = a.results.as_slice()
-        && let Some(v) = fabric_only_file(one)
+        && let Some(doc) = fabric_only_file(one)
     {
-        let block = |key: &str| ldb_core::document::FabricBlock::from_value(&v[key]);
-        print_fabric(&block("p2pmark"), &block("amd_fabric"));
+        print_fabric(&doc.p2pmark, &doc.amd_fabric);
         return Ok(exit::OK);
     }
     let slo = crate::app::parse_slo(a.slo.as_deref(), a.slo_preset.as_deref())?;
@@ -88,10 +88,8 @@ fn report(a: &ReportArgs) -> Result<i32, AppError> {
         .map(|(name, doc)| Run { name, doc })
         .collect();
     if let Some(path) = &a.html {
-        let html = export::Html(ldb_report::html::HtmlOptions {
-            show_capacity_limited_values: a.show_capacity_limited_values,
-        });
-        export::write_atomic(&html, &runs, path)
+        let html = export::Html::new(a.show_capacity_limited_values);
+        export::write_atomic(&html, runs.as_slice(), path)
             .map_err(|e| AppError::Output(format!("{}: {e}", html.format())))?;
     }
     let [run] = runs.as_slice() else {
@@ -145,7 +143,7 @@ fn export_one(a: &ReportArgs, run: &Run<'_>) -> Result<(), AppError> {
                 .map_err(|e| AppError::Output(format!("{}: {e}", export::Jsonl.format())))?;
         }
     }
-    let files: [(&Option<std::path::PathBuf>, &dyn Exporter); 2] =
+    let files: [(&Option<std::path::PathBuf>, &dyn Exporter<[Run<'_>]>); 2] =
         [(&a.csv, &export::Csv), (&a.markdown, &export::Markdown)];
     for (path, exporter) in files {
         let Some(path) = path else { continue };
@@ -170,13 +168,11 @@ fn export_one(a: &ReportArgs, run: &Run<'_>) -> Result<(), AppError> {
     Ok(())
 }
 
-/// A fabric-only file (`--…-only`) as JSON, or `None` for any other file
-/// (which the result loader then reads or refuses).
-fn fabric_only_file(path: &Path) -> Option<serde_json::Value> {
+/// A fabric-only file (`--…-only`), or `None` for any other file (which
+/// the result loader then reads or refuses).
+fn fabric_only_file(path: &Path) -> Option<FabricOnlyDocument> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let mode = v["metadata"]["mode"].as_str()?;
-    (mode.ends_with("_only") && (mode.contains("p2pmark") || mode.contains("amd_fabric")))
-        .then_some(v)
+    FabricOnlyDocument::from_file_value(&v)
 }
 
 /// The fabric diagnostics' report (nothing for blocks not run): printed

@@ -6,41 +6,91 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::run::CsRun;
+use ldb_core::result::Dist;
 use ldb_core::stats::summarize;
 
-/// avg / min / max / p50 / p90 / p99 / population std of one metric over
-/// the completed runs; `None` in the summary when no run measured it.
+/// One metric's distribution over the completed runs: the result model's
+/// [`Dist`] (avg, p50, p90, p99: the figures a decode cell has too) and the
+/// spread this document adds (min, max, population std). `None` in the
+/// summary when no run measured it.
+///
+/// One distribution type in the program: the four shared figures are a
+/// `Dist`, read through `Deref` (`spread.p50`); the JSON object keeps this
+/// file's key order, `avg, min, max, p50, p90, p99, std`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Dist {
-    /// Mean.
-    pub avg: f64,
+#[serde(from = "SpreadWire", into = "SpreadWire")]
+pub struct DistSpread {
+    /// Mean and percentiles (linear interpolation, as every percentile in
+    /// this tool).
+    pub dist: Dist,
     /// Smallest.
     pub min: f64,
     /// Largest.
     pub max: f64,
-    /// Median (linear interpolation, as every percentile in this tool).
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
     /// Population standard deviation.
     pub std: f64,
 }
 
-impl Dist {
+impl std::ops::Deref for DistSpread {
+    type Target = Dist;
+
+    fn deref(&self) -> &Dist {
+        &self.dist
+    }
+}
+
+impl DistSpread {
     /// The distribution of the positive finite values; `None` when there are none.
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Dist> {
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<DistSpread> {
         let s = summarize(values);
-        (s.n > 0).then_some(Dist {
-            avg: s.avg,
+        (s.n > 0).then_some(DistSpread {
+            dist: Dist::from(s),
             min: s.min,
             max: s.max,
-            p50: s.p50,
-            p90: s.p90,
-            p99: s.p99,
             std: s.std,
         })
+    }
+}
+
+/// The JSON object of [`DistSpread`], key for key in the file's order.
+#[derive(Serialize, Deserialize)]
+struct SpreadWire {
+    avg: f64,
+    min: f64,
+    max: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    std: f64,
+}
+
+impl From<SpreadWire> for DistSpread {
+    fn from(w: SpreadWire) -> DistSpread {
+        DistSpread {
+            dist: Dist {
+                avg: w.avg,
+                p50: w.p50,
+                p90: w.p90,
+                p99: w.p99,
+            },
+            min: w.min,
+            max: w.max,
+            std: w.std,
+        }
+    }
+}
+
+impl From<DistSpread> for SpreadWire {
+    fn from(d: DistSpread) -> SpreadWire {
+        SpreadWire {
+            avg: d.dist.avg,
+            min: d.min,
+            max: d.max,
+            p50: d.dist.p50,
+            p90: d.dist.p90,
+            p99: d.dist.p99,
+            std: d.std,
+        }
     }
 }
 
@@ -76,17 +126,17 @@ pub struct RunSummary {
     /// Completed runs whose token count is a chunk count.
     pub estimated_token_runs: usize,
     /// Completion tokens per run.
-    pub completion_tokens: Option<Dist>,
+    pub completion_tokens: Option<DistSpread>,
     /// Time to first token.
-    pub ttft: Option<Dist>,
+    pub ttft: Option<DistSpread>,
     /// Send → end of the request.
-    pub elapsed: Option<Dist>,
+    pub elapsed: Option<DistSpread>,
     /// First → last output chunk.
-    pub gen_elapsed: Option<Dist>,
+    pub gen_elapsed: Option<DistSpread>,
     /// Per-run `completion_tokens / gen_elapsed`.
-    pub gen_tok_s: Option<Dist>,
+    pub gen_tok_s: Option<DistSpread>,
     /// Per-run `completion_tokens / elapsed`.
-    pub e2e_tok_s: Option<Dist>,
+    pub e2e_tok_s: Option<DistSpread>,
     /// `Σ completion_tokens` over the time some completed run was generating
     /// (the union of their first → last chunk intervals); with one request
     /// at a time this is `Σ completion_tokens / Σ gen_elapsed`.
@@ -127,7 +177,7 @@ pub fn summarize_runs<'a>(runs: impl IntoIterator<Item = &'a CsRun>) -> RunSumma
     let scored = s.correct + s.wrong;
     s.score_available = scored > 0;
     s.correct_rate = (scored > 0).then(|| s.correct as f64 / scored as f64);
-    let metric = |f: fn(&CsRun) -> f64| Dist::of(done.iter().map(|r| f(r)));
+    let metric = |f: fn(&CsRun) -> f64| DistSpread::of(done.iter().map(|r| f(r)));
     s.completion_tokens = metric(|r| r.completion_tokens as f64);
     s.ttft = metric(|r| r.ttft.unwrap_or(0.0));
     s.elapsed = metric(|r| r.elapsed);
@@ -250,6 +300,28 @@ pub(crate) mod tests {
         // Σtokens / Σgen_elapsed = 600 / 8, not the mean of the per-run rates
         assert!((s.aggregate_gen_tok_s - 75.0).abs() < 1e-12);
         assert!((s.aggregate_e2e_tok_s - 600.0 / 9.5).abs() < 1e-12);
+    }
+
+    /// The spread writes the keys the file always had, in its order, and
+    /// reads back to itself.
+    #[test]
+    fn a_spread_keeps_the_files_keys_and_round_trips() {
+        let d = DistSpread::of([1.0, 2.0, 3.0, 10.0]).expect("values");
+        assert_eq!((d.min, d.max, d.avg), (1.0, 10.0, 4.0));
+        let text = serde_json::to_string(&d).unwrap();
+        let keys: Vec<&str> = text
+            .trim_matches(|c| c == '{' || c == '}')
+            .split(',')
+            .filter_map(|kv| kv.split(':').next())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "\"avg\"", "\"min\"", "\"max\"", "\"p50\"", "\"p90\"", "\"p99\"", "\"std\""
+            ]
+        );
+        let back: DistSpread = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, d);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use crate::settings::CpuFabricSettings;
-use crate::status::FabricStatus;
 use crate::topology::{Roots, Topology};
+use ldb_core::document::FabricStatus;
 
 /// Threads per node when `--amd-fabric-threads` is 0: the reference's cap.
 const AUTO_THREADS_CAP: usize = 64;

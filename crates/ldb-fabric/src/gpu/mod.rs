@@ -27,7 +27,7 @@ pub use assemble::Allreduce;
 pub use cuda::CudaDriver;
 
 use crate::settings::P2pSettings;
-use crate::status::FabricStatus;
+use ldb_core::document::FabricStatus;
 
 /// What the P2P measurement needs from the machine. Pairs are (source or
 /// reader GPU, destination or owner GPU).

@@ -6,6 +6,7 @@
 //! are `ok` in both runs are compared; docs/compare.md.
 
 use ldb_core::document::{FabricBlock, FabricStatus};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One compared number.
@@ -160,6 +161,60 @@ pub fn compare_fabric(base: &Value, new: &Value, threshold: f64) -> Vec<FabricRo
     out
 }
 
+/// `compare --format json` of fabric-only files: the threshold and, per
+/// new run, its rows against the base (docs/compare.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FabricCompareOutput {
+    /// `--threshold`, percent.
+    pub threshold_pct: f64,
+    /// One per new run, in command-line order.
+    pub fabric: Vec<FabricRunOut>,
+}
+
+/// One new run's fabric rows against the base.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FabricRunOut {
+    /// The base file as given.
+    pub base: String,
+    /// The new file as given.
+    pub new: String,
+    /// The compared numbers.
+    pub rows: Vec<FabricRowOut>,
+}
+
+/// A [`FabricRow`] as written (and read back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FabricRowOut {
+    /// `cpu`, `gpu`.
+    pub block: String,
+    /// `N0->N1`, `G0->G2`, `N0<->N1`, `summary`.
+    pub path: String,
+    /// `read GB/s`, `latency us`, …
+    pub metric: String,
+    /// Base run's value.
+    pub base: f64,
+    /// New run's value.
+    pub new: f64,
+    /// (new − base) / base × 100.
+    pub change_pct: f64,
+    /// Beyond the threshold in the bad direction.
+    pub regressed: bool,
+}
+
+impl From<&FabricRow> for FabricRowOut {
+    fn from(r: &FabricRow) -> FabricRowOut {
+        FabricRowOut {
+            block: r.block.into(),
+            path: r.path.clone(),
+            metric: r.metric.into(),
+            base: r.base,
+            new: r.new,
+            change_pct: r.change_pct,
+            regressed: r.regressed,
+        }
+    }
+}
+
 /// The rows as a text table (empty when nothing was comparable).
 pub fn render_fabric_text(rows: &[FabricRow], threshold: f64) -> String {
     if rows.is_empty() {
@@ -233,5 +288,38 @@ mod tests {
         let failed = json!({"amd_fabric": {"status": "timeout"}});
         assert!(compare_fabric(&cpu(50.0, 0.2), &failed, 5.0).is_empty());
         assert_eq!(render_fabric_text(&[], 5.0), "");
+    }
+
+    /// The typed output writes the bytes of the `json!` it replaced and
+    /// reads back to itself.
+    #[test]
+    fn the_fabric_comparison_json_round_trips_in_its_layout() {
+        use crate::export::{Exporter, Json};
+        let rows = compare_fabric(&cpu(50.0, 0.2), &cpu(40.0, 0.25), 5.0);
+        let out = FabricCompareOutput {
+            threshold_pct: 5.0,
+            fabric: vec![FabricRunOut {
+                base: "a.json".into(),
+                new: "b.json".into(),
+                rows: rows.iter().map(FabricRowOut::from).collect(),
+            }],
+        };
+        let before = json!({
+            "threshold_pct": 5.0,
+            "fabric": [json!({
+                "base": "a.json",
+                "new": "b.json",
+                "rows": rows.iter().map(|r| json!({
+                    "block": r.block, "path": r.path, "metric": r.metric, "base": r.base,
+                    "new": r.new, "change_pct": r.change_pct, "regressed": r.regressed,
+                })).collect::<Vec<_>>(),
+            })],
+        });
+        let mut old = serde_json::to_string_pretty(&before).unwrap();
+        old.push('\n');
+        let bytes = Json.serialize(&out).unwrap();
+        assert_eq!(String::from_utf8(bytes.clone()).unwrap(), old);
+        let back: FabricCompareOutput = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, out);
     }
 }

@@ -71,9 +71,7 @@ pub fn record_path(output: &Path, index: u32) -> PathBuf {
 /// Write the record atomically (a temporary file renamed over the old one).
 pub fn write_record(path: &Path, rec: &ShardRecordFile) -> std::io::Result<()> {
     let text = serde_json::to_string(rec).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("tmp-shard");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    ldb_sys::atomic_file::write_bytes(path, text.as_bytes()).map_err(|e| e.into_io())
 }
 
 /// This host's clock-sync state now, from the kernel (`adjtimex`).

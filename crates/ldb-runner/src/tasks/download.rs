@@ -2,7 +2,6 @@
 //! only then move it into the cache. A file that does not match is never
 //! cached, so a later run cannot pick up a bad copy.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -86,18 +85,5 @@ fn store(bytes: &[u8], dest: &Path) -> Result<(), TaskError> {
     let fail = |e: std::io::Error| TaskError(format!("{}: {e}", dest.display()));
     let dir = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(fail)?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.part-{}", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, dest)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
+    ldb_sys::atomic_file::write_bytes(dest, bytes).map_err(|e| fail(e.into_io()))
 }

@@ -32,9 +32,7 @@ impl LiveHtml {
             name: &self.name,
             doc,
         }];
-        let html = export::Html(ldb_report::html::HtmlOptions {
-            show_capacity_limited_values: self.show_capacity_limited_values,
-        });
+        let html = export::Html::new(self.show_capacity_limited_values);
         let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
         match export::write_atomic(&html, &runs, &self.path) {
             Ok(_) => *error = None,
