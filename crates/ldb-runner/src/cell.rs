@@ -65,7 +65,7 @@ pub(crate) const OUTPUT_SLOTS: u32 = 8;
 /// second window usually misses it. A second stall keeps the cell with its
 /// `client_stall_max_s` and the report's warning.
 pub async fn measure_cell(rc: &RunCtx, spec: CellSpec) -> CellOutput {
-    if let Some(leader) = crate::shard::leader() {
+    if let Some(leader) = rc.executor.leader() {
         return crate::shard::cell::run_sharded_cell(rc, &leader, spec).await;
     }
     let first = run_cell(rc, spec.clone()).await;

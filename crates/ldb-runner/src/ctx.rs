@@ -89,6 +89,8 @@ pub struct RunCtx {
     pub(crate) prefix: crate::prefix::PrefixState,
     /// The interference probe's prompts and solo TTFTs (`interference.rs`).
     pub(crate) probe: crate::interference::ProbeState,
+    /// Local, or leading shards (`shard.rs`).
+    pub(crate) executor: crate::shard::CellExecutor,
 }
 
 impl RunCtx {

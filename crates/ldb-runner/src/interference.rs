@@ -50,7 +50,7 @@ pub(crate) struct ProbeState {
 /// Whether this run probes: the flag is given and the cell is measured by
 /// this process alone (the CLI refuses it for every other mode).
 pub(crate) fn wanted(rc: &RunCtx) -> bool {
-    !rc.cfg.matrix.mixed_prefill_contexts.is_empty() && crate::shard::leader().is_none()
+    !rc.cfg.matrix.mixed_prefill_contexts.is_empty() && rc.executor.leader().is_none()
 }
 
 /// Keep the sized prompts and the server's limits for the cells.

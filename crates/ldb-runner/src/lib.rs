@@ -60,4 +60,5 @@ mod window_stop;
 pub use config::{PrefillMetric, RunConfig};
 pub use ctx::{Controls, Hardware};
 pub use live::Live;
-pub use run::{RunError, RunHooks, RunOutcome, run};
+pub use run::{RunError, RunHooks, RunOutcome, run, run_with};
+pub use shard::CellExecutor;

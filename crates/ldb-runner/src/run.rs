@@ -23,6 +23,7 @@ use crate::prefill_phase::prefill_phase;
 use crate::prompts::{PromptPlan, size_prompts};
 use crate::recorder::{Recorder, SaveFn};
 use crate::resume::{resumed_document, setting_differences};
+use crate::shard::CellExecutor;
 pub use crate::startup::limits;
 use crate::startup::{metadata, record_prompts, startup_events};
 
@@ -195,10 +196,20 @@ fn check_settings(cfg: &RunConfig, saved: &Metadata, now: &Metadata) -> Result<(
     )))
 }
 
+/// Run the benchmark in this process alone: [`run_with`] a local executor.
+pub async fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunOutcome, RunError> {
+    run_with(cfg, hooks, CellExecutor::Local).await
+}
+
 /// Run the benchmark: discovery and the plan, prompts, then the phases in
-/// order, every fact going through the recorder.
-pub async fn run(cfg: RunConfig, mut hooks: RunHooks) -> Result<RunOutcome, RunError> {
-    let (rc, disc, kv) = start(cfg, &hooks).await?;
+/// order, every fact going through the recorder; `executor` says whether
+/// the cells are measured here alone or dealt out to shards.
+pub async fn run_with(
+    cfg: RunConfig,
+    mut hooks: RunHooks,
+    executor: CellExecutor,
+) -> Result<RunOutcome, RunError> {
+    let (rc, disc, kv) = start(cfg, &hooks, executor).await?;
     let mut plan = plan(&rc.cfg, limits(&disc, &kv));
     let mut md = metadata(&rc.cfg, &disc, &kv, plan.decode_warmup.unwrap_or(0));
     let prior = hooks.resume.take();
@@ -288,6 +299,7 @@ fn unix_now() -> f64 {
 pub(crate) async fn start(
     cfg: RunConfig,
     hooks: &RunHooks,
+    executor: CellExecutor,
 ) -> Result<(RunCtx, Discovery, KvBudget), RunError> {
     let live = hooks.live.clone();
     let clock = RunClock::new();
@@ -330,6 +342,7 @@ pub(crate) async fn start(
         sent_prompts: Default::default(),
         prefix: Default::default(),
         probe: Default::default(),
+        executor,
         cfg,
     };
     Ok((rc, disc, kv))

@@ -31,24 +31,33 @@ mod refusals;
 mod seal;
 pub mod wire;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 pub use auth::secret_weakness;
 pub use follower::{FollowEnd, FollowerSettings, follow};
 pub use leader::{LeaderSettings, ShardLeader};
 pub use wire::{ShardCellData, WireOutcome};
 
-/// The leader of this process's run, once installed. A process is at most
-/// one shard, so one slot serves; keeping it out of the run context spares
-/// every caller of `run` a field it never uses.
-static LEADER: OnceLock<Arc<ShardLeader>> = OnceLock::new();
-
-/// Make this process's sustained cells sharded (call before `run`).
-pub fn install(leader: Arc<ShardLeader>) {
-    let _ = LEADER.set(leader);
+/// Who measures the run's cells: this process alone, or this process as
+/// the leader of shards. Chosen once by the session driver and passed to
+/// [`crate::run::run_with`]; every phase that deals work out reads it from
+/// the run context, never from a global.
+#[derive(Default, Clone)]
+pub enum CellExecutor {
+    /// This process sends every request.
+    #[default]
+    Local,
+    /// This process leads shards: each cell, rate, batch and replay is
+    /// dealt out to the followers that joined it.
+    ShardLeader(Arc<ShardLeader>),
 }
 
-/// The installed leader, if this process leads shards.
-pub(crate) fn leader() -> Option<Arc<ShardLeader>> {
-    LEADER.get().cloned()
+impl CellExecutor {
+    /// The leader, when this process leads shards.
+    pub(crate) fn leader(&self) -> Option<Arc<ShardLeader>> {
+        match self {
+            CellExecutor::Local => None,
+            CellExecutor::ShardLeader(l) => Some(l.clone()),
+        }
+    }
 }

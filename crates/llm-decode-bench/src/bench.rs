@@ -193,11 +193,14 @@ impl Mode for BenchSession {
             show_capacity_limited_values: self.cfg.output.show_capacity_limited_values,
             color: std::io::stdout().is_terminal(),
         };
-        if let Some(l) = &self.leader {
-            ldb_runner::shard::install(l.clone());
-            l.plan_started();
-        }
-        let result = ldb_runner::run(self.cfg.clone(), hooks).await;
+        let executor = match &self.leader {
+            Some(l) => {
+                l.plan_started();
+                ldb_runner::CellExecutor::ShardLeader(l.clone())
+            }
+            None => ldb_runner::CellExecutor::Local,
+        };
+        let result = ldb_runner::run_with(self.cfg.clone(), hooks, executor).await;
         if let Some(l) = &self.leader {
             l.finish().await;
         }

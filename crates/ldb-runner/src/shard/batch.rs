@@ -77,7 +77,7 @@ impl BatchShards {
         n: u64,
         body: &Bytes,
     ) -> Option<BatchShards> {
-        let leader = super::leader()?;
+        let leader = rc.executor.leader()?;
         for note in leader.take_notes() {
             rc.live.event(note);
         }

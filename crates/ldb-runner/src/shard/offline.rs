@@ -58,7 +58,7 @@ pub async fn run_offline(
     o: &OfflineSettings,
     hooks: RunHooks,
 ) -> Result<ShardRecordFile, OfflineError> {
-    let (rc, disc, kv) = crate::run::start(cfg, &hooks)
+    let (rc, disc, kv) = crate::run::start(cfg, &hooks, super::CellExecutor::Local)
         .await
         .map_err(OfflineError::Run)?;
     let plan = crate::plan::plan(&rc.cfg, crate::run::limits(&disc, &kv));

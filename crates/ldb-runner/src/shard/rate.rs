@@ -110,7 +110,7 @@ impl RateShards {
     /// When this process leads shards: measure the clocks and check them
     /// against a schedule `span_s` long (Err: why the cell may not run).
     pub(crate) async fn open(rc: &RunCtx, span_s: f64) -> Result<Option<RateShards>, String> {
-        let Some(leader) = super::leader() else {
+        let Some(leader) = rc.executor.leader() else {
             return Ok(None);
         };
         for n in leader.take_notes() {
