@@ -105,6 +105,14 @@ impl ConversationSegments {
         self.segments.clone()
     }
 
+    /// What the engine keeps of a reply the next turn does not resend (a
+    /// trace's recorded reply stands in for it): the same segments as
+    /// [`Self::reply`], for the intended cache, while the conversation
+    /// goes on from the prompt before the reply.
+    pub fn reply_not_resent(&self, generated: u64) -> Vec<Segment> {
+        self.clone().reply(generated)
+    }
+
     /// Tokens of the conversation so far.
     pub fn tokens(&self) -> u64 {
         self.tokens
