@@ -130,7 +130,11 @@ fn call_ids(calls: &Value) -> Result<Vec<&str>, String> {
     let mut ids = Vec::with_capacity(list.len());
     for (i, c) in list.iter().enumerate() {
         let bad = |why: &str| Err(format!("tool call {}: {why}", i + 1));
-        let Some(id) = c.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+        let Some(id) = c
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        else {
             return bad("needs a string id");
         };
         if c.get("type").is_some_and(|t| t != "function") {
@@ -171,8 +175,10 @@ mod tests {
         ]));
         check_messages(&row).unwrap();
         // a row opening with a result answers the previous reply
-        check_messages(&msgs(json!([{"role": "tool", "tool_call_id": "x", "tokens": 5}])))
-            .unwrap();
+        check_messages(&msgs(
+            json!([{"role": "tool", "tool_call_id": "x", "tokens": 5}]),
+        ))
+        .unwrap();
         // a call with no text is fine
         check_messages(&msgs(json!([{"role": "assistant", "tool_calls": call}]))).unwrap();
     }
@@ -181,16 +187,40 @@ mod tests {
     fn malformed_messages_say_which_and_why() {
         for (v, why) in [
             (json!([]), "empty"),
-            (json!([{"role": "robot", "content": "x"}]), "message 1: role"),
+            (
+                json!([{"role": "robot", "content": "x"}]),
+                "message 1: role",
+            ),
             (json!([{"role": "user"}]), "content or tokens"),
-            (json!([{"role": "user", "content": "x", "tokens": 3}]), "both"),
+            (
+                json!([{"role": "user", "content": "x", "tokens": 3}]),
+                "both",
+            ),
             (json!([{"role": "user", "tokens": 0}]), "at least 1"),
-            (json!([{"role": "user", "content": "x", "tool_calls": []}]), "only an assistant"),
-            (json!([{"role": "user", "content": "x", "reasoning_content": "r"}]), "reasoning"),
-            (json!([{"role": "tool", "content": "x"}]), "needs tool_call_id"),
-            (json!([{"role": "user", "content": "x", "tool_call_id": "c"}]), "only a tool"),
-            (json!([{"role": "assistant", "tool_calls": {}}]), "non-empty array"),
-            (json!([{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]), "string id"),
+            (
+                json!([{"role": "user", "content": "x", "tool_calls": []}]),
+                "only an assistant",
+            ),
+            (
+                json!([{"role": "user", "content": "x", "reasoning_content": "r"}]),
+                "reasoning",
+            ),
+            (
+                json!([{"role": "tool", "content": "x"}]),
+                "needs tool_call_id",
+            ),
+            (
+                json!([{"role": "user", "content": "x", "tool_call_id": "c"}]),
+                "only a tool",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": {}}]),
+                "non-empty array",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]),
+                "string id",
+            ),
             (
                 json!([{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]),
                 "needs a name",
@@ -223,9 +253,19 @@ mod tests {
         };
         assert_eq!(t.wait(), Some(0.75));
         assert_eq!(AgentTurn::default().wait(), None);
-        let set = tools(Some(json!([{"name": "f"}])), Some("required")).unwrap().unwrap();
+        let set = tools(Some(json!([{"name": "f"}])), Some("required"))
+            .unwrap()
+            .unwrap();
         assert_eq!(set.names(), ["f"]);
-        assert!(tools(None, Some("required")).unwrap_err().contains("needs tools"));
-        assert!(tools(Some(json!({})), None).unwrap_err().starts_with("tools "));
+        assert!(
+            tools(None, Some("required"))
+                .unwrap_err()
+                .contains("needs tools")
+        );
+        assert!(
+            tools(Some(json!({})), None)
+                .unwrap_err()
+                .starts_with("tools ")
+        );
     }
 }

@@ -135,7 +135,10 @@ impl Converted {
         for (i, r) in self.rows.iter().enumerate() {
             let line = serde_json::to_string(r).map_err(|e| TraceError::at(0, e.to_string()))?;
             super::jsonl::parse(i as u64 + 1, &line).map_err(|e| {
-                TraceError::at(0, format!("converted row {} does not read back: {}", i + 1, e.reason))
+                TraceError::at(
+                    0,
+                    format!("converted row {} does not read back: {}", i + 1, e.reason),
+                )
             })?;
         }
         Ok(())
@@ -230,9 +233,16 @@ mod tests {
         c.write_jsonl(&mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
         assert_eq!(text.lines().count(), 3);
-        assert!(text.starts_with(r#"{"timestamp":0.5,"session_id":"a","input_tokens":10,"output_tokens":4}"#));
+        assert!(text.starts_with(
+            r#"{"timestamp":0.5,"session_id":"a","input_tokens":10,"output_tokens":4}"#
+        ));
         c.rows[0].output_tokens = 0;
-        assert!(c.finish().unwrap_err().reason.contains("does not read back"));
+        assert!(
+            c.finish()
+                .unwrap_err()
+                .reason
+                .contains("does not read back")
+        );
         assert_eq!(Source::parse("agentx"), Some(Source::Agentx));
         assert_eq!(Source::parse("weka"), None);
     }

@@ -140,10 +140,16 @@ mod tests {
         assert_eq!(v[0]["content"], "built 0 3");
         assert_eq!(v[0]["reasoning_content"], "think");
         assert_eq!(v[0]["tool_calls"][0]["id"], "c");
-        assert_eq!(v[1], json!({"role": "tool", "content": "42", "tool_call_id": "c"}));
+        assert_eq!(
+            v[1],
+            json!({"role": "tool", "content": "42", "tool_call_id": "c"})
+        );
         assert_eq!(Opening::of(&m), Opening::Recorded);
         assert_eq!(Opening::of(&m[1..]), Opening::Answers(vec!["c".into()]));
-        assert_eq!(Opening::of(&msgs(json!([{"role": "user", "content": "x"}]))), Opening::New);
+        assert_eq!(
+            Opening::of(&msgs(json!([{"role": "user", "content": "x"}]))),
+            Opening::New
+        );
     }
 
     #[test]
@@ -154,7 +160,10 @@ mod tests {
         };
         let v = serde_json::to_value(answered(&t, &["a".into()], None)).expect("json");
         assert_eq!(v["content"], "let me look");
-        assert_eq!(v["tool_calls"][0]["function"], json!({"name": "tool", "arguments": "{}"}));
+        assert_eq!(
+            v["tool_calls"][0]["function"],
+            json!({"name": "tool", "arguments": "{}"})
+        );
         let set = ToolSet::parse(r#"[{"name": "grep"}]"#, Default::default()).expect("tools");
         let v = serde_json::to_value(answered(&t, &["a".into()], Some(&set))).expect("json");
         assert_eq!(v["tool_calls"][0]["function"]["name"], "grep");
@@ -162,7 +171,10 @@ mod tests {
         t.tool_arguments = "{\"p\":1}".into();
         let v = serde_json::to_value(answered(&t, &["a".into(), "b".into()], Some(&set)))
             .expect("json");
-        assert_eq!(v["tool_calls"][0]["function"], json!({"name": "read", "arguments": "{\"p\":1}"}));
+        assert_eq!(
+            v["tool_calls"][0]["function"],
+            json!({"name": "read", "arguments": "{\"p\":1}"})
+        );
         assert_eq!(v["tool_calls"][1]["id"], "b");
         assert_eq!(v["tool_calls"][1]["function"]["name"], "grep");
     }

@@ -120,7 +120,11 @@ pub(super) fn user_text(sh: &Shared, session: u64, turn: u32, words: u64) -> Str
 /// The text of message `msg` of a trace row that has the tool build it
 /// (`messages[].tokens`): `words` tokens of its own, apart from every user
 /// message's and tool result's.
-pub(super) fn message_text(sh: &Shared, (session, turn, msg): (u64, u32, u64), words: u64) -> String {
+pub(super) fn message_text(
+    sh: &Shared,
+    (session, turn, msg): (u64, u32, u64),
+    words: u64,
+) -> String {
     let mut s = String::new();
     let key = chain(chain(session, u64::from(turn)), msg + 1) >> 1;
     sh.source.fill(key, sh.salt, words as usize, &mut s);

@@ -88,14 +88,15 @@ fn planned_turn(sh: &Shared, r: &TraceRequest, (at, turn): (u64, u32), speed: f6
         }
         TracePrompt::Text(t) => (super::check::user(t.clone()), 0),
         TracePrompt::Messages(m) => {
-            let adds = agent::messages(m, |i, n| {
-                message_text(sh, (at, turn, i as u64), n)
-            });
+            let adds = agent::messages(m, |i, n| message_text(sh, (at, turn, i as u64), n));
             (adds, r.prompt.built_tokens())
         }
     };
     let a = r.agent.as_deref();
-    let wait = a.and_then(|a| a.wait()).filter(|_| turn > 1).map(|w| w / speed);
+    let wait = a
+        .and_then(|a| a.wait())
+        .filter(|_| turn > 1)
+        .map(|w| w / speed);
     let opening = match &r.prompt {
         TracePrompt::Messages(m) => Opening::of(m),
         _ => Opening::New,

@@ -151,7 +151,9 @@ fn chains(calls: &[Call], block: u64) -> Vec<usize> {
     for (k, c) in calls.iter().enumerate() {
         let mut order: Vec<usize> = (0..last.len()).collect();
         order.sort_by_key(|&j| std::cmp::Reverse(last[j]));
-        let found = order.into_iter().find(|&j| extends(&calls[last[j]], c, block));
+        let found = order
+            .into_iter()
+            .find(|&j| extends(&calls[last[j]], c, block));
         let j = found.unwrap_or_else(|| {
             last.push(k);
             last.len() - 1
@@ -185,7 +187,11 @@ fn emit(id: &str, calls: &[Call], block: u64, base: f64, out: &mut Converted, ro
     let mut prev: Vec<Option<(usize, f64)>> = vec![None; n];
     for (k, c) in calls.iter().enumerate() {
         let j = of[k];
-        let session = if j == 0 { id.to_string() } else { format!("{id}#{}", j + 1) };
+        let session = if j == 0 {
+            id.to_string()
+        } else {
+            format!("{id}#{}", j + 1)
+        };
         let mut r = Row {
             timestamp: base + c.t,
             session_id: Some(session),

@@ -57,9 +57,7 @@ pub fn convert(text: &str, o: &ConvertOptions, out: &mut Converted) -> Result<()
         if line.trim().is_empty() {
             continue;
         }
-        unit(o, out, i as u64 + 1, |out| {
-            row(line, o, &mut sessions, out)
-        })?;
+        unit(o, out, i as u64 + 1, |out| row(line, o, &mut sessions, out))?;
     }
     Ok(())
 }
@@ -120,7 +118,10 @@ fn timing(
     out: &mut Converted,
     r: &mut Row,
 ) -> Result<(), String> {
-    let ts = m.get("timestamp").map(|v| ms_to_s("timestamp", v)).transpose()?;
+    let ts = m
+        .get("timestamp")
+        .map(|v| ms_to_s("timestamp", v))
+        .transpose()?;
     let delay = m.get("delay").map(|v| ms_to_s("delay", v)).transpose()?;
     let later = sid.and_then(|s| sessions.get_mut(s));
     match later {
@@ -246,12 +247,18 @@ fn messages(v: &Value, out: &mut Converted) -> Result<Vec<TraceMessage>, String>
     for (i, m) in list.iter().enumerate() {
         let at = |why: &str| format!("message {}: {why}", i + 1);
         let o = m.as_object().ok_or_else(|| at("not an object"))?;
-        let role = o.get("role").and_then(Value::as_str).ok_or_else(|| at("no role"))?;
+        let role = o
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| at("no role"))?;
         let mut t = TraceMessage {
             role: role.to_string(),
             content: text_of(o.get("content")).map_err(|e| at(&e))?,
             tool_calls: o.get("tool_calls").filter(|c| !c.is_null()).cloned(),
-            tool_call_id: o.get("tool_call_id").and_then(Value::as_str).map(str::to_string),
+            tool_call_id: o
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             reasoning_content: o
                 .get("reasoning_content")
                 .and_then(Value::as_str)

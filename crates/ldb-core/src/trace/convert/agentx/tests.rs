@@ -57,7 +57,9 @@ fn calls_become_turns_of_the_conversations_their_prompts_extend() {
                 r.session_id.clone().unwrap(),
                 r.timestamp,
                 r.input_tokens,
-                r.messages.as_ref().map(|m| (m[0].role.clone(), m[0].tokens)),
+                r.messages
+                    .as_ref()
+                    .map(|m| (m[0].role.clone(), m[0].tokens)),
                 r.output_tokens,
             )
         })
@@ -114,7 +116,8 @@ fn a_prompt_that_grew_less_than_the_reply_is_counted_and_kept_at_one_token() {
     let c = run(text, false).unwrap();
     assert_eq!(c.rows[1].input_tokens, Some(1));
     assert_eq!(
-        c.notes.get("turns whose prompt grew by less than the reply before them"),
+        c.notes
+            .get("turns whose prompt grew by less than the reply before them"),
         Some(&1)
     );
     // without ids and api_time, no wait: due at its time
@@ -128,7 +131,10 @@ fn bad_traces_name_their_line_and_request_or_are_skipped() {
         ("{\"id\": \"x\"}", "not an AgentX trace"),
         ("[1, 2]", "not an AgentX trace"),
         ("{oops", "not JSON"),
-        (r#"{"id": "x", "block_size": 0, "requests": []}"#, "block_size"),
+        (
+            r#"{"id": "x", "block_size": 0, "requests": []}"#,
+            "block_size",
+        ),
         (
             r#"{"id": "x", "block_size": 8, "requests": [{"t": 0, "type": "q"}]}"#,
             "request 1: type",

@@ -33,7 +33,14 @@ fn agentic_sessions_become_turns_with_think_times() {
     let rows: Vec<_> = c
         .rows
         .iter()
-        .map(|r| (r.session_id.as_deref().unwrap(), r.timestamp, r.input_tokens, r.think_time))
+        .map(|r| {
+            (
+                r.session_id.as_deref().unwrap(),
+                r.timestamp,
+                r.input_tokens,
+                r.think_time,
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -98,14 +105,32 @@ fn rows_that_cannot_be_replayed_name_their_line_or_are_skipped() {
     for (row, why) in [
         ("nope", "not JSON"),
         ("[1]", "not a JSON object"),
-        (r#"{"payload": {"prompt": "x"}, "output_length": 2}"#, "raw request body"),
+        (
+            r#"{"payload": {"prompt": "x"}, "output_length": 2}"#,
+            "raw request body",
+        ),
         (r#"{"input_length": 5}"#, "needs output_length"),
         (r#"{"input_length": 5, "output_length": 0}"#, "at least 1"),
-        (r#"{"input_length": 5, "text_input": "x", "output_length": 2}"#, "exactly one"),
-        (r#"{"input_length": -5, "output_length": 2}"#, "whole number"),
-        (r#"{"input_length": 5, "output_length": 2, "timestamp": "soon"}"#, "milliseconds"),
-        (r#"{"type": "bailian_trace", "input_length": 5, "output_length": 2}"#, "type"),
-        (r#"{"text_input": "x", "output_length": 2, "tools": []}"#, "tools go with"),
+        (
+            r#"{"input_length": 5, "text_input": "x", "output_length": 2}"#,
+            "exactly one",
+        ),
+        (
+            r#"{"input_length": -5, "output_length": 2}"#,
+            "whole number",
+        ),
+        (
+            r#"{"input_length": 5, "output_length": 2, "timestamp": "soon"}"#,
+            "milliseconds",
+        ),
+        (
+            r#"{"type": "bailian_trace", "input_length": 5, "output_length": 2}"#,
+            "type",
+        ),
+        (
+            r#"{"text_input": "x", "output_length": 2, "tools": []}"#,
+            "tools go with",
+        ),
         (
             r#"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "output_length": 2}"#,
             "image_url part",
