@@ -1,0 +1,208 @@
+//! Agent traces replayed end to end against the built-in simulator
+//! (docs/workloads.md, "Agent traces"), with the README's own commands:
+//! the committed example `examples/agent-trace.jsonl`, checked against the
+//! simulator's closed form (each turn's prompt tokens; tool turns sent with
+//! their results, since after a result the simulator answers in text and
+//! after a user message it calls the first tool; the think and tool times
+//! waited and outside every latency; the intended prefix-cache rate on the
+//! achieved one), and the synthetic AgentX trace `examples/agentx-trace.json`
+//! converted with `convert-trace` and replayed the same way.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{f, run, run_to_result, text, tmp};
+use serde_json::Value;
+
+fn example(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    p.join(name).display().to_string()
+}
+
+/// `--sim` (the quickstart scenario) replaying `trace` as sessions.
+fn replay(trace: &str, out: &std::path::Path, extra: &[&str]) -> Value {
+    let o = out.to_str().expect("path");
+    let mut args = vec![
+        "--sim",
+        "--display-mode",
+        "plain",
+        "--no-hw-monitor",
+        "--trace",
+        trace,
+        "--trace-sessions",
+        "--output",
+        o,
+    ];
+    args.extend_from_slice(extra);
+    run_to_result(&args, out)
+}
+
+fn per_turn(r: &Value, key: &str) -> Vec<f64> {
+    let turns = r["by_turn"].as_array().expect("by_turn");
+    turns
+        .iter()
+        .map(|t| t[key].as_f64().unwrap_or(0.0))
+        .collect()
+}
+
+/// Two sessions of four turns each. The simulator counts 8 tokens a
+/// request, 4 a message, and a message's text at 4 characters a token (a
+/// built word is 4 characters); a streamed call is 16 tokens whose text
+/// repeats as the words it generated, and a reply of n tokens repeats as the
+/// text of its n pieces (24 of them: 127 characters, 32 tokens).
+///
+/// 1. system 200 + user 300: 8 + 204 + 304 = 516; the reply calls a tool;
+/// 2. the recorded call (20 words + `read_file{"path":"src/lib.rs"}`, 110
+///    characters: 4 + 28) stands in for that reply, then the result (4 +
+///    500): 516 + 32 + 504 = 1052; after a result the reply is 24 tokens of
+///    text;
+/// 3. that reply resent (4 + 32) and 100 user tokens (4 + 100): 1192; the
+///    reply calls a tool again;
+/// 4. that call resent (its 16 tokens' words, 86 characters: 4 + 22) and
+///    its result (4 + 400): 1622.
+#[test]
+fn the_example_agent_trace_replays_with_exact_lengths_tools_and_waits() {
+    let (_dir, out) = tmp("agent.json");
+    let doc = replay(&example("agent-trace.jsonl"), &out, &[]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(
+        (r["sessions"].as_u64(), r["turns"].as_u64()),
+        (Some(2), Some(4))
+    );
+    assert_eq!(r["sessions_completed"], 2, "{r}");
+    let s = &r["summary"];
+    assert_eq!(
+        (s["completed"].as_u64(), s["errors"].as_u64()),
+        (Some(8), Some(0)),
+        "{s}"
+    );
+    assert_eq!(
+        per_turn(r, "prompt_tokens_mean"),
+        [516.0, 1052.0, 1192.0, 1622.0],
+        "{r}"
+    );
+    // a call after the user's message, text after each tool's result
+    assert_eq!(per_turn(r, "tool_calls"), [2.0, 0.0, 2.0, 0.0], "{r}");
+    // (their tokens are counted one per streamed chunk here: sessions ask
+    // for usage only at the end, and the scenario's MTP puts several tokens
+    // in a chunk; docs/methodology.md §7.4)
+    let call_tokens = per_turn(r, "tool_call_tokens");
+    assert!(call_tokens[0] > 0.0 && call_tokens[2] > 0.0, "{r}");
+    assert_eq!((call_tokens[1], call_tokens[3]), (0.0, 0.0), "{r}");
+    // 0.3 + 0.5 + 0.2 s waited by each session after its replies: wall
+    // time, in no latency; the rest of the wall is the turns' own time
+    let (wall, e2e_max) = (f(&s["wall_time"]), f(&s["e2e"]["max"]));
+    assert!(wall >= 1.0, "the waits were cut short: {s}");
+    assert!(
+        wall < 0.05 + 1.0 + 4.0 * e2e_max + 0.3,
+        "waited more than the trace says: {s}"
+    );
+    let pc = &r["prefix_cache"];
+    let (intended, achieved) = (
+        f(&pc["prefix_cache_intended"]),
+        f(&pc["server_prefix_cache_hit_rate"]),
+    );
+    assert!(achieved > 0.55, "the conversations are cached: {pc}");
+    assert!((intended - achieved).abs() < 0.01, "{pc}");
+}
+
+/// The synthetic AgentX trace: three conversations (the main one, a side
+/// request sharing nothing with it, a subagent); each first turn's prompt
+/// is the trace's `in` exactly (640, 100, 300); the tool's result and the
+/// user's message follow the server's own replies, which the intended rate
+/// counts as the simulator caches them. Later turns, by the simulator's
+/// rule: the main conversation's 40-token reply (213 characters) resent
+/// with an empty call to `tool` (4 + 55) and the 200-token result (4 + 200)
+/// make 903; its 30-token reply (161 characters: 4 + 41) and the user's 90
+/// (4 + 90) make 1,042; the subagent's 20-token reply (109 characters:
+/// 4 + 28) and 50 new tokens (4 + 50) make 386 (the trace says 880, 1,000
+/// and 370: the simulator's reply text is longer than its tokens).
+#[test]
+fn a_converted_agentx_trace_replays_as_its_conversations() {
+    let (dir, conv) = tmp("agentx.jsonl");
+    let c = conv.to_str().expect("path");
+    let o = run(&[
+        "convert-trace",
+        "--from",
+        "agentx",
+        &example("agentx-trace.json"),
+        "--output",
+        c,
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("6 rows in 3 conversations"), "{err}");
+    let out = dir.path().join("r.json");
+    let doc = replay(c, &out, &["--trace-speed", "4"]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["sessions"], 3, "{r}");
+    assert_eq!(r["sessions_completed"], 3, "{r}");
+    assert_eq!(r["summary"]["completed"], 6, "{r}");
+    let prompts = per_turn(r, "prompt_tokens_mean");
+    let want = [(640.0 + 100.0 + 300.0) / 3.0, (903.0 + 386.0) / 2.0, 1042.0];
+    assert_eq!(prompts.len(), 3, "{r}");
+    for (got, want) in prompts.iter().zip(want) {
+        assert!((got - want).abs() < 1e-9, "{got} against {want}: {r}");
+    }
+    let pc = &r["prefix_cache"];
+    let (intended, achieved) = (
+        f(&pc["prefix_cache_intended"]),
+        f(&pc["server_prefix_cache_hit_rate"]),
+    );
+    assert!((intended - achieved).abs() < 0.01, "{pc}");
+    // a bad source is one line naming the file and line, exit 2
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"id\": \"x\", \"block_size\": 0, \"requests\": []}\n",
+    )
+    .expect("write");
+    let o = run(&[
+        "convert-trace",
+        "--from",
+        "agentx",
+        bad.to_str().expect("path"),
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.json:1: trace \"x\": block_size"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Bad agent input is one line and exit 2 before any request: a row that
+/// breaks a rule names its file and line; tool rows with another API than
+/// chat are refused.
+#[test]
+fn bad_agent_rows_and_tools_over_another_api_are_refused_in_one_line() {
+    let (_dir, trace) = tmp("bad.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"session_id\": \"a\", \"input_tokens\": 50, \"output_tokens\": 4}\n\
+         {\"timestamp\": 1, \"session_id\": \"a\", \"output_tokens\": 4, \
+          \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"tool\", \"tokens\": 9}]}\n",
+    )
+    .expect("trace");
+    let t = trace.to_str().expect("path");
+    let example = example("agent-trace.jsonl");
+    for (args, want) in [
+        (
+            vec!["--trace", t, "--trace-sessions"],
+            "bad.jsonl:2: message 2: a tool message needs tool_call_id",
+        ),
+        (
+            vec!["--trace", &example, "--trace-sessions", "--api", "messages"],
+            "8 rows offer tools or carry tool calls or reasoning",
+        ),
+    ] {
+        let mut all = vec!["--host", "http://127.0.0.1:9"];
+        all.extend(args);
+        let o = run(&all);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
