@@ -5,8 +5,9 @@
 //! their results, since after a result the simulator answers in text and
 //! after a user message it calls the first tool; the think and tool times
 //! waited and outside every latency; the intended prefix-cache rate on the
-//! achieved one), and the synthetic AgentX trace `examples/agentx-trace.json`
-//! converted with `convert-trace` and replayed the same way.
+//! achieved one); the synthetic AgentX trace `examples/agentx-trace.json`
+//! converted with `convert-trace` and replayed the same way; and an AIPerf
+//! session of message arrays, converted, sending each row as recorded.
 
 mod common;
 
@@ -205,4 +206,66 @@ fn bad_agent_rows_and_tools_over_another_api_are_refused_in_one_line() {
         assert!(err.contains(want), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+}
+
+/// Tokens of a message's text under the simulator's rule (4 characters a
+/// token).
+fn tokens(text: &str) -> f64 {
+    text.chars().count().div_ceil(4) as f64
+}
+
+/// An AIPerf session of message arrays (synthetic, in the schema of the
+/// `aiperf` 0.13.0 package's `MooncakeTrace`): each row holds the whole
+/// conversation, recorded reply included. Converted, each turn adds what
+/// its row adds; the recorded reply stands in for the server's, so each
+/// turn's prompt is the row's whole array, to the token: 8 a request, then
+/// 4 a message plus its text (an assistant message's call as its name and
+/// arguments).
+#[test]
+fn a_converted_aiperf_session_sends_each_row_as_recorded() {
+    let (dir, src) = tmp("aiperf.jsonl");
+    let (system, user) = (
+        "You are a careful coding agent.",
+        "Fix the failing test in the parser module.",
+    );
+    let (said, args, result) = (
+        "I will read the parser first.",
+        "{\"path\":\"parser.rs\"}",
+        "fn parse(input: &str) -> Ast { todo!() }",
+    );
+    let first = serde_json::json!([{"role": "system", "content": system},
+                                   {"role": "user", "content": user}]);
+    let mut second = first.clone();
+    let second_list = second.as_array_mut().expect("array");
+    second_list.push(
+        serde_json::json!({"role": "assistant", "content": said, "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "read_file", "arguments": args}}]}),
+    );
+    second_list.push(serde_json::json!({"role": "tool", "tool_call_id": "t1", "content": result}));
+    let rows = [
+        serde_json::json!({"session_id": "s", "timestamp": 0, "output_length": 8, "messages": first}),
+        serde_json::json!({"session_id": "s", "delay": 200, "output_length": 8, "messages": second}),
+    ];
+    let body: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&src, body).expect("source");
+    let conv = dir.path().join("s.jsonl");
+    let c = conv.to_str().expect("path");
+    let o = run(&[
+        "convert-trace",
+        "--from",
+        "aiperf",
+        src.to_str().expect("path"),
+        "-o",
+        c,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = replay(c, &dir.path().join("r.json"), &[]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["sessions_completed"], 1, "{r}");
+    let p1 = 8.0 + 4.0 + tokens(system) + 4.0 + tokens(user);
+    let call = format!("{said}read_file{args}");
+    let p2 = p1 + 4.0 + tokens(&call) + 4.0 + tokens(result);
+    assert_eq!(per_turn(r, "prompt_tokens_mean"), [p1, p2], "{r}");
+    // literal text: the tool did not build it, so no intended rate
+    assert!(r["prefix_cache"]["prefix_cache_intended"].is_null(), "{r}");
 }
