@@ -80,15 +80,18 @@ impl TraceFormat {
 }
 
 /// Guesses the format from the first non-empty line: a JSON object with
-/// `hash_ids` or `input_length` is Mooncake, any other JSON object ours, a
-/// line with commas BurstGPT (its header or a data row).
+/// `input_length`, or with `hash_ids` and no `output_tokens`, is Mooncake,
+/// any other JSON object ours (which may carry `hash_ids` too), a line with
+/// commas BurstGPT (its header or a data row).
 pub fn detect(first_line: &str) -> Option<TraceFormat> {
     let line = first_line.trim();
     if line.starts_with('{') {
         let v: serde_json::Value = serde_json::from_str(line).ok()?;
         let o = v.as_object()?;
         return Some(
-            if o.contains_key("hash_ids") || o.contains_key("input_length") {
+            if o.contains_key("input_length")
+                || (o.contains_key("hash_ids") && !o.contains_key("output_tokens"))
+            {
                 TraceFormat::Mooncake
             } else {
                 TraceFormat::Jsonl
@@ -294,6 +297,17 @@ mod tests {
         assert_eq!(
             detect(r#"{"timestamp": 0.5, "prompt": "hi", "output_tokens": 4}"#),
             Some(TraceFormat::Jsonl)
+        );
+        // ours may carry hash_ids (a converted session's first turn)
+        assert_eq!(
+            detect(
+                r#"{"timestamp": 0, "input_tokens": 600, "output_tokens": 4, "hash_ids": [1, 2]}"#
+            ),
+            Some(TraceFormat::Jsonl)
+        );
+        assert_eq!(
+            detect(r#"{"timestamp": 0, "hash_ids": [1], "output_length": 4}"#),
+            Some(TraceFormat::Mooncake)
         );
         assert_eq!(
             detect("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"),

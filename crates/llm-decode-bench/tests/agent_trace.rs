@@ -269,3 +269,54 @@ fn a_converted_aiperf_session_sends_each_row_as_recorded() {
     // literal text: the tool did not build it, so no intended rate
     assert!(r["prefix_cache"]["prefix_cache_intended"].is_null(), "{r}");
 }
+
+/// AIPerf's agentic sessions open with prefix blocks they share (synthetic
+/// rows in its schema): converted, each session's first prompt is built
+/// from its blocks, so three sessions whose first 1,100-token prompts share
+/// two 512-token blocks share them on the server. Intended: 1,024 of the
+/// second and third first prompts, then each second turn its first prompt
+/// and the reply but its last token (1,107, 1,104 in 16-token blocks):
+/// (2 × 1,024 + 3 × 1,104) ÷ (3 × 1,100 + 3 × 1,179) = 78.4 %; the
+/// simulator's counters say the same.
+#[test]
+fn converted_aiperf_sessions_share_their_first_blocks() {
+    let (dir, src) = tmp("agentic.jsonl");
+    let mut body = String::new();
+    for k in 0..3u64 {
+        body.push_str(&format!(
+            "{{\"session_id\": \"s{k}\", \"timestamp\": {}, \"input_length\": 1100, \"output_length\": 8, \"hash_ids\": [1, 2, {}], \"group_id\": 0}}\n",
+            k * 500,
+            100 + k
+        ));
+    }
+    for k in 0..3u64 {
+        body.push_str(&format!(
+            "{{\"session_id\": \"s{k}\", \"delay\": 50, \"input_length\": 60, \"output_length\": 8, \"hash_ids\": [{}]}}\n",
+            200 + k
+        ));
+    }
+    std::fs::write(&src, body).expect("source");
+    let conv = dir.path().join("s.jsonl");
+    let c = conv.to_str().expect("path");
+    let o = run(&[
+        "convert-trace",
+        "--from",
+        "aiperf",
+        src.to_str().expect("path"),
+        "-o",
+        c,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = replay(c, &dir.path().join("r.json"), &[]);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["sessions_completed"], 3, "{r}");
+    assert_eq!(per_turn(r, "prompt_tokens_mean"), [1100.0, 1179.0], "{r}");
+    let pc = &r["prefix_cache"];
+    let (intended, achieved) = (
+        f(&pc["prefix_cache_intended"]),
+        f(&pc["server_prefix_cache_hit_rate"]),
+    );
+    let truth = (2.0 * 1024.0 + 3.0 * 1104.0) / (3.0 * 1100.0 + 3.0 * 1179.0);
+    assert!((intended - truth).abs() < 1e-9, "{pc}");
+    assert!((achieved - truth).abs() < 0.01, "{pc}");
+}

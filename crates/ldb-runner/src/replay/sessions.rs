@@ -12,7 +12,7 @@ use std::time::Duration;
 use ldb_client::discovery::Discovery;
 use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
-use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
+use ldb_core::prefix_cache::{IntendedPrefixCache, Segment, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
     ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats,
@@ -46,9 +46,11 @@ const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
 #[derive(Clone)]
 pub(super) struct Shared {
     cfg: SessionConfig,
-    salt: u64,
-    source: TextSource,
+    pub(super) salt: u64,
+    pub(super) source: TextSource,
     pub(super) template: u64,
+    /// Of `template`, the tokens after the text (`check::Template`).
+    pub(super) trailing: u64,
     start: f64,
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
@@ -146,7 +148,8 @@ pub(super) enum Due {
 /// built tokens (the count used when the server reports none), its
 /// `max_tokens`; and for a trace's agent turn, what its messages open with
 /// (`agent.rs`: what becomes of the reply before it), the tools it offers,
-/// whether it carries a tool's result and the tool's run time before it.
+/// whether it carries a tool's result and the tool's run time before it;
+/// for a trace's first turn with `hash_ids`, the blocks it shares.
 #[derive(Debug, Clone)]
 pub(super) struct Turn {
     pub due: Due,
@@ -157,6 +160,8 @@ pub(super) struct Turn {
     pub tools: Option<Arc<ToolSet>>,
     pub tool_result: bool,
     pub tool_wait: f64,
+    /// A first turn built from a trace's `hash_ids`: its blocks' segments.
+    pub blocks: Option<Vec<Segment>>,
 }
 
 /// The turns of `--sessions`' session `id`.
@@ -180,6 +185,7 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
                 tools: rc.cfg.matrix.tools.clone(),
                 tool_result: false,
                 tool_wait: 0.0,
+                blocks: None,
             }
         })
         .collect()
@@ -255,6 +261,9 @@ pub(super) async fn session(
         if sh.context > 0 && expected + plan.max_tokens > sh.context {
             context_stop(&sh, (id, turn), expected, false);
             break;
+        }
+        if let Some(b) = plan.blocks.take() {
+            conv.open_with(b);
         }
         Counters::bump(&sh.progress.due);
         messages.append(&mut plan.adds);
@@ -392,6 +401,7 @@ async fn run_with(
         salt,
         source,
         template: t.tokens,
+        trailing: t.trailing,
         start: 0.0,
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(cache)),

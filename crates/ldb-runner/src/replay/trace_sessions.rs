@@ -8,7 +8,9 @@
 //! between turns are the think time, less the reply's own time; a row with
 //! its own `think_time`/`tool_time` is due that long after the previous
 //! reply instead. An agent row's messages say what becomes of the previous
-//! reply (`agent.rs`: a recorded reply stands in for it). A row
+//! reply (`agent.rs`: a recorded reply stands in for it). A session's
+//! first turn with `hash_ids` is built from those blocks, as a replay's
+//! prompt is, so sessions share what their first prompts share. A row
 //! without a session id is a conversation of one turn. The window's rows
 //! are held in memory, grouped by session (the turns of a session cannot be
 //! sent before the replies before them). A turn whose own new tokens and
@@ -17,6 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ldb_core::trace::prompt::PromptBuilder;
 use ldb_core::trace::{TracePrompt, TraceRequest};
 
 use super::agent::{self, Opening};
@@ -47,6 +50,11 @@ pub(super) fn plans(
     let speed = Some(cfg.options.speed)
         .filter(|s| *s > 0.0 && s.is_finite())
         .unwrap_or(1.0);
+    // A first turn with hash_ids is built block by block, as a replay's
+    // prompt is: conversations whose first prompts share blocks share them.
+    let mut blocks = PromptBuilder::new(sh.salt, sh.template)
+        .with_source(sh.source.clone())
+        .with_trailing_template(sh.trailing);
     for r in rows {
         let at = match &r.session_id {
             Some(id) => *index.entry(id.clone()).or_insert_with(|| {
@@ -63,7 +71,7 @@ pub(super) fn plans(
         }
         let turn = plans[at].len() as u32 + 1;
         literal |= r.prompt.literal();
-        plans[at].push(planned_turn(sh, &r, (at as u64, turn), speed));
+        plans[at].push(planned_turn(sh, &mut blocks, &r, (at as u64, turn), speed));
     }
     if let Some(note) = cut.note(context) {
         rc.live.event(note);
@@ -75,9 +83,22 @@ pub(super) fn plans(
 /// the row's own think and tool time after the previous reply (trace
 /// seconds: `speed` scales them as it scales the timestamps); its new
 /// messages (a prompt or messages as written, built text of `input_tokens`
-/// or of a message's `tokens`) and their built tokens.
-fn planned_turn(sh: &Shared, r: &TraceRequest, (at, turn): (u64, u32), speed: f64) -> Turn {
+/// or of a message's `tokens`; a first turn's `input_tokens` with
+/// `hash_ids` from those blocks, by `blocks`) and their built tokens.
+fn planned_turn(
+    sh: &Shared,
+    blocks: &mut PromptBuilder,
+    r: &TraceRequest,
+    (at, turn): (u64, u32),
+    speed: f64,
+) -> Turn {
+    let mut shared = None;
     let (adds, built_tokens) = match &r.prompt {
+        TracePrompt::Tokens(n) if turn == 1 && !r.hash_ids.is_empty() => {
+            let b = blocks.blocks(*n, &r.hash_ids);
+            shared = Some(b.segments);
+            (super::check::user(b.text), *n)
+        }
         TracePrompt::Tokens(n) => {
             let words = if turn == 1 {
                 n.saturating_sub(sh.template).max(1)
@@ -110,6 +131,7 @@ fn planned_turn(sh: &Shared, r: &TraceRequest, (at, turn): (u64, u32), speed: f6
         opening,
         tools: agent::tools(r),
         tool_wait: a.and_then(|a| a.tool_time).unwrap_or(0.0) / speed,
+        blocks: shared,
     }
 }
 

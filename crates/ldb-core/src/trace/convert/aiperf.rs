@@ -97,8 +97,8 @@ fn row(
         tools: m.get("tools").cloned(),
         ..Row::default()
     };
-    timing(&m, sid.as_deref(), o, sessions, out, &mut r)?;
-    content(&m, sid.as_deref(), sessions, out, &mut r)?;
+    let first = timing(&m, sid.as_deref(), o, sessions, out, &mut r)?;
+    content(&m, (sid.as_deref(), first), sessions, out, &mut r)?;
     for k in m.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
         out.drop_key(k);
     }
@@ -110,6 +110,7 @@ fn row(
 /// `start_every` × its index) plus any `delay`; a later turn `delay` after
 /// the previous reply (`think_time`), placed in the file by the previous
 /// turn's time plus the delay; or at its own `timestamp` when it has one.
+/// True when the row starts a conversation.
 fn timing(
     m: &Map<String, Value>,
     sid: Option<&str>,
@@ -117,7 +118,7 @@ fn timing(
     sessions: &mut HashMap<String, Session>,
     out: &mut Converted,
     r: &mut Row,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let ts = m
         .get("timestamp")
         .map(|v| ms_to_s("timestamp", v))
@@ -136,6 +137,7 @@ fn timing(
             };
             s.last_s = r.timestamp;
             r.session_id = Some(s.out_id.clone());
+            Ok(false)
         }
         None => {
             let start = ts.unwrap_or(out.sessions as f64 * o.start_every_s);
@@ -153,15 +155,15 @@ fn timing(
                 );
                 r.session_id = Some(s.to_string());
             }
+            Ok(true)
         }
     }
-    Ok(())
 }
 
 /// The row's input: exactly one of `input_length`, `text_input`, `messages`.
 fn content(
     m: &Map<String, Value>,
-    sid: Option<&str>,
+    (sid, first): (Option<&str>, bool),
     sessions: &mut HashMap<String, Session>,
     out: &mut Converted,
     r: &mut Row,
@@ -179,7 +181,7 @@ fn content(
             return Err("input_length must be at least 1".into());
         }
         r.input_tokens = Some(n);
-        hash_ids(m, sid.is_none(), n, out, r);
+        hash_ids(m, first, n, out, r);
     } else if let Some(v) = m.get("text_input") {
         let t = v.as_str().ok_or("text_input must be a string")?;
         r.prompt = Some(t.to_string());
@@ -223,16 +225,19 @@ fn content(
     Ok(())
 }
 
-/// `hash_ids` are kept on a request of its own when they are our 512-token
-/// blocks; in a session, and at another block size, they are dropped (a
-/// session's text is its own).
-fn hash_ids(m: &Map<String, Value>, single: bool, n: u64, out: &mut Converted, r: &mut Row) {
+/// `hash_ids` are kept on a conversation's first turn when they are our
+/// 512-token blocks (AIPerf's default block size): sessions then share what
+/// their first prompts share, as under AIPerf (its agentic synthesizer
+/// opens every session with the global and group prefix blocks). A later
+/// turn's, and ids at another block size, are dropped: a later turn's text
+/// is the conversation's own.
+fn hash_ids(m: &Map<String, Value>, first: bool, n: u64, out: &mut Converted, r: &mut Row) {
     let Some(ids) = m.get("hash_ids").and_then(Value::as_array) else {
         return;
     };
     let ids: Option<Vec<u64>> = ids.iter().map(Value::as_u64).collect();
     match ids {
-        Some(ids) if single && ids.len() as u64 == n.div_ceil(MOONCAKE_BLOCK_TOKENS) => {
+        Some(ids) if first && ids.len() as u64 == n.div_ceil(MOONCAKE_BLOCK_TOKENS) => {
             r.hash_ids = ids;
         }
         _ => out.drop_key("hash_ids"),

@@ -53,9 +53,11 @@ fn agentic_sessions_become_turns_with_think_times() {
         ]
     );
     assert_eq!(c.rows[0].output_tokens, 80);
-    // session blocks are not ours to share; the group and restart marks go
-    assert!(c.rows.iter().all(|r| r.hash_ids.is_empty()));
-    assert_eq!(c.dropped.get("hash_ids"), Some(&5));
+    // a first turn keeps its blocks (the group's shared prefix); a later
+    // turn's text is its conversation's own; group and restart marks go
+    let blocks: Vec<usize> = c.rows.iter().map(|r| r.hash_ids.len()).collect();
+    assert_eq!(blocks, [3, 2, 0, 0, 0]);
+    assert_eq!(c.dropped.get("hash_ids"), Some(&3));
     assert_eq!(c.dropped.get("group_id"), Some(&2));
     assert_eq!(c.dropped.get("is_restart"), Some(&1));
 }
