@@ -128,17 +128,6 @@ pub struct TraceMessage {
     pub reasoning_content: Option<String>,
 }
 
-impl TraceMessage {
-    /// A message of literal text.
-    pub fn text(role: &str, content: impl Into<String>) -> Self {
-        TraceMessage {
-            role: role.into(),
-            content: Some(content.into()),
-            ..TraceMessage::default()
-        }
-    }
-}
-
 /// What a request sends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TracePrompt {
