@@ -116,6 +116,109 @@ fn row_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// One message of an agent row: known and unknown roles, the keys our
+/// rows use, each present or not, with plausible or hostile values.
+fn message_json() -> impl Strategy<Value = Value> {
+    let call = json!([{"id": "c1", "type": "function",
+                       "function": {"name": "f", "arguments": "{}"}}]);
+    (
+        prop::sample::select(&["system", "user", "assistant", "tool", "robot"][..]),
+        prop::option::of(leaf()),
+        prop::option::of(prop_oneof![(0u64..2000).prop_map(|n| json!(n)), leaf()]),
+        prop::option::of(prop_oneof![Just(call), tree()]),
+        prop::option::of(prop_oneof![Just(json!("c1")), leaf()]),
+        prop::option::of(leaf()),
+    )
+        .prop_map(|(role, content, tokens, calls, answers, reasoning)| {
+            let mut m = Map::new();
+            m.insert("role".into(), json!(role));
+            for (k, v) in [
+                ("content", content),
+                ("tokens", tokens),
+                ("tool_calls", calls),
+                ("tool_call_id", answers),
+                ("reasoning_content", reasoning),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            Value::Object(m)
+        })
+}
+
+/// An agent row: messages of every role, tools and waits, each present or
+/// not.
+fn agent_row_json() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(message_json(), 0..5),
+        prop::option::of(tree()),
+        prop::option::of(prop_oneof![Just(json!("auto")), Just(json!("f")), leaf()]),
+        prop::option::of(leaf()),
+        prop::option::of(leaf()),
+    )
+        .prop_map(|(msgs, tools, choice, think, tool)| {
+            let mut m = Map::new();
+            m.insert("timestamp".into(), json!(1.0));
+            m.insert("output_tokens".into(), json!(4));
+            m.insert("messages".into(), Value::Array(msgs));
+            for (k, v) in [
+                ("tools", tools),
+                ("tool_choice", choice),
+                ("think_time", think),
+                ("tool_time", tool),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            Value::Object(m)
+        })
+}
+
+/// An AgentX call or subagent entry with plausible or hostile values.
+fn agentx_call() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(&["n", "s", "subagent", "q"][..]),
+        prop_oneof![(0u32..100).prop_map(|t| json!(f64::from(t) / 4.0)), leaf()],
+        prop_oneof![(0u64..3000).prop_map(|n| json!(n)), leaf()],
+        (0u64..300).prop_map(|n| json!(n)),
+        prop::collection::vec(0u64..12, 0..12),
+        prop::sample::select(&["", "tool_use", "end_turn"][..]),
+        prop::option::of(prop_oneof![
+            Just(json!(["tool_result"])),
+            Just(json!(["text"])),
+            tree()
+        ]),
+        prop::option::of(leaf()),
+        prop::option::of(leaf()),
+    )
+        .prop_map(|(kind, t, input, output, ids, stop, types, api, think)| {
+            let mut m = Map::new();
+            for (k, v) in [
+                ("type", json!(kind)),
+                ("t", t),
+                ("in", input),
+                ("out", output),
+                ("hash_ids", json!(ids)),
+                ("stop", json!(stop)),
+                ("agent_id", json!("a1")),
+            ] {
+                m.insert(k.into(), v);
+            }
+            for (k, v) in [
+                ("input_types", types),
+                ("api_time", api),
+                ("think_time", think),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            Value::Object(m)
+        })
+}
+
 fn convert(source: Source, text: &str) {
     for skip_bad in [false, true] {
         let o = ConvertOptions {
@@ -155,6 +258,40 @@ proptest! {
             }
             convert(Source::Aiperf, &text);
             convert(Source::Agentx, &text);
+        });
+    }
+
+    #[test]
+    fn agent_shaped_rows_never_panic_and_fail_with_their_line(row in agent_row_json()) {
+        let text = row.to_string();
+        bounded(|| match jsonl::parse(3, &text) {
+            Ok(r) => {
+                let wait = r.agent.as_deref().and_then(|a| a.wait()).unwrap_or(0.0);
+                assert!(wait.is_finite() && wait >= 0.0);
+            }
+            Err(e) => {
+                assert_eq!(e.line, 3);
+                assert!(!e.reason.contains('\n'), "one line: {}", e.reason);
+            }
+        });
+    }
+
+    #[test]
+    fn what_the_agentx_converter_writes_always_reads_back(
+        calls in prop::collection::vec(agentx_call(), 0..8),
+        inner in prop::collection::vec(agentx_call(), 0..4),
+        block in prop_oneof![(1u64..128).prop_map(|b| json!(b)), leaf()],
+    ) {
+        let mut calls = calls;
+        calls.push(json!({"type": "subagent", "t": 1.0, "agent_id": "a1", "requests": inner}));
+        let trace = json!({"id": "x", "block_size": block, "requests": calls});
+        bounded(|| {
+            let mut c = Converted::default();
+            let o = ConvertOptions::default();
+            if Source::Agentx.convert(&trace.to_string(), &o, &mut c).is_ok() {
+                let back = c.finish();
+                assert!(back.is_ok(), "{back:?}: {trace}");
+            }
         });
     }
 
