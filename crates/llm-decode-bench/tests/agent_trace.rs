@@ -273,7 +273,8 @@ fn a_converted_aiperf_session_sends_each_row_as_recorded() {
 /// AIPerf's agentic sessions open with prefix blocks they share (synthetic
 /// rows in its schema): converted, each session's first prompt is built
 /// from its blocks, so three sessions whose first 1,100-token prompts share
-/// two 512-token blocks share them on the server. Intended: 1,024 of the
+/// two 512-token blocks share them on the server (a second apart, so each
+/// finds the one before it cached on a loaded machine too). Intended: 1,024 of the
 /// second and third first prompts, then each second turn its first prompt
 /// and the reply but its last token (1,107, 1,104 in 16-token blocks):
 /// (2 × 1,024 + 3 × 1,104) ÷ (3 × 1,100 + 3 × 1,179) = 78.4 %; the
@@ -285,7 +286,7 @@ fn converted_aiperf_sessions_share_their_first_blocks() {
     for k in 0..3u64 {
         body.push_str(&format!(
             "{{\"session_id\": \"s{k}\", \"timestamp\": {}, \"input_length\": 1100, \"output_length\": 8, \"hash_ids\": [1, 2, {}], \"group_id\": 0}}\n",
-            k * 500,
+            k * 1000,
             100 + k
         ));
     }
