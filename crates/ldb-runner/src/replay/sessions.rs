@@ -446,12 +446,7 @@ async fn run_with(
         |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
     );
     let caches = std::mem::take(&mut *sh.tally.caches.lock().unwrap_or_else(|p| p.into_inner()));
-    let intended = sh
-        .cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .hit_rate()
-        .filter(|_| !literal);
+    let intended = intended_rate(&sh, literal);
     let wall = summary.wall_time;
     let result = SessionResult {
         sessions,
@@ -482,6 +477,13 @@ async fn run_with(
     };
     note_done(rc, &result);
     result
+}
+
+/// The intended hit rate of the prompts sent, unless some text was literal
+/// (the tool did not build it, so it cannot say what it shares).
+fn intended_rate(sh: &Shared, literal: bool) -> Option<f64> {
+    let cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.hit_rate().filter(|_| !literal)
 }
 
 /// The run's summary from its turns (`total` planned), its status and why:
