@@ -53,8 +53,10 @@ pub struct Message {
 }
 
 /// The keys the chat API adds to an assistant message that called a tool
-/// (`tool_calls`) and to the `tool` message that answers it (`tool_call_id`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// (`tool_calls`) and to the `tool` message that answers it (`tool_call_id`),
+/// and the reasoning an agent passes back with an assistant message
+/// (`reasoning_content`, replayed from a trace).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolPart {
     /// The assistant's calls, in the API's shape.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,6 +64,9 @@ pub struct ToolPart {
     /// The call a `tool` message answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// An assistant message's reasoning, sent back with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 /// Padding text of exactly `chars` characters (cut at a character boundary).

@@ -61,6 +61,11 @@ impl ToolSet {
     /// (the caller names the file).
     pub fn parse(text: &str, choice: ToolChoice) -> Result<Self, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("is not JSON: {e}"))?;
+        Self::from_value(v, choice)
+    }
+
+    /// The same from JSON already read (a trace row's `tools`).
+    pub fn from_value(v: Value, choice: ToolChoice) -> Result<Self, String> {
         let Value::Array(items) = v else {
             return Err("must hold a JSON array of tool definitions".into());
         };

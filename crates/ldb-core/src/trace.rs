@@ -5,7 +5,9 @@
 //! BurstGPT CSV (`Timestamp` in s, `Model`, `Request tokens`, `Response
 //! tokens`, `Total tokens`, `Log Type`) and our own JSONL (`timestamp` in s,
 //! `input_tokens` or a literal `prompt`/`messages`, `output_tokens`, optional
-//! `session_id`). The reader is an iterator over a [`std::io::BufRead`]: the
+//! `session_id`; an agent turn's messages, tools and waits: [`agent`]).
+//! AIPerf's and AgentX's agent traces convert to ours ([`convert`]). The
+//! reader is an iterator over a [`std::io::BufRead`]: the
 //! file is streamed, never held whole (except under `--trace-sort`, see
 //! [`sorted`]). Pure: the caller opens the file.
 //!
@@ -15,7 +17,9 @@
 //! time origin, `--trace-start`, `--trace-duration`, `--trace-limit`,
 //! `--trace-speed`, and the refusal of timestamps that go backwards).
 
+pub mod agent;
 pub mod burstgpt;
+pub mod convert;
 pub mod corpus;
 pub mod jsonl;
 pub mod mooncake;
@@ -76,15 +80,18 @@ impl TraceFormat {
 }
 
 /// Guesses the format from the first non-empty line: a JSON object with
-/// `hash_ids` or `input_length` is Mooncake, any other JSON object ours, a
-/// line with commas BurstGPT (its header or a data row).
+/// `input_length`, or with `hash_ids` and no `output_tokens`, is Mooncake,
+/// any other JSON object ours (which may carry `hash_ids` too), a line with
+/// commas BurstGPT (its header or a data row).
 pub fn detect(first_line: &str) -> Option<TraceFormat> {
     let line = first_line.trim();
     if line.starts_with('{') {
         let v: serde_json::Value = serde_json::from_str(line).ok()?;
         let o = v.as_object()?;
         return Some(
-            if o.contains_key("hash_ids") || o.contains_key("input_length") {
+            if o.contains_key("input_length")
+                || (o.contains_key("hash_ids") && !o.contains_key("output_tokens"))
+            {
                 TraceFormat::Mooncake
             } else {
                 TraceFormat::Jsonl
@@ -94,24 +101,66 @@ pub fn detect(first_line: &str) -> Option<TraceFormat> {
     line.contains(',').then_some(TraceFormat::Burstgpt)
 }
 
-/// One chat message of a literal prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One message of a trace row (`messages`): a role, and its text either
+/// literal (`content`) or built by the tool (`tokens`); an assistant message
+/// may carry its calls (`tool_calls`) and reasoning to pass back
+/// (`reasoning_content`), a `tool` message the call it answers
+/// (`tool_call_id`). Checked by [`agent::check_messages`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TraceMessage {
-    /// `system`, `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
-    /// Text.
-    pub content: String,
+    /// Literal text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Text of this many tokens, built by the tool (instead of `content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// An assistant message's calls, in the chat API's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// An assistant message's reasoning, sent back with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 /// What a request sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TracePrompt {
     /// A prompt of this many tokens, built by the tool.
     Tokens(u64),
     /// A literal prompt, sent unchanged as one user message.
     Text(String),
-    /// Literal messages, sent unchanged.
+    /// Messages, sent in order (literal text as written, `tokens` built).
     Messages(Vec<TraceMessage>),
+}
+
+impl TracePrompt {
+    /// Whether any of its text is literal (the tool did not build it, so
+    /// it cannot say what it shares).
+    pub fn literal(&self) -> bool {
+        match self {
+            TracePrompt::Tokens(_) => false,
+            TracePrompt::Text(_) => true,
+            TracePrompt::Messages(m) => m.iter().any(|m| m.content.is_some()),
+        }
+    }
+
+    /// Tokens of the text the tool builds (a message's `tokens` summed).
+    pub fn built_tokens(&self) -> u64 {
+        match self {
+            TracePrompt::Tokens(n) => *n,
+            TracePrompt::Text(_) => 0,
+            TracePrompt::Messages(m) => m
+                .iter()
+                .filter_map(|m| m.tokens)
+                .fold(0, u64::saturating_add),
+        }
+    }
 }
 
 /// One request of a trace.
@@ -130,9 +179,23 @@ pub struct TraceRequest {
     pub hash_ids: Vec<u64>,
     /// The conversation it belongs to, when the trace says.
     pub session_id: Option<String>,
+    /// An agent turn's tools and waits (our JSONL only; `None` when the
+    /// row has none of them).
+    pub agent: Option<Box<agent::AgentTurn>>,
 }
 
 impl TraceRequest {
+    /// Whether the row offers tools or carries calls, their results or
+    /// reasoning passed back: the chat API's shapes, sent with `--api chat`
+    /// only.
+    pub fn chat_only(&self) -> bool {
+        let agent_parts = |m: &TraceMessage| {
+            m.tool_calls.is_some() || m.tool_call_id.is_some() || m.reasoning_content.is_some()
+        };
+        self.agent.as_ref().is_some_and(|a| a.tools.is_some())
+            || matches!(&self.prompt, TracePrompt::Messages(m) if m.iter().any(agent_parts))
+    }
+
     /// Input tokens when the trace states them (not for literal prompts).
     pub fn input_tokens(&self) -> Option<u64> {
         match self.prompt {
@@ -223,6 +286,17 @@ mod tests {
         assert_eq!(
             detect(r#"{"timestamp": 0.5, "prompt": "hi", "output_tokens": 4}"#),
             Some(TraceFormat::Jsonl)
+        );
+        // ours may carry hash_ids (a converted session's first turn)
+        assert_eq!(
+            detect(
+                r#"{"timestamp": 0, "input_tokens": 600, "output_tokens": 4, "hash_ids": [1, 2]}"#
+            ),
+            Some(TraceFormat::Jsonl)
+        );
+        assert_eq!(
+            detect(r#"{"timestamp": 0, "hash_ids": [1], "output_length": 4}"#),
+            Some(TraceFormat::Mooncake)
         );
         assert_eq!(
             detect("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"),

@@ -4,6 +4,7 @@
 //! The prompts the tool builds are described as segments, so the run knows
 //! the prefix-cache hit rate it intended and sets it beside the server's.
 
+mod agent;
 mod check;
 pub mod config;
 pub mod corpus;

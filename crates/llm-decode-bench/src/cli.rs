@@ -71,6 +71,9 @@ pub enum Command {
     /// Combine offline shards' records (--start-at) into one result, cell by cell from
     /// their requests; refused when their windows differ (docs/shards.md).
     Merge(crate::merge::MergeArgs),
+    /// Convert the agent traces AIPerf (`--from aiperf`) or AgentX (`--from agentx`) replay
+    /// to this tool's JSONL, for `--trace FILE --trace-sessions` (docs/workloads.md).
+    ConvertTrace(crate::convert_trace::ConvertTraceArgs),
 }
 
 /// `completions` flags.

@@ -38,6 +38,8 @@ pub(crate) enum Invocation {
     Report(crate::cli::ReportArgs),
     /// `merge SHARD…`: offline shards' records into one result.
     Merge(crate::merge::MergeArgs),
+    /// `convert-trace --from aiperf|agentx INPUT…`: agent traces as our JSONL.
+    ConvertTrace(crate::convert_trace::ConvertTraceArgs),
     /// `selftest`.
     Selftest(crate::cli::SelftestArgs),
     /// `cjk-watchdog`.
@@ -73,6 +75,7 @@ impl Invocation {
             Some(Command::Selftest(a)) => Invocation::Selftest(a),
             Some(Command::CjkWatchdog(a)) => Invocation::CjkWatchdog(a),
             Some(Command::Merge(a)) => Invocation::Merge(a),
+            Some(Command::ConvertTrace(a)) => Invocation::ConvertTrace(a),
             Some(Command::Rerun(a)) => {
                 let program = argv.first().cloned().unwrap_or_default();
                 let (bench, argv, prior) = crate::rerun::prepare(&a, program)?;
@@ -93,6 +96,7 @@ impl Invocation {
             Invocation::Compare(a) => crate::compare::run(&a),
             Invocation::Report(a) => crate::report::run(&a),
             Invocation::Merge(a) => exit_with(crate::merge::run(&a)),
+            Invocation::ConvertTrace(a) => exit_with(crate::convert_trace::run(&a)),
             Invocation::Selftest(a) => crate::selftest::run(&a).await,
             Invocation::CjkWatchdog(a) => crate::cjk_watchdog::run(a).await,
             Invocation::PrintConfig(toml) => {

@@ -23,6 +23,7 @@ mod compare;
 mod config;
 mod config_error;
 mod config_file;
+mod convert_trace;
 mod cstats;
 mod cstats_config;
 mod deploy;

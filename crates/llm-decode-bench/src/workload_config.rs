@@ -101,7 +101,11 @@ fn router(w: &WorkloadArgs) -> Result<RouterOptions, ConfigError> {
     })
 }
 
-fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, ConfigError> {
+fn trace(
+    w: &WorkloadArgs,
+    path: &std::path::Path,
+    api: ldb_core::api::Api,
+) -> Result<ReplayConfig, ConfigError> {
     let format = match w.trace_format.as_deref() {
         Some(f) => Some(TraceFormat::parse(f).ok_or_else(|| {
             bad(
@@ -121,6 +125,17 @@ fn trace(w: &WorkloadArgs, path: &std::path::Path) -> Result<ReplayConfig, Confi
             format!(
                 "{} traces carry no session id (only this tool's JSONL has session_id)",
                 f.name()
+            ),
+        ));
+    }
+    if scan.chat_only_rows > 0 && api != ldb_core::api::Api::Chat {
+        return Err(bad(
+            "--trace",
+            format!(
+                "{}: {} rows offer tools or carry tool calls or reasoning, which are sent with --api chat only (not --api {})",
+                path.display(),
+                scan.chat_only_rows,
+                api.name()
             ),
         ));
     }
@@ -225,7 +240,7 @@ pub(crate) fn replay(a: &BenchArgs) -> Result<Option<ReplayConfig>, ConfigError>
         (Some(_), Some(_)) => {
             return Err(bad("--sessions", "cannot be combined with --trace"));
         }
-        (Some(path), None) => trace(w, path)?,
+        (Some(path), None) => trace(w, path, a.api)?,
         (None, Some(n)) => sessions(w, n, tool_loop)?,
         (None, None) if w.replay_limit.is_some() => {
             return Err(bad(

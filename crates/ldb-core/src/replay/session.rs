@@ -77,6 +77,16 @@ impl ConversationSegments {
         }
     }
 
+    /// Opens the conversation with a first prompt the caller built block by
+    /// block (a trace's `hash_ids`): its segments, so that conversations
+    /// whose first prompts share blocks share them in the intended cache.
+    /// The first turn's [`Self::next_turn`] then adds only what the server
+    /// counted beyond them.
+    pub fn open_with(&mut self, segments: Vec<Segment>) {
+        self.tokens = segments.iter().map(|s| s.tokens).sum();
+        self.segments = segments;
+    }
+
     /// The segments of the next turn's prompt of `prompt_tokens` tokens in
     /// all (the part not in the previous prompt is the new segment).
     pub fn next_turn(&mut self, prompt_tokens: u64) -> Vec<Segment> {
@@ -103,6 +113,14 @@ impl ConversationSegments {
             self.tokens += kept;
         }
         self.segments.clone()
+    }
+
+    /// What the engine keeps of a reply the next turn does not resend (a
+    /// trace's recorded reply stands in for it): the same segments as
+    /// [`Self::reply`], for the intended cache, while the conversation
+    /// goes on from the prompt before the reply.
+    pub fn reply_not_resent(&self, generated: u64) -> Vec<Segment> {
+        self.clone().reply(generated)
     }
 
     /// Tokens of the conversation so far.

@@ -98,6 +98,7 @@ pub fn parse(
         output_tokens: output,
         hash_ids: Vec::new(),
         session_id: None,
+        agent: None,
     }))
 }
 

@@ -17,8 +17,16 @@ struct Row {
 
 /// One row; the time comes back in seconds.
 pub fn parse(line_no: u64, line: &str) -> Result<TraceRequest, TraceError> {
-    let r: Row = serde_json::from_str(line)
-        .map_err(|e| TraceError::at(line_no, format!("not a Mooncake row: {e}")))?;
+    let r: Row = serde_json::from_str(line).map_err(|e| {
+        // AIPerf's multi-turn rows look like Mooncake's but for their
+        // sessions: say how to replay them.
+        let hint = if line.contains("\"delay\"") || line.contains("\"session_id\"") {
+            " (an AIPerf multi-turn row? convert it: llm-decode-bench convert-trace --from aiperf)"
+        } else {
+            ""
+        };
+        TraceError::at(line_no, format!("not a Mooncake row: {e}{hint}"))
+    })?;
     if !r.timestamp.is_finite() || r.timestamp < 0.0 {
         return Err(TraceError::at(line_no, "timestamp is not a time"));
     }
@@ -50,6 +58,7 @@ pub fn parse(line_no: u64, line: &str) -> Result<TraceRequest, TraceError> {
         output_tokens: r.output_length,
         hash_ids: r.hash_ids,
         session_id: None,
+        agent: None,
     })
 }
 
@@ -76,6 +85,13 @@ mod tests {
         assert_eq!(e.line, 8);
         assert!(e.reason.contains("expected 3"), "{e}");
         assert_eq!(parse(2, "{}").unwrap_err().line, 2);
+        // a later turn of AIPerf's multi-turn rows: told how to replay it
+        let e = parse(
+            4,
+            r#"{"session_id": "s", "delay": 500, "input_length": 5, "output_length": 2}"#,
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("convert-trace --from aiperf"), "{e}");
         assert!(
             parse(
                 2,

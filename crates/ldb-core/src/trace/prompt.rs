@@ -253,6 +253,16 @@ impl PromptBuilder {
         }
     }
 
+    /// `tokens` words of text of its own for a message a trace row builds
+    /// (`messages[].tokens`; `unique` tells messages apart): no template
+    /// tokens are taken off, the message's tokens are its text's.
+    pub fn message_text(&self, tokens: u64, unique: u64) -> String {
+        let mut text = String::new();
+        self.source
+            .fill(unique | UNIQUE_BIT, self.salt, tokens as usize, &mut text);
+        text
+    }
+
     /// A prompt of `tokens` tokens shared with no other (`unique` tells
     /// requests apart, e.g. their index in the trace).
     pub fn unique(&self, tokens: u64, unique: u64) -> BuiltPrompt {

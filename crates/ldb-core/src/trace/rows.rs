@@ -139,7 +139,7 @@ impl<R: BufRead> Rows<R> {
 fn within_token_cap(r: &TraceRequest) -> Result<(), TraceError> {
     let cap = super::MAX_TRACE_ROW_TOKENS;
     for (what, n) in [
-        ("input", r.input_tokens().unwrap_or(0)),
+        ("input", r.prompt.built_tokens()),
         ("output", r.output_tokens),
     ] {
         if n > cap {

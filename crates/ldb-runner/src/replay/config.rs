@@ -127,6 +127,9 @@ pub struct TraceScan {
     pub counts: TraceCounts,
     /// Replay seconds from the first to the last request in the window.
     pub span_s: f64,
+    /// Requests in the window that offer tools or carry calls, results or
+    /// reasoning (the chat API's shapes).
+    pub chat_only_rows: u64,
 }
 
 fn open(path: &std::path::Path) -> Result<BufReader<File>, String> {
@@ -163,15 +166,19 @@ pub fn scan(
     let at =
         |e: ldb_core::trace::TraceError| format!("{}:{}: {}", path.display(), e.line, e.reason);
     let rows = Rows::new(open(path)?, format, opts.clone());
+    let mut chat_only_rows = 0u64;
     let (requests, span_s, counts, format) = if opts.sort {
         let (all, counts, format) = sorted(rows).map_err(at)?;
         let span = all.last().map_or(0.0, |r| r.at_s);
+        chat_only_rows = all.iter().filter(|r| r.chat_only()).count() as u64;
         (all.len() as u64, span, counts, format)
     } else {
         let mut w = Window::new(rows, opts);
         let mut span = 0.0f64;
         for r in w.by_ref() {
-            span = span.max(r.map_err(at)?.at_s);
+            let r = r.map_err(at)?;
+            span = span.max(r.at_s);
+            chat_only_rows += u64::from(r.chat_only());
         }
         (w.yielded(), span, w.rows().counts(), w.rows().format())
     };
@@ -190,6 +197,7 @@ pub fn scan(
         requests,
         counts,
         span_s,
+        chat_only_rows,
     })
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ldb_client::discovery::Discovery;
 use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
-use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
+use ldb_core::prefix_cache::{IntendedPrefixCache, Segment, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
     ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats,
@@ -20,10 +20,12 @@ use ldb_core::replay::session::{
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
+use ldb_core::tools::ToolSet;
 use ldb_core::trace::corpus::TextSource;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
 
+use super::agent::Opening;
 use super::check::template_tokens;
 use super::config::{SessionConfig, TraceConfig};
 use super::progress::{Counters, Ticker, session_progress};
@@ -35,7 +37,7 @@ use crate::prefix_achieved::RequestCache;
 use crate::prompts::{BodyOptions, stream_json};
 
 mod turn;
-use turn::{Sent, account, context_stop, send_turn};
+use turn::{Sent, account, context_stop, reply_message, send_turn, wait_until};
 
 /// Why a turn still open at the run's limit failed.
 const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
@@ -44,9 +46,11 @@ const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
 #[derive(Clone)]
 pub(super) struct Shared {
     cfg: SessionConfig,
-    salt: u64,
-    source: TextSource,
+    pub(super) salt: u64,
+    pub(super) source: TextSource,
     pub(super) template: u64,
+    /// Of `template`, the tokens after the text (`check::Template`).
+    pub(super) trailing: u64,
     start: f64,
     skip: CancellationToken,
     cache: Arc<Mutex<IntendedPrefixCache>>,
@@ -115,6 +119,20 @@ pub(super) fn user_text(sh: &Shared, session: u64, turn: u32, words: u64) -> Str
     s
 }
 
+/// The text of message `msg` of a trace row that has the tool build it
+/// (`messages[].tokens`): `words` tokens of its own, apart from every user
+/// message's and tool result's.
+pub(super) fn message_text(
+    sh: &Shared,
+    (session, turn, msg): (u64, u32, u64),
+    words: u64,
+) -> String {
+    let mut s = String::new();
+    let key = chain(chain(session, u64::from(turn)), msg + 1) >> 1;
+    sh.source.fill(key, sh.salt, words as usize, &mut s);
+    s
+}
+
 /// When a turn is due.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Due {
@@ -127,14 +145,23 @@ pub(super) enum Due {
 }
 
 /// One turn to send: when, the messages it adds to the conversation, their
-/// built tokens (the count used when the server reports none) and its
-/// `max_tokens`.
+/// built tokens (the count used when the server reports none), its
+/// `max_tokens`; and for a trace's agent turn, what its messages open with
+/// (`agent.rs`: what becomes of the reply before it), the tools it offers,
+/// whether it carries a tool's result and the tool's run time before it;
+/// for a trace's first turn with `hash_ids`, the blocks it shares.
 #[derive(Debug, Clone)]
 pub(super) struct Turn {
     pub due: Due,
     pub adds: Vec<Message>,
     pub built_tokens: u64,
     pub max_tokens: u64,
+    pub opening: Opening,
+    pub tools: Option<Arc<ToolSet>>,
+    pub tool_result: bool,
+    pub tool_wait: f64,
+    /// A first turn built from a trace's `hash_ids`: its blocks' segments.
+    pub blocks: Option<Vec<Segment>>,
 }
 
 /// The turns of `--sessions`' session `id`.
@@ -154,6 +181,11 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
                 adds: super::check::user(user_text(sh, id, turn, words)),
                 built_tokens: words + if turn == 1 { sh.template } else { 0 },
                 max_tokens: rc.cfg.matrix.max_tokens,
+                opening: Opening::New,
+                tools: rc.cfg.matrix.tools.clone(),
+                tool_result: false,
+                tool_wait: 0.0,
+                blocks: None,
             }
         })
         .collect()
@@ -164,17 +196,17 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
 /// token the model emits past its end of turn (with ignore_eos) would
 /// otherwise vanish from the text and end the cache's match there (measured
 /// on vLLM 0.32, issue 35; docs/methodology.md §16.1).
-fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes {
+fn turn_body(rc: &RunCtx, messages: &[Message], plan: &Turn) -> bytes::Bytes {
     let mut body = stream_json(
         &rc.model,
         messages,
         BodyOptions {
             api: rc.cfg.target.api,
-            max_tokens,
+            max_tokens: plan.max_tokens,
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
-            tools: rc.cfg.matrix.tools.clone(),
+            tools: plan.tools.clone(),
         },
     );
     body["skip_special_tokens"] = serde_json::json!(false);
@@ -185,7 +217,8 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
 /// turn that would not fit the model's context (checked before it is sent,
 /// or refused by the server for that: a stop, not an error). With the tool
 /// loop, a reply that called a tool makes the next turn carry the call's
-/// result instead of its user message (`tool_loop.rs`).
+/// result instead of its user message (`tool_loop.rs`); a trace's next turn
+/// says whether the reply is resent (`agent.rs`).
 pub(super) async fn session(
     rc: &RunCtx,
     sh: Shared,
@@ -201,27 +234,27 @@ pub(super) async fn session(
     let mut out = Vec::new();
     let mut last_end = sh.start;
     let planned = turns.len();
+    // What each next turn opens with decides what becomes of the reply.
+    let openings: Vec<Opening> = turns.iter().skip(1).map(|t| t.opening.clone()).collect();
     // the tool's run times: a stream of their own, seeded like think times
     let mut tool_rng =
         rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id).rotate_left(32));
     let mut pending: Option<ToolTurn> = None;
     for (turn, mut plan) in (1u32..).zip(turns) {
-        let tool = pending.take();
-        if let Some(t) = &tool {
+        let next = openings.get(turn as usize - 1).cloned().unwrap_or_default();
+        if let Some(t) = pending.take() {
             plan.due = Due::AfterReply(t.wait);
-            plan.adds = vec![t.result.clone()];
+            plan.adds = vec![t.result];
             plan.built_tokens = t.result_tokens;
+            plan.tool_result = true;
+            plan.tool_wait = t.wait;
         }
         let due = match plan.due {
             Due::AfterReply(s) => last_end + s,
             Due::At(t) => (sh.start + t).max(last_end),
         };
-        let wait = due - rc.clock.now();
-        if wait > 0.0 {
-            tokio::select! {
-                _ = sh.skip.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
-            }
+        if !wait_until(rc, &sh, due).await {
+            break;
         }
         // The client's count: the conversation so far and the new message.
         let expected = conv.tokens() + plan.built_tokens;
@@ -229,9 +262,12 @@ pub(super) async fn session(
             context_stop(&sh, (id, turn), expected, false);
             break;
         }
+        if let Some(b) = plan.blocks.take() {
+            conv.open_with(b);
+        }
         Counters::bump(&sh.progress.due);
-        messages.extend(plan.adds);
-        let body = turn_body(rc, &messages, plan.max_tokens);
+        messages.append(&mut plan.adds);
+        let body = turn_body(rc, &messages, &plan);
         let sent = send_turn(rc, &sh, &http, body, due).await;
         if sent.o.track.error().is_some_and(is_context_limit) {
             context_stop(&sh, (id, turn), expected, true);
@@ -244,11 +280,11 @@ pub(super) async fn session(
         } else {
             expected
         };
-        account(rc, &sh, id, &sent, &mut conv, prompt_tokens);
+        let resent = next != Opening::Recorded;
+        account(rc, &sh, id, &sent, &mut conv, (prompt_tokens, resent));
         let Sent { o, request, texts } = sent;
         let done = request.completed_at;
         let called = tool_loop::called(&texts, o.track.finish_reason());
-        let loop_on = sh.cfg.tool_loop.filter(|_| called);
         out.push(SessionRequest {
             session: id,
             turn,
@@ -256,13 +292,14 @@ pub(super) async fn session(
             request,
             called_tool: called,
             tool_call_tokens: sample.tool_call_tokens,
-            tool_result: tool.is_some(),
-            tool_wait: tool.as_ref().map_or(0.0, |t| t.wait),
+            tool_result: plan.tool_result,
+            tool_wait: plan.tool_wait,
         });
         let Some(done) = done else { break };
-        let call = loop_on.map(|_| tool_loop::call_id(id, turn));
-        messages.push(tool_loop::assistant(&texts, call.as_deref()));
-        pending = loop_on.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
+        let offered = plan.tools.as_deref();
+        messages.extend(reply_message(&texts, called, &next, (id, turn), offered));
+        let looping = sh.cfg.tool_loop.filter(|_| called);
+        pending = looping.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
         last_end = done;
     }
     if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
@@ -364,6 +401,7 @@ async fn run_with(
         salt,
         source,
         template: t.tokens,
+        trailing: t.trailing,
         start: 0.0,
         skip: rc.controls.new_skip(),
         cache: Arc::new(Mutex::new(cache)),
@@ -408,12 +446,7 @@ async fn run_with(
         |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
     );
     let caches = std::mem::take(&mut *sh.tally.caches.lock().unwrap_or_else(|p| p.into_inner()));
-    let intended = sh
-        .cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .hit_rate()
-        .filter(|_| !literal);
+    let intended = intended_rate(&sh, literal);
     let wall = summary.wall_time;
     let result = SessionResult {
         sessions,
@@ -444,6 +477,13 @@ async fn run_with(
     };
     note_done(rc, &result);
     result
+}
+
+/// The intended hit rate of the prompts sent, unless some text was literal
+/// (the tool did not build it, so it cannot say what it shares).
+fn intended_rate(sh: &Shared, literal: bool) -> Option<f64> {
+    let cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.hit_rate().filter(|_| !literal)
 }
 
 /// The run's summary from its turns (`total` planned), its status and why:

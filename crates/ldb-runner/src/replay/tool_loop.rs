@@ -42,7 +42,7 @@ pub(super) fn assistant(texts: &ChannelTexts, call_id: Option<&str>) -> Message 
                 "arguments": texts.tool_arguments,
             },
         }])),
-        tool_call_id: None,
+        ..ToolPart::default()
     });
     Message {
         role: "assistant",
@@ -62,8 +62,8 @@ pub(super) fn tool_turn(sh: &Shared, tl: &ToolLoop, (id, turn): (u64, u32), u: f
             role: "tool",
             content: text,
             tool: Some(ToolPart {
-                tool_calls: None,
                 tool_call_id: Some(call_id(id, turn)),
+                ..ToolPart::default()
             }),
         },
         result_tokens: tl.result_tokens,

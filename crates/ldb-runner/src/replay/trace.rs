@@ -6,7 +6,7 @@
 
 use ldb_client::discovery::Discovery;
 use ldb_client::scrape::Scrape;
-use ldb_core::prefix_cache::{IntendedPrefixCache, Segment};
+use ldb_core::prefix_cache::{IntendedPrefixCache, Segment, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::{
     LengthCheck, PrefixCacheCheck, ReplayInputs, ReplayRequest, TraceResult, TraceSource, assemble,
@@ -34,15 +34,6 @@ pub(super) struct Ready {
     pub(super) segments: Option<Vec<Segment>>,
 }
 
-pub(super) fn role(r: &str) -> &'static str {
-    match r {
-        "system" => "system",
-        "assistant" => "assistant",
-        "tool" => "tool",
-        _ => "user",
-    }
-}
-
 pub(super) fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Ready {
     match &r.prompt {
         TracePrompt::Tokens(n) => {
@@ -62,15 +53,12 @@ pub(super) fn ready(b: &mut PromptBuilder, r: &TraceRequest, index: u64) -> Read
             tokens: None,
             segments: None,
         },
+        // Built messages are text of their own, but the template's tokens
+        // between them are not known here: no intended share either.
         TracePrompt::Messages(m) => Ready {
-            messages: m
-                .iter()
-                .map(|m| Message {
-                    role: role(&m.role),
-                    content: m.content.clone(),
-                    tool: None,
-                })
-                .collect(),
+            messages: super::agent::messages(m, |i, n| {
+                b.message_text(n, chain(index, i as u64) >> 1)
+            }),
             tokens: None,
             segments: None,
         },
@@ -110,8 +98,8 @@ pub(super) struct Sent {
     pub(super) literal: bool,
 }
 
-/// The request body of a trace row: its messages, `max_tokens` = the
-/// trace's output length.
+/// The request body of a trace row: its messages and tools, `max_tokens`
+/// = the trace's output length.
 pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::Bytes {
     stream_body(
         &rc.model,
@@ -122,7 +110,7 @@ pub(super) fn request_body(rc: &RunCtx, rd: &Ready, r: &TraceRequest) -> bytes::
             continuous_usage: false,
             ignore_eos: !rc.cfg.matrix.respect_eos,
             temperature: rc.cfg.matrix.temperature,
-            tools: None,
+            tools: super::agent::tools(r),
         },
     )
 }

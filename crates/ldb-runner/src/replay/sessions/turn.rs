@@ -1,14 +1,19 @@
-//! One turn of a session: sending it (counted in flight, the replicas'
-//! counters read when it was the last one out), recording a stop at the
-//! model's context, and what a served turn adds to the result.
+//! One turn of a session: waiting until it is due, sending it (counted in
+//! flight, the replicas' counters read when it was the last one out),
+//! recording a stop at the model's context, what a served turn adds to the
+//! result, and the reply as the next turn resends it.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ldb_client::stream::{ChannelTexts, StreamEnv, StreamOutcome, run_stream};
+use ldb_core::prompt::Message;
 use ldb_core::replay::affinity::TurnSpan;
 use ldb_core::replay::session::{ContextStop, ConversationSegments};
+use ldb_core::tools::ToolSet;
 
+use super::super::agent::{self, Opening};
+use super::super::tool_loop;
 use super::{Counters, OVERDUE, Shared};
 use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
@@ -77,13 +82,16 @@ pub(super) fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u
 /// What a served turn tells the result: its answer's cache figures, the
 /// intended cache (the prompt's segments, then the reply the engine keeps:
 /// a tool call too; issue 35, defect 2) and, through a router, its replica.
+/// `resent` says whether the next turn resends the reply (a trace's
+/// recorded reply stands in for it otherwise: the engine still keeps it,
+/// but the next prompt shares only the prompt before it).
 pub(super) fn account(
     rc: &RunCtx,
     sh: &Shared,
     id: u64,
     sent: &Sent,
     conv: &mut ConversationSegments,
-    prompt_tokens: u64,
+    (prompt_tokens, resent): (u64, bool),
 ) {
     let Sent { o, request, texts } = sent;
     if let Some(t) = &sh.router {
@@ -106,6 +114,45 @@ pub(super) fn account(
     let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
     cache.admit(&segments);
     if request.completed_at.is_some() {
-        cache.insert(&conv.reply(o.track.output_tokens()));
+        let generated = o.track.output_tokens();
+        let kept = if resent {
+            conv.reply(generated)
+        } else {
+            conv.reply_not_resent(generated)
+        };
+        cache.insert(&kept);
+    }
+}
+
+/// Sleeps until run-clock time `due`; false when the run was cut first.
+pub(super) async fn wait_until(rc: &RunCtx, sh: &Shared, due: f64) -> bool {
+    let wait = due - rc.clock.now();
+    if wait > 0.0 {
+        tokio::select! {
+            _ = sh.skip.cancelled() => return false,
+            _ = tokio::time::sleep(std::time::Duration::from_secs_f64(wait)) => {}
+        }
+    }
+    true
+}
+
+/// The reply as the conversation holds it for the next turn (`next` is
+/// what that turn opens with; `agent.rs`): not at all when a recorded
+/// reply stands in for it, making the calls the next turn's results
+/// answer, else as generated (with its own call, if it made one).
+pub(super) fn reply_message(
+    texts: &ChannelTexts,
+    called: bool,
+    next: &Opening,
+    (id, turn): (u64, u32),
+    offered: Option<&ToolSet>,
+) -> Option<Message> {
+    match next {
+        Opening::Recorded => None,
+        Opening::Answers(ids) => Some(agent::answered(texts, ids, offered)),
+        Opening::New => {
+            let call = called.then(|| tool_loop::call_id(id, turn));
+            Some(tool_loop::assistant(texts, call.as_deref()))
+        }
     }
 }
