@@ -219,6 +219,18 @@ impl RequestTrack {
         self.second
     }
 
+    /// A channel's chunk-counted tokens `n` on the scale of the usage total
+    /// `out`: with usage only at the end, a chunk counts one token however
+    /// many it carried (speculative decoding sends several), so the channel
+    /// keeps its share of the chunks (the cell's `chunk_share` rule). With
+    /// continuous usage, or none, `n` is already in tokens.
+    fn by_final_usage(&self, n: u64, out: u64) -> u64 {
+        if self.has_continuous_usage() || !self.has_usage() || self.chunks == 0 {
+            return n;
+        }
+        ((n as f64 * out as f64 / self.chunks as f64).round() as u64).min(out)
+    }
+
     /// True once the first token arrived.
     pub fn has_first_token(&self) -> bool {
         self.first.is_some()
@@ -496,6 +508,9 @@ impl RequestTrack {
     /// The sample for statistics; times are made relative to `origin`.
     pub fn to_sample(&self, origin: f64, window: WindowBounds) -> RequestSample {
         let out = self.output_tokens();
+        let reasoning = self
+            .reasoning_usage
+            .unwrap_or_else(|| self.by_final_usage(self.reasoning_tokens, out));
         let (first, last) = (self.first, self.last);
         let ttft = first.map_or(0.0, |f| f - self.start);
         // Not measured (fewer than two token chunks) is `None`; two chunks
@@ -540,8 +555,10 @@ impl RequestTrack {
             chunk_inter_token_latency_avg: chunk_itl,
             input_tokens: self.prompt_tokens.unwrap_or(0),
             output_tokens: out,
-            reasoning_tokens: self.reasoning_usage.unwrap_or(self.reasoning_tokens),
-            tool_call_tokens: self.tool_call_tokens,
+            reasoning_tokens: reasoning,
+            tool_call_tokens: self
+                .by_final_usage(self.tool_call_tokens, out)
+                .min(out.saturating_sub(reasoning)),
             output_tps_per_user: if itl > 0.0 { 1.0 / itl } else { 0.0 },
             e2e_output_tps_per_user: if latency > 0.0 {
                 out as f64 / latency
@@ -938,6 +955,17 @@ mod tests {
         q.on_chunk(ev(0.6, Channel::ToolCall, None), w);
         let s = q.to_sample(0.0, w);
         assert_eq!((s.tool_call_tokens, s.ttfo, s.ttftc), (2, 0.0, Some(0.5)));
+        // usage only at the end, 2 tokens a chunk (speculative decoding):
+        // the call keeps its share of the chunks, on the usage's scale
+        let mut m = RequestTrack::new(0.0);
+        m.on_chunk(ev(0.5, C, None), w);
+        m.on_chunk(ev(0.6, Channel::ToolCall, None), w);
+        m.on_chunk(ev(0.7, Channel::ToolCall, None), w);
+        m.on_chunk(ev(0.8, Channel::ToolCall, None), w);
+        m.on_chunk(final_usage(0.9, 8, 20), w);
+        assert!(!m.has_continuous_usage());
+        let s = m.to_sample(0.0, w);
+        assert_eq!((s.output_tokens, s.tool_call_tokens), (8, 6));
         // a request with no call has none, and its JSON carries no tool key
         let plain = RequestTrack::new(0.0).to_sample(0.0, w);
         let json = serde_json::to_string(&plain).expect("serialises");
