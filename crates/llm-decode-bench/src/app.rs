@@ -65,7 +65,8 @@ async fn serve_sim_until_stopped(a: SimArgs) -> Result<i32, AppError> {
         a.scenario,
         sim.base_url()
     );
-    let _ = tokio::signal::ctrl_c().await;
+    // Ctrl-C, SIGTERM or SIGHUP: close the listener and the streams in order
+    crate::stop_signals::until_stopped(std::future::pending::<()>()).await;
     sim.shutdown().await;
     Ok(exit::OK)
 }

@@ -168,10 +168,16 @@ async fn watch(a: CjkWatchdogArgs) -> Result<i32, AppError> {
         None
     };
     let mut totals = Totals::default();
-    let end = tokio::select! {
-        e = iterations(&a, &http, &body, color, &mut overlay, &mut totals) => e,
-        _ = tokio::signal::ctrl_c() => End::Interrupted,
-    };
+    let end = crate::stop_signals::until_stopped(iterations(
+        &a,
+        &http,
+        &body,
+        color,
+        &mut overlay,
+        &mut totals,
+    ))
+    .await
+    .unwrap_or(End::Interrupted);
     drop(overlay);
     println!();
     let code = match end {
@@ -351,7 +357,7 @@ fn print_summary(t: &Totals, end: &End) {
         End::Clean => "finished".to_string(),
         End::Han(n) => format!("Han ideograph in iteration #{n}"),
         End::Failed => "request failed".to_string(),
-        End::Interrupted => "interrupted (Ctrl-C)".to_string(),
+        End::Interrupted => "interrupted (Ctrl-C or a stop signal)".to_string(),
     };
     println!(
         "[INFO] Summary: {} iteration(s), {} completion tokens, {} tok/s including TTFT, {} \

@@ -112,7 +112,7 @@ Exit codes:
   0    no Han ideograph was streamed (one iteration, or --loop ended without one)
   2    a Han ideograph was streamed; also a bad command line (as the reference script)
   3    the server was unreachable or answered with an error (the loop ends there)
-  130  interrupted (Ctrl-C)";
+  130  interrupted (Ctrl-C, SIGTERM or SIGHUP)";
 
 /// `cjk-watchdog` flags (the reference script's names and defaults).
 #[derive(Debug, Args)]

@@ -44,6 +44,7 @@ mod rerun_policy;
 mod selftest;
 mod session;
 mod shard;
+mod stop_signals;
 mod target;
 mod tools;
 mod workload_config;

@@ -145,13 +145,17 @@ async fn selftest(a: &SelftestArgs) -> Result<i32, AppError> {
         let (generated, running) = probe.generated_and_running();
         (generated, running)
     });
-    let result = measure(&sim.url, truth, &opts, |l| {
+    let result = crate::stop_signals::until_stopped(measure(&sim.url, truth, &opts, |l| {
         if !json_out {
             println!("{}", level_line(l));
         }
-    })
+    }))
     .await;
     drop(sim);
+    let Some(result) = result else {
+        eprintln!("selftest interrupted: no verdict (the levels above were measured)");
+        return Ok(exit::INTERRUPTED);
+    };
     let done = result.map_err(|e| AppError::Server(format!("selftest: {e}")))?;
     let v = verdict(&done);
     if a.json {

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::error::{AppError, exit};
+use crate::stop_signals::StopSignals;
 use crate::target::Target;
 
 /// One mode of the benchmark that talks to a server.
@@ -314,58 +315,6 @@ impl Startup {
             for line in panel.iter().flatten() {
                 live.event(format!("startup   {line}"));
             }
-        }
-    }
-}
-
-/// Ctrl-C (SIGINT), SIGTERM and SIGHUP. The streams are made once: a signal
-/// arriving between two waits is then still seen.
-pub(crate) struct StopSignals {
-    #[cfg(unix)]
-    int: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    term: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl StopSignals {
-    pub(crate) fn new() -> StopSignals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            StopSignals {
-                int: signal(SignalKind::interrupt()).ok(),
-                term: signal(SignalKind::terminate()).ok(),
-                hup: signal(SignalKind::hangup()).ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        StopSignals {}
-    }
-
-    /// The next stop signal; false when none can be received.
-    pub(crate) async fn next(&mut self) -> bool {
-        #[cfg(unix)]
-        {
-            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
-                match s {
-                    Some(s) => s.recv().await,
-                    None => std::future::pending().await,
-                }
-            }
-            if self.int.is_none() && self.term.is_none() && self.hup.is_none() {
-                return false;
-            }
-            tokio::select! {
-                r = recv(&mut self.int) => r.is_some(),
-                r = recv(&mut self.term) => r.is_some(),
-                r = recv(&mut self.hup) => r.is_some(),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::signal::ctrl_c().await.is_ok()
         }
     }
 }

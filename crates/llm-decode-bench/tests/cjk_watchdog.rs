@@ -220,5 +220,41 @@ fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(130), "{out}{}", text(&o.stderr));
     assert!(out.contains("Iteration #2"), "{out}");
-    assert!(out.contains("stopped: interrupted (Ctrl-C)"), "{out}");
+    assert!(out.contains("stopped: interrupted (Ctrl-C"), "{out}");
+}
+
+/// SIGTERM (what `kill`, systemd, Kubernetes send) stops the watchdog as
+/// Ctrl-C does, and the simulator closes in order and exits 0 (both take
+/// their signals from the one place every command shares).
+#[test]
+fn sigterm_stops_the_watchdog_and_the_simulator_in_order() {
+    let mut s = sim(0, None);
+    let child = bin()
+        .args([
+            "cjk-watchdog",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &s.port.to_string(),
+            "--max-tokens",
+            "40",
+            "--loop",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watchdog starts");
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, "-TERM");
+    let o = child.wait_with_output().expect("exits");
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{out}{}", text(&o.stderr));
+    assert!(out.contains("stopped: interrupted"), "{out}");
+    signal(&s.child, "-TERM");
+    let status = s.child.wait().expect("simulator exits");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the simulator was killed, not stopped"
+    );
 }

@@ -99,7 +99,7 @@ fn fixed_run_reports_the_scripted_truth(api: &str) {
     let sc = scenario(dir.path(), 64, 0.002, TRUTH_ANSWERS);
     let o = run(&[
         "--sim",
-        sc.to_str().unwrap(),
+        sc.to_str().expect("test input"),
         "--completion-stats",
         "--api",
         api,
@@ -113,7 +113,7 @@ fn fixed_run_reports_the_scripted_truth(api: &str) {
         "--completion-stats-save-text",
         "--no-hw-monitor",
         "--output",
-        out.to_str().unwrap(),
+        out.to_str().expect("test input"),
     ]);
     assert_eq!(o.status.code(), Some(0), "--api {api}: {}", text(&o.stderr));
     let doc = read(&out);
@@ -131,7 +131,7 @@ fn fixed_run_reports_the_scripted_truth(api: &str) {
     assert_eq!(md["max_tokens"], 40000, "--api {api}");
     assert_eq!(doc["metadata"]["fixed_concurrency"], 2);
     assert_eq!(doc["selected_concurrency"], 2);
-    let runs = doc["runs"].as_array().unwrap();
+    let runs = doc["runs"].as_array().expect("test input");
     assert_eq!(runs.len(), 8, "fixed mode runs exactly N");
     assert!(
         runs.iter()
@@ -152,18 +152,18 @@ fn fixed_run_reports_the_scripted_truth(api: &str) {
         + (30.0f64 - 38.75).powi(2))
         / 4.0)
         .sqrt();
-    assert!((t["std"].as_f64().unwrap() - std).abs() < 1e-9);
+    assert!((t["std"].as_f64().expect("test input") - std).abs() < 1e-9);
     // the regex \bestonia\b on the final line passes answers 1 and 3
     assert_eq!(s["correct"], 4);
     assert_eq!(s["wrong"], 4);
     assert_eq!(s["correct_rate"], 0.5);
     assert_eq!(s["score_counts"]["pass"], 4);
     assert_eq!(s["hit_max_tokens"], 2);
-    assert_eq!(doc["wrong_runs"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["wrong_runs"].as_array().expect("test input").len(), 4);
     assert!(doc["accuracy"].is_null(), "no dataset");
     for r in runs {
-        let tokens = r["completion_tokens"].as_u64().unwrap();
-        let answer = r["final_answer"].as_str().unwrap();
+        let tokens = r["completion_tokens"].as_u64().expect("test input");
+        let answer = r["final_answer"].as_str().expect("test input");
         let expected = match tokens {
             40 => "ANSWER: Estonia",
             25 => "ANSWER: Latvia",
@@ -182,8 +182,8 @@ fn fixed_run_reports_the_scripted_truth(api: &str) {
             assert_eq!(r["reasoning_text"], "Two candidates", "--api {api}");
             assert_eq!(r["content_text"], "ANSWER: Latvia", "--api {api}");
         }
-        assert!(r["ttft"].as_f64().unwrap() > 0.0);
-        assert!(r["gen_elapsed"].as_f64().unwrap() > 0.0);
+        assert!(r["ttft"].as_f64().expect("test input") > 0.0);
+        assert!(r["gen_elapsed"].as_f64().expect("test input") > 0.0);
     }
     let report = text(&o.stdout);
     assert!(report.contains("Selected C=2"), "{report}");

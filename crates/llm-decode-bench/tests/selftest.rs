@@ -132,3 +132,25 @@ fn more_streams_than_open_files_is_refused_before_anything_is_sent() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// SIGTERM ends a self-check with no verdict and exit 130, as Ctrl-C does:
+/// the levels already printed stay on the screen.
+#[test]
+fn a_stop_signal_ends_the_selftest_with_130() {
+    let _one = serial();
+    let child = common::bin()
+        .args(["selftest", "--max-streams", "16", "--window", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("selftest starts");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    common::signal(&child, "-TERM");
+    let o = child.wait_with_output().expect("exits");
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("selftest interrupted"),
+        "{}",
+        text(&o.stderr)
+    );
+}
