@@ -18,6 +18,7 @@ mod trace_sessions;
 mod trace_shards;
 
 pub use config::{ReplayConfig, SessionConfig, ToolLoop, TraceConfig, TraceScan, scan};
+pub(crate) use sessions::part::{check as check_session_part, run as run_session_part};
 pub use corpus::{PromptCorpus, load as load_corpus};
 
 use ldb_client::discovery::Discovery;

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
+use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
 use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
@@ -32,9 +33,12 @@ use super::tool_loop::{self, ToolTurn};
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::prefix_achieved::RequestCache;
-use crate::prompts::{BodyOptions, stream_json};
 
+mod net;
+pub(crate) mod part;
+mod shards;
 mod turn;
+use net::Net;
 use turn::{Sent, account, context_stop, send_turn};
 
 /// Why a turn still open at the run's limit failed.
@@ -56,6 +60,8 @@ pub(super) struct Shared {
     router: Option<Arc<Tracker>>,
     /// The model's context length (0: unknown, only a refusal stops).
     context: u64,
+    /// The client, the clock and the body's keys (`net.rs`).
+    net: Arc<Net>,
 }
 
 /// What the turns add to as they run, for the result: what each answer
@@ -82,9 +88,9 @@ impl Tally {
 
     /// Cancels `skip` at run-clock time `limit` (the run's limit), marking
     /// the run timed out; the timer ends with the returned guard.
-    fn limit(&self, rc: &RunCtx, skip: CancellationToken, limit: f64) -> AbortOnDrop {
+    fn limit(&self, now: f64, skip: CancellationToken, limit: f64) -> AbortOnDrop {
         let timed_out = self.timed_out.clone();
-        let wait = Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+        let wait = Duration::from_secs_f64((limit - now).max(0.0));
         AbortOnDrop(tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             timed_out.store(true, Ordering::SeqCst);
@@ -135,6 +141,10 @@ pub(super) struct Turn {
     pub adds: Vec<Message>,
     pub built_tokens: u64,
     pub max_tokens: u64,
+    /// With the tool loop on a follower shard: the result's text if this
+    /// turn's reply calls a tool (the leader built it; one process builds
+    /// it when the call comes).
+    pub tool_result: Option<String>,
 }
 
 /// The turns of `--sessions`' session `id`.
@@ -154,31 +164,10 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
                 adds: super::check::user(user_text(sh, id, turn, words)),
                 built_tokens: words + if turn == 1 { sh.template } else { 0 },
                 max_tokens: rc.cfg.matrix.max_tokens,
+                tool_result: None,
             }
         })
         .collect()
-}
-
-/// The streamed request of one turn. The reply goes back in the next turn
-/// as the engine generated it (`skip_special_tokens: false`): a special
-/// token the model emits past its end of turn (with ignore_eos) would
-/// otherwise vanish from the text and end the cache's match there (measured
-/// on vLLM 0.32, issue 35; docs/methodology.md §16.1).
-fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes {
-    let mut body = stream_json(
-        &rc.model,
-        messages,
-        BodyOptions {
-            api: rc.cfg.target.api,
-            max_tokens,
-            continuous_usage: false,
-            ignore_eos: !rc.cfg.matrix.respect_eos,
-            temperature: rc.cfg.matrix.temperature,
-            tools: rc.cfg.matrix.tools.clone(),
-        },
-    );
-    body["skip_special_tokens"] = serde_json::json!(false);
-    bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 /// One conversation, turn by turn; a failed turn ends it, and so does a
@@ -186,27 +175,23 @@ fn turn_body(rc: &RunCtx, messages: &[Message], max_tokens: u64) -> bytes::Bytes
 /// or refused by the server for that: a stop, not an error). With the tool
 /// loop, a reply that called a tool makes the next turn carry the call's
 /// result instead of its user message (`tool_loop.rs`).
-pub(super) async fn session(
-    rc: &RunCtx,
-    sh: Shared,
-    id: u64,
-    turns: Vec<Turn>,
-) -> Vec<SessionRequest> {
+pub(super) async fn session(sh: Shared, id: u64, turns: Vec<Turn>) -> Vec<SessionRequest> {
     let mut conv = ConversationSegments::new(chain(sh.salt, id));
     let http = sh
         .router
         .as_ref()
-        .map_or_else(|| rc.http.clone(), |t| t.http_for(rc, id));
+        .map_or_else(|| sh.net.http.clone(), |t| t.http_for(id));
     let mut messages: Vec<Message> = Vec::new();
     let mut out = Vec::new();
     let mut last_end = sh.start;
     let planned = turns.len();
     // the tool's run times: a stream of their own, seeded like think times
     let mut tool_rng =
-        rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id).rotate_left(32));
+        rand::rngs::StdRng::seed_from_u64(sh.net.seed.wrapping_add(id).rotate_left(32));
     let mut pending: Option<ToolTurn> = None;
     for (turn, mut plan) in (1u32..).zip(turns) {
         let tool = pending.take();
+        let result_text = plan.tool_result.take();
         if let Some(t) = &tool {
             plan.due = Due::AfterReply(t.wait);
             plan.adds = vec![t.result.clone()];
@@ -216,7 +201,7 @@ pub(super) async fn session(
             Due::AfterReply(s) => last_end + s,
             Due::At(t) => (sh.start + t).max(last_end),
         };
-        let wait = due - rc.clock.now();
+        let wait = due - sh.net.clock.now();
         if wait > 0.0 {
             tokio::select! {
                 _ = sh.skip.cancelled() => break,
@@ -231,8 +216,8 @@ pub(super) async fn session(
         }
         Counters::bump(&sh.progress.due);
         messages.extend(plan.adds);
-        let body = turn_body(rc, &messages, plan.max_tokens);
-        let sent = send_turn(rc, &sh, &http, body, due).await;
+        let body = sh.net.turn_body(&messages, plan.max_tokens);
+        let sent = send_turn(&sh, &http, body, due).await;
         if sent.o.track.error().is_some_and(is_context_limit) {
             context_stop(&sh, (id, turn), expected, true);
             break;
@@ -244,7 +229,7 @@ pub(super) async fn session(
         } else {
             expected
         };
-        account(rc, &sh, id, &sent, &mut conv, prompt_tokens);
+        account(&sh, id, &sent, &mut conv, prompt_tokens);
         let Sent { o, request, texts } = sent;
         let done = request.completed_at;
         let called = tool_loop::called(&texts, o.track.finish_reason());
@@ -262,7 +247,10 @@ pub(super) async fn session(
         let Some(done) = done else { break };
         let call = loop_on.map(|_| tool_loop::call_id(id, turn));
         messages.push(tool_loop::assistant(&texts, call.as_deref()));
-        pending = loop_on.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
+        pending = loop_on.map(|tl| {
+            let u = tool_rng.random();
+            tool_loop::tool_turn(&sh, &tl, (id, turn), u, result_text)
+        });
         last_end = done;
     }
     if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
@@ -294,21 +282,23 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
     r
 }
 
-/// Says what runs and starts showing its progress (`sessions` of up to
-/// `turns` turns, `total` turns in all).
+/// Says what runs and starts showing its progress: `sessions` in all, and
+/// the turns of each one this process runs (over shards the live view
+/// counts the leader's part).
 fn announce(
     rc: &RunCtx,
     cfg: &SessionConfig,
-    (sessions, turns, total): (u64, u32, u64),
+    (sessions, own): (u64, &[u32]),
     counters: Arc<Counters>,
     start: f64,
 ) -> Ticker {
+    let turns = own.iter().copied().max().unwrap_or(0);
     rc.live.event(format!(
         "sessions: {sessions}, up to {turns} turns, {} user tokens per turn, think time {:?}",
         cfg.user_tokens, cfg.think_time
     ));
-    let mut progress = session_progress(sessions, turns);
-    progress.scheduled = total;
+    let mut progress = session_progress(own.len() as u64, turns);
+    progress.scheduled = own.iter().map(|&n| u64::from(n)).sum();
     Ticker::start(rc, progress, counters, start)
 }
 
@@ -331,11 +321,12 @@ fn plans_of(
     }
 }
 
-/// Every conversation side by side; their requests.
-async fn run_all(rc: &RunCtx, sh: &Shared, plans: Vec<Vec<Turn>>) -> Vec<SessionRequest> {
-    let tasks: Vec<_> = (0u64..)
-        .zip(plans)
-        .map(|(id, p)| session(rc, sh.clone(), id, p))
+/// Every conversation side by side, each with its number in the run; their
+/// requests.
+async fn run_all(sh: &Shared, plans: Vec<(u64, Vec<Turn>)>) -> Vec<SessionRequest> {
+    let tasks: Vec<_> = plans
+        .into_iter()
+        .map(|(id, p)| session(sh.clone(), id, p))
         .collect();
     futures_util::future::join_all(tasks)
         .await
@@ -344,19 +335,37 @@ async fn run_all(rc: &RunCtx, sh: &Shared, plans: Vec<Vec<Turn>>) -> Vec<Session
         .collect()
 }
 
-/// The sessions of `--sessions` (`trace` `None`) or of a trace.
+/// What a run hands its result besides the turns: the server's scrapes
+/// around it, the turns planned per session, and over shards each one's
+/// part.
+struct Ran {
+    scrapes: (Option<Scrape>, Option<Scrape>),
+    expected: Vec<u32>,
+    literal: bool,
+    corpus: Option<ldb_core::replay::PromptCorpusInfo>,
+    limit_s: f64,
+    shards: Option<shards::Closed>,
+}
+
+/// The sessions of `--sessions` (`trace` `None`) or of a trace. Over
+/// shards (`shards.rs`) the leader plans every conversation, deals them
+/// out, runs its own with the loop every follower runs, and folds the
+/// followers' turns into the same tally before the one assembly.
 async fn run_with(
     rc: &RunCtx,
     disc: &Discovery,
     cfg: &SessionConfig,
     trace: Option<&TraceConfig>,
 ) -> SessionResult {
+    let lead = match shards::open(rc).await {
+        Ok(l) => l,
+        Err(why) => return refused(cfg, why),
+    };
     let salt: u64 = rand::random();
     let t = template_tokens(&rc.http, disc, salt).await.0;
     let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), t.tokens).await;
-    let granularity = rc.cache_granularity();
     // Every prompt opens with the template's head (issue 35, defect 3).
-    let cache = IntendedPrefixCache::new(granularity).with_head(t.head);
+    let cache = IntendedPrefixCache::new(rc.cache_granularity()).with_head(t.head);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let mut sh = Shared {
@@ -369,94 +378,139 @@ async fn run_with(
         cache: Arc::new(Mutex::new(cache)),
         progress: Arc::new(Counters::default()),
         tally: Tally::default(),
-        router: Tracker::new(rc, &cfg.router, salt),
+        router: Tracker::new(rc, &cfg.router, salt, lead.is_some()),
         context: disc.model_context,
+        net: Arc::new(Net::of(rc)),
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace.map(|t| (t, disc.model_context)));
-    // Fixed once every conversation is planned: a first turn due while a long
-    // trace is read would leave late, the delay in its latencies (issue 35).
-    let start = rc.clock.now() + 0.2;
+    let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
+    let (own, mut dealt) = shards::deal(rc, &sh, lead, plans);
+    // Fixed once every conversation is planned (and every follower's part
+    // built): a first turn due while a long trace is read would leave
+    // late, the delay in its latencies (issue 35).
+    let start = rc.clock.now() + dealt.as_ref().map_or(0.2, shards::Dealt::lead_s);
     sh.start = start;
     sh.tally = Tally::new(start);
     let limit_s = rc.cfg.open_loop.replay_limit.unwrap_or(SESSION_LIMIT_S);
-    let _timer = sh.tally.limit(rc, sh.skip.clone(), start + limit_s);
-    let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
-    let (sessions, turns) = (
-        expected.len() as u64,
-        expected.iter().copied().max().unwrap_or(0),
-    );
-    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let _timer = sh
+        .tally
+        .limit(rc.clock.now(), sh.skip.clone(), start + limit_s);
+    if let Some(d) = dealt.as_mut() {
+        d.send(rc, (start, start + limit_s));
+    }
+    let shown = own.iter().map(|(_, p)| p.len() as u32).collect::<Vec<_>>();
     let ticker = announce(
         rc,
         cfg,
-        (sessions, turns, total),
+        (expected.len() as u64, &shown),
         sh.progress.clone(),
         start,
     );
-    let all = run_all(rc, &sh, plans).await;
-    drop((measuring, ticker));
-    let after = super::trace::scrape_if(rc).await;
-    let router = match &sh.router {
-        Some(t) => Some(t.finish((before.as_ref(), after.as_ref())).await),
+    let mut all = run_all(&sh, own).await;
+    let shards = match dealt {
+        Some(d) => Some(d.finish(rc, &sh, &mut all, start + limit_s).await),
         None => None,
     };
-    let (summary, status, why) = summarise(rc, &sh, &all, total, limit_s);
+    drop((measuring, ticker));
+    let after = super::trace::scrape_if(rc).await;
+    let ran = Ran {
+        scrapes: (before, after),
+        expected,
+        literal,
+        corpus,
+        limit_s,
+        shards,
+    };
+    let result = result_of(rc, &sh, &all, ran).await;
+    note_done(rc, &result);
+    result
+}
+
+/// A run that could not start (over shards: a clock off by more than the
+/// bound allows): an error with its reason.
+fn refused(cfg: &SessionConfig, why: String) -> SessionResult {
+    SessionResult {
+        sessions: cfg.sessions,
+        turns: cfg.turns,
+        user_tokens: cfg.user_tokens,
+        think_time: cfg.think_time,
+        status: CellStatus::Error,
+        status_reason: why,
+        ..SessionResult::default()
+    }
+}
+
+/// The result from every turn of every session (one process's, or the
+/// union over shards: the same arithmetic for both).
+async fn result_of(rc: &RunCtx, sh: &Shared, all: &[SessionRequest], ran: Ran) -> SessionResult {
+    let scrapes = (ran.scrapes.0.as_ref(), ran.scrapes.1.as_ref());
+    let router = match &sh.router {
+        Some(t) => Some(t.finish(scrapes).await),
+        None => None,
+    };
+    let expected = &ran.expected;
+    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let sharded = ran.shards.is_some();
+    let (summary, status, why) = summarise(rc, sh, all, (total, ran.limit_s), sharded);
     let slo = rc.cfg.slo.spec.as_ref();
     let (tps, done, good) = per_session_of(
-        &all,
+        all,
         |id| expected.get(id as usize).copied().unwrap_or(0),
         |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
     );
     let caches = std::mem::take(&mut *sh.tally.caches.lock().unwrap_or_else(|p| p.into_inner()));
-    let intended = sh
-        .cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .hit_rate()
-        .filter(|_| !literal);
+    let (intended, granularity) = {
+        let c = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+        (c.hit_rate(), c.granularity())
+    };
     let wall = summary.wall_time;
-    let result = SessionResult {
-        sessions,
-        turns,
+    let cfg = &sh.cfg;
+    let mut result = SessionResult {
+        sessions: expected.len() as u64,
+        turns: expected.iter().copied().max().unwrap_or(0),
         user_tokens: cfg.user_tokens,
         output_tokens: rc.cfg.matrix.max_tokens,
         think_time: cfg.think_time,
         status,
         status_reason: why,
-        by_turn: by_turn(&all),
+        by_turn: by_turn(all),
         session_output_tps: tps,
         session_goodput: slo.and_then(|_| (wall > 0.0).then(|| good as f64 / wall)),
         sessions_completed: done,
         prefix_cache: PrefixCacheCheck {
-            prefix_cache_intended: intended,
+            prefix_cache_intended: intended.filter(|_| !ran.literal),
             granularity: Some(granularity),
-            ..super::trace::achieved_check(rc, (before.as_ref(), after.as_ref()), &caches)
+            ..super::trace::achieved_check(rc, scrapes, &caches)
         }
         .judge(),
         summary,
-        prompt_corpus: corpus,
+        prompt_corpus: ran.corpus,
         tool_loop: cfg
             .tool_loop
-            .map(|tl| ToolLoopStats::of(&all, tl.latency, tl.result_tokens)),
+            .map(|tl| ToolLoopStats::of(all, tl.latency, tl.result_tokens)),
         trace: None,
         router,
-        ..stops_of(&sh)
+        ..stops_of(sh)
     };
-    note_done(rc, &result);
+    if let Some(c) = ran.shards {
+        shards::label(&mut result, c);
+    }
     result
 }
 
 /// The run's summary from its turns (`total` planned), its status and why:
 /// a run whose limit (`limit_s` after its start) came first is an error.
+/// Over shards (`sharded`) the tokens' arrival times are this process's
+/// only (followers send their turns, not every token's time): none are used.
 fn summarise(
     rc: &RunCtx,
     sh: &Shared,
     all: &[SessionRequest],
-    total: u64,
-    limit_s: f64,
+    (total, limit_s): (u64, f64),
+    sharded: bool,
 ) -> (ReplaySummary, CellStatus, String) {
     let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
-    let arrivals = sh.tally.counters.arrivals.counts();
+    let arrivals = sh.tally.counters.arrivals.counts().filter(|_| !sharded);
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start: sh.start,
         requests: &requests,

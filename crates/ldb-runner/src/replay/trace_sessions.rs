@@ -88,6 +88,7 @@ pub(super) fn plans(
             adds,
             built_tokens,
             max_tokens: r.output_tokens,
+            tool_result: None,
         });
     }
     if let Some(note) = cut.note(context) {
