@@ -50,8 +50,18 @@ impl Drop for Sim {
 }
 
 fn sim() -> Sim {
+    sim_of(1_048_576)
+}
+
+/// The paced simulator serving a model of `context` tokens.
+fn sim_of(context: u64) -> Sim {
     let (dir, scenario) = tmp("paced-5ms.toml");
-    let body = paced_scenario(0.005, 256, 65536).replace("block_size = 256", "block_size = 16");
+    let body = paced_scenario(0.005, 256, 65536)
+        .replace("block_size = 256", "block_size = 16")
+        .replace(
+            "max_model_len = 1048576",
+            &format!("max_model_len = {context}"),
+        );
     std::fs::write(&scenario, body).expect("scenario");
     let port = free_port();
     let child = bin()
@@ -348,4 +358,83 @@ fn a_follower_killed_mid_run_has_its_sessions_reported_lost() {
     assert_eq!(shards[1]["lost"], true, "{r}");
     assert_eq!(num(&shards[1], "concurrency"), 3.0, "{r}");
     assert_eq!(num(&r["summary"], "sent"), num(&shards[0], "requests"));
+}
+
+/// The model's context holds on every shard: four sessions whose third
+/// turn (about 330 tokens with its output) would not fit a 300-token
+/// model all stop there, the follower's two as the leader's, and the
+/// leader's result lists all four.
+#[test]
+fn every_shard_stops_its_sessions_at_the_models_context() {
+    let s = sim_of(300);
+    let (dir, _) = tmp("unused");
+    let f = flags(
+        &s.url,
+        &[
+            "--sessions",
+            "4",
+            "--turns",
+            "5",
+            "--user-tokens",
+            "100",
+            "--max-tokens",
+            "16",
+        ],
+    );
+    let (doc, all) = run_shards(dir.path(), &f, 2);
+    let r = &doc["session_results"][0];
+    assert_eq!(
+        num(r, "sessions_stopped_at_context_limit"),
+        4.0,
+        "{r}\n{all}"
+    );
+    let stops = r["context_limit_stops"].as_array().expect("stops");
+    let at: Vec<(u64, u64)> = stops
+        .iter()
+        .map(|x| {
+            (
+                x["session"].as_u64().unwrap_or(9),
+                x["turn"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(at, [(0, 3), (1, 3), (2, 3), (3, 3)], "{r}");
+    assert_eq!(num(&r["summary"], "sent"), 8.0, "{r}");
+    let rec = read(&dir.path().join("r.shard-1.json"));
+    let theirs = rec["cells"][0]["sessions"]["stops"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(theirs, 2, "the follower's own stops: {rec}");
+}
+
+/// `--replay-limit` holds on every shard: first turns due 3 s after the
+/// start under a 1 s limit are sent by no shard, each follower reports
+/// that its limit came, and the run is an error that says so.
+#[test]
+fn every_shard_keeps_the_runs_limit() {
+    let s = sim();
+    let (dir, _) = tmp("unused");
+    let f = flags(
+        &s.url,
+        &[
+            "--sessions",
+            "4",
+            "--turns",
+            "2",
+            "--think-time",
+            "3",
+            "--replay-limit",
+            "1",
+        ],
+    );
+    let t0 = Instant::now();
+    let (doc, all) = run_shards(dir.path(), &f, 2);
+    let r = &doc["session_results"][0];
+    assert_eq!(r["status"], "error", "{r}\n{all}");
+    let why = r["status_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("--replay-limit"), "{why}");
+    assert_eq!(num(&r["summary"], "sent"), 0.0, "{r}");
+    let rec = read(&dir.path().join("r.shard-1.json"));
+    assert_eq!(rec["cells"][0]["sessions"]["timed_out"], true, "{rec}");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
 }
