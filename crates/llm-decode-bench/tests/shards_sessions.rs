@@ -316,48 +316,54 @@ fn two_shards_replay_trace_sessions_like_one_process() {
     assert_like(r, &one["session_results"][0]);
 }
 
+/// A follower killed mid-run: its sessions are reported lost, never
+/// dropped; the leader exits 0 (the result says `error`), or 6 under
+/// `--on-shard-loss stop`.
 #[test]
 fn a_follower_killed_mid_run_has_its_sessions_reported_lost() {
     let s = sim();
-    let (dir, tools) = tmp("tools.json");
-    std::fs::write(&tools, TOOLS).expect("tools");
-    // The first turns are due 2 s after the start: the follower is killed
-    // before its sessions end.
-    let f = session_flags(&s.url, &tools, "2");
-    let mut kids = start_shards(dir.path(), &f, 2);
-    let out = dir.path().join("shard-0.out");
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&out).is_ok_and(|t| t.contains("sessions over 2 shards")) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{}",
-            logs(dir.path(), 2)
+    for (on_loss, exit) in [("continue", 0), ("stop", 6)] {
+        let (dir, tools) = tmp("tools.json");
+        std::fs::write(&tools, TOOLS).expect("tools");
+        // The first turns are due 2 s after the start: the follower is
+        // killed before its sessions end.
+        let mut f = session_flags(&s.url, &tools, "2");
+        f.extend(["--on-shard-loss".to_string(), on_loss.to_string()]);
+        let mut kids = start_shards(dir.path(), &f, 2);
+        let out = dir.path().join("shard-0.out");
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(&out).is_ok_and(|t| t.contains("sessions over 2 shards")) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{}",
+                logs(dir.path(), 2)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = kids[1].kill();
+        let _ = kids[1].wait();
+        let leader = wait(&mut kids[0], Duration::from_secs(120));
+        let all = logs(dir.path(), 2);
+        assert_eq!(leader, Some(exit), "{on_loss}: {all}");
+        let doc = read(&dir.path().join("r.json"));
+        common::assert_valid(&doc);
+        let r = &doc["session_results"][0];
+        assert_eq!(r["status"], "error", "{r}");
+        assert_eq!(r["shards_lost"], serde_json::json!([1]), "{r}");
+        assert_eq!(num(r, "sessions_lost"), 3.0, "{r}");
+        let why = r["status_reason"].as_str().unwrap_or_default();
+        assert!(why.starts_with("shards_lost: shard 1"), "{why}");
+        // The leader's three sessions counted, the lost shard's not.
+        assert_eq!(
+            (num(r, "sessions"), num(r, "sessions_completed")),
+            (6.0, 3.0)
         );
-        std::thread::sleep(Duration::from_millis(50));
+        let shards = r["shards"].as_array().expect("shards");
+        assert_eq!(shards[1]["lost"], true, "{r}");
+        assert_eq!(num(&shards[1], "concurrency"), 3.0, "{r}");
+        assert_eq!(num(&r["summary"], "sent"), num(&shards[0], "requests"));
     }
-    std::thread::sleep(Duration::from_millis(1500));
-    let _ = kids[1].kill();
-    let _ = kids[1].wait();
-    let leader = wait(&mut kids[0], Duration::from_secs(120));
-    let all = logs(dir.path(), 2);
-    assert_eq!(leader, Some(0), "{all}");
-    let doc = read(&dir.path().join("r.json"));
-    common::assert_valid(&doc);
-    let r = &doc["session_results"][0];
-    assert_eq!(r["status"], "error", "{r}");
-    assert_eq!(r["shards_lost"], serde_json::json!([1]), "{r}");
-    assert_eq!(num(r, "sessions_lost"), 3.0, "{r}");
-    let why = r["status_reason"].as_str().unwrap_or_default();
-    assert!(why.starts_with("shards_lost: shard 1"), "{why}");
-    // The leader's three sessions counted, the lost shard's not.
-    assert_eq!(
-        (num(r, "sessions"), num(r, "sessions_completed")),
-        (6.0, 3.0)
-    );
-    let shards = r["shards"].as_array().expect("shards");
-    assert_eq!(shards[1]["lost"], true, "{r}");
-    assert_eq!(num(&shards[1], "concurrency"), 3.0, "{r}");
-    assert_eq!(num(&r["summary"], "sent"), num(&shards[0], "requests"));
 }
 
 /// The model's context holds on every shard: four sessions whose third
