@@ -358,9 +358,15 @@ impl RateShards {
                 reason: None,
             };
         }
+        // A session run has no rate to fall short of: its lost sessions
+        // are counted apart (`replay/sessions/shards.rs`).
+        let short = match what {
+            "sessions" => "",
+            _ => ", so the offered rate was below the rate asked for",
+        };
         let reason = format!(
             "shards_lost: shard {} lost during the cell; its part of the {what} is not \
-             counted, so the offered rate was below the rate asked for",
+             counted{short}",
             m.lost
                 .iter()
                 .map(u32::to_string)
