@@ -12,7 +12,8 @@ use crate::result::CellStatus;
 use crate::stats::percentile_sorted;
 
 /// One request of an open-loop cell, times on the run clock (seconds).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// (Serialized only between shards: a follower's session turns.)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RateRequest {
     /// When it was due.
     pub scheduled: f64,

@@ -165,8 +165,9 @@ pub fn counted_hits(start: &ServerSnapshot, end: &ServerSnapshot) -> Option<(f64
     (q >= 0.0 && h >= 0.0).then_some((h, q))
 }
 
-/// What one finished request said about its prompt and the cache.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What one finished request said about its prompt and the cache
+/// (serialized only between shards).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestCache {
     /// `usage.prompt_tokens` (0 when not sent).
     pub prompt_tokens: u64,

@@ -20,6 +20,7 @@ mod trace_shards;
 
 pub use config::{ReplayConfig, SessionConfig, ToolLoop, TraceConfig, TraceScan, scan};
 pub use corpus::{PromptCorpus, load as load_corpus};
+pub(crate) use sessions::part::{check as check_session_part, run as run_session_part};
 
 use ldb_client::discovery::Discovery;
 use ldb_core::live::{LiveEvent, Phase};

@@ -19,6 +19,7 @@ mod check;
 #[cfg(test)]
 mod door_tests;
 pub mod follower;
+mod follower_join;
 #[cfg(test)]
 mod fuzz;
 mod join;
@@ -29,6 +30,7 @@ pub mod rate;
 pub mod record;
 mod refusals;
 mod seal;
+pub mod session_wire;
 pub mod wire;
 
 use std::sync::Arc;

@@ -236,20 +236,24 @@ fn shard_index(flag: Option<u32>) -> Result<u32, AppError> {
     ))
 }
 
-/// Why a replay cannot run over shards yet: sessions (a turn waits for the
-/// reply before it, so the conversation is not one schedule to deal), or a
-/// trace on offline shards (no shared start or clock offsets).
+/// Why a replay cannot run over these shards: on offline shards there is
+/// no shared start, no clock offsets and no leader to deal conversations
+/// or fold their turns (a coordinator runs traces and sessions).
 fn replay_refusal(cfg: &RunConfig, offline: bool) -> Option<&'static str> {
     use ldb_runner::replay::ReplayConfig;
+    if !offline {
+        return None;
+    }
     match cfg.replay.as_ref()? {
-        ReplayConfig::Sessions(_) => Some("--sessions (a session replay runs in one process)"),
-        ReplayConfig::Trace(t) if t.sessions => {
-            Some("--trace-sessions (a session replay runs in one process)")
-        }
-        ReplayConfig::Trace(_) if offline => Some(
+        ReplayConfig::Sessions(_) => Some(
+            "--sessions with --start-at (an offline shard has no leader to deal sessions; use a coordinator)",
+        ),
+        ReplayConfig::Trace(t) if t.sessions => Some(
+            "--trace-sessions with --start-at (an offline shard has no leader to deal sessions; use a coordinator)",
+        ),
+        ReplayConfig::Trace(_) => Some(
             "--trace with --start-at (an offline shard cannot share a schedule; use a coordinator)",
         ),
-        ReplayConfig::Trace(_) => None,
     }
 }
 
@@ -463,7 +467,11 @@ pub(crate) fn leader_exit(
 ) -> Option<i32> {
     let l = leader?;
     let lost = doc.results.iter().any(|c| !c.ext.shards_lost.is_empty())
-        || doc.rate_results.iter().any(|r| !r.shards_lost.is_empty());
+        || doc.rate_results.iter().any(|r| !r.shards_lost.is_empty())
+        || doc
+            .session_results
+            .iter()
+            .any(|r| !r.shards_lost.is_empty());
     (l.settings().stop_on_loss && lost).then_some(exit::SHARD_LOST)
 }
 

@@ -397,3 +397,93 @@ fn a_credential_header_an_unknown_placeholder_or_no_sessions_is_one_line_and_exi
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// The flags of `sessions_behind`, run over two shard processes (the
+/// leader and one follower on loopback): the leader's session entry.
+fn sharded_behind(router: u16, replicas: [u16; 2], args: &[&str]) -> Value {
+    let (dir, out) = common::tmp("r.json");
+    let coord = format!("127.0.0.1:{}", common::free_port());
+    let mut kids: Vec<std::process::Child> = (0..2)
+        .map(|i: u32| {
+            let mut c = common::bin();
+            c.args(["--host", &format!("http://127.0.0.1:{router}")]);
+            for p in replicas {
+                c.args(["--metrics-url", &format!("http://127.0.0.1:{p}")]);
+            }
+            c.args(args)
+                .args(["--max-tokens", "16", "--user-tokens", "100"])
+                .args(["--display-mode", "plain", "--no-hw-monitor", "--output"])
+                .arg(&out)
+                .args(["--shards", "2", "--shard-index", &i.to_string()])
+                .args(["--coordinator", &coord, "--shard-join-timeout", "60"])
+                .env("LDB_SHARD_SECRET", "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(dir.path().join(format!("{i}.err"))).expect("log"))
+                .spawn()
+                .expect("shard starts")
+        })
+        .collect();
+    for (i, k) in kids.iter_mut().enumerate() {
+        let code = common::wait(k, std::time::Duration::from_secs(120));
+        let err = std::fs::read_to_string(dir.path().join(format!("{i}.err"))).unwrap_or_default();
+        assert_eq!(code, Some(0), "shard {i}: {err}");
+    }
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("JSON");
+    common::assert_valid(&doc);
+    doc["session_results"][0].clone()
+}
+
+/// Over shards (docs/shards.md, "Sessions"): the follower's turns carry
+/// the session header (the router keeps each session on the replica its
+/// hash picks) and the router's replica header names their replica, as
+/// the leader's do; without the replica header no shard sees every turn
+/// in flight, so the counter rule attributes nothing and every turn is
+/// unattributed.
+#[test]
+fn over_shards_the_replica_header_attributes_every_turn_and_the_counters_none() {
+    let (ports, _sims) = two_replicas();
+    let router = start_router(ports.to_vec(), Some("x-session-id"));
+    let header = [
+        "--session-header",
+        "x-session-id",
+        "--session-header-value",
+        "s{session}",
+    ];
+    let mut args = vec!["--sessions", "4", "--turns", "3"];
+    args.extend(header);
+    let named: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--replica-header", "x-replica"])
+        .collect();
+    let s = sharded_behind(router, ports, &named);
+    let r = &s["router"];
+    assert_eq!(
+        (&r["turns"], &r["attributed_by_header"]),
+        (&12.into(), &12.into()),
+        "{r}"
+    );
+    assert_eq!(r["sessions_moved"], 0, "{r}");
+    for (i, session) in r["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .enumerate()
+    {
+        let want = hashed(&format!("s{i}"), 2) as u64 + 1;
+        assert_eq!(
+            session["replicas"],
+            serde_json::json!([want, want, want]),
+            "{session}"
+        );
+    }
+    let s = sharded_behind(router, ports, &args);
+    let r = &s["router"];
+    assert_eq!(r["turns"], 12, "{r}");
+    assert_eq!(
+        (&r["attributed_by_counters"], &r["unattributed"]),
+        (&0.into(), &12.into()),
+        "{r}"
+    );
+}

@@ -461,22 +461,33 @@ fn bad_shard_flags_are_one_line_before_any_request() {
             "invalid --max-in-flight 2: below --shards 3",
         ),
         (
-            &["--shards", "2", "--shard-index", "0", "--sessions", "4"],
+            &[
+                "--shards",
+                "2",
+                "--shard-index",
+                "1",
+                "--sessions",
+                "4",
+                "--start-at",
+                "1",
+            ],
             2,
-            "does not support --sessions",
+            "does not support --sessions with --start-at",
         ),
         (
             &[
                 "--shards",
                 "2",
                 "--shard-index",
-                "0",
+                "1",
                 "--trace",
                 trace,
                 "--trace-sessions",
+                "--start-at",
+                "1",
             ],
             2,
-            "does not support --trace-sessions",
+            "does not support --trace-sessions with --start-at",
         ),
         (
             &[

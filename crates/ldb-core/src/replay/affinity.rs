@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One turn as sent: its span on the run clock and what its answer said.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One turn as sent: its span on the run clock and what its answer said
+/// (serialized only between shards).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnSpan {
     /// 0-based session.
     pub session: u64,

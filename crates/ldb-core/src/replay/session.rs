@@ -153,8 +153,8 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// One request of a session run.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One request of a session run (serialized only between shards).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionRequest {
     /// 0-based session.
     pub session: u64,
@@ -260,6 +260,17 @@ pub struct SessionResult {
     /// `--metrics-url` over replicas: which replica served each turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<super::affinity::RouterAffinity>,
+    /// Over shards: each shard's part (`concurrency`: the sessions dealt
+    /// to it, `requests`: the turns it sent).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<crate::shard::ShardCellRecord>,
+    /// Shards lost during the run: their sessions are not counted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shards_lost: Vec<u32>,
+    /// Sessions dealt to a lost shard (in `sessions`, never in
+    /// `sessions_completed`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sessions_lost: u64,
 }
 
 /// A session stopped at the model's context limit: its next turn's prompt

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use ldb_client::http::Http;
 use ldb_client::replicas::replica_base;
-use ldb_client::scrape::Scrape;
+use ldb_client::scrape::{Scrape, Scraper};
 use ldb_core::replay::affinity::{
     CounterRead, RouterAffinity, TurnSpan, attribute, replica_named, summarise,
 };
@@ -103,10 +103,16 @@ pub fn header_value(template: &str, run: u64, session: u64) -> Result<String, St
 
 /// What the session loop shares for the router: the turns' spans and the
 /// counter reads.
-#[derive(Default)]
 pub(super) struct Tracker {
     opts: RouterOptions,
     run: u64,
+    /// The run's client, which each session's turns go through with its
+    /// headers.
+    http: Http,
+    /// Reads the replicas' counters after a turn sent alone; none over
+    /// shards (one shard does not see the others' turns in flight: those
+    /// turns are attributed by the replica header or not at all).
+    scraper: Option<Scraper>,
     /// The replicas' base URLs (`--metrics-url`), to name them from a header.
     bases: Vec<String>,
     turns: Mutex<Vec<TurnSpan>>,
@@ -130,33 +136,81 @@ fn counter_read(s: &Scrape) -> CounterRead {
 impl Tracker {
     /// A tracker for run `run` (the session's content salt), or `None`
     /// without router flags and without replicas.
-    pub(super) fn new(rc: &RunCtx, opts: &RouterOptions, run: u64) -> Option<Arc<Tracker>> {
-        let urls = &rc.cfg.target.metrics_urls;
-        if !opts.any() && urls.is_empty() {
+    /// `sharded`: the run's sessions are dealt over shards (no counter
+    /// reads between turns).
+    pub(super) fn new(
+        rc: &RunCtx,
+        opts: &RouterOptions,
+        run: u64,
+        sharded: bool,
+    ) -> Option<Arc<Tracker>> {
+        let bases: Vec<String> = rc
+            .cfg
+            .target
+            .metrics_urls
+            .iter()
+            .map(|u| replica_base(u).to_string())
+            .collect();
+        let scraper = (!sharded).then(|| rc.scraper.clone());
+        Tracker::with(opts, run, (rc.http.clone(), scraper), bases)
+    }
+
+    /// A tracker over `http` (and `scraper`, for the reads between turns),
+    /// or `None` without router flags and without replicas.
+    pub(super) fn with(
+        opts: &RouterOptions,
+        run: u64,
+        (http, scraper): (Http, Option<Scraper>),
+        bases: Vec<String>,
+    ) -> Option<Arc<Tracker>> {
+        if !opts.any() && bases.is_empty() {
             return None;
         }
         Some(Arc::new(Tracker {
             opts: opts.clone(),
             run,
-            bases: urls.iter().map(|u| replica_base(u).to_string()).collect(),
-            ..Tracker::default()
+            http,
+            scraper,
+            bases,
+            turns: Mutex::default(),
+            reads: Arc::default(),
+            pending: Mutex::default(),
         }))
+    }
+
+    /// The replicas' base URLs.
+    pub(super) fn bases(&self) -> &[String] {
+        &self.bases
     }
 
     /// The client session `id`'s turns go through: the run's, with the
     /// session header and the noted replica header.
-    pub(super) fn http_for(&self, rc: &RunCtx, id: u64) -> Http {
+    pub(super) fn http_for(&self, id: u64) -> Http {
         let header = self.opts.session_header.as_ref().and_then(|(n, t)| {
             let v = header_value(t, self.run, id).ok()?;
             Some((n.clone(), v))
         });
         let noted = self.opts.replica_header.as_deref();
         let pair = header.as_ref().map(|(n, v)| (n.as_str(), v.as_str()));
-        // Name and template were checked when the flags were read.
-        rc.http
+        // Name and template were checked when the flags were read (a
+        // follower checks the leader's order before it runs).
+        self.http
             .clone()
             .with_headers(pair, noted)
-            .unwrap_or_else(|_| rc.http.clone())
+            .unwrap_or_else(|_| self.http.clone())
+    }
+
+    /// Turns another shard sent, their times already on this clock.
+    pub(super) fn absorb(&self, spans: Vec<TurnSpan>) {
+        self.turns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(spans);
+    }
+
+    /// Every turn recorded so far (a follower sends them to the leader).
+    pub(super) fn take_turns(&self) -> Vec<TurnSpan> {
+        std::mem::take(&mut *self.turns.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Record a turn; `noted` is the replica header's value.
@@ -170,11 +224,11 @@ impl Tracker {
 
     /// Read the replicas' counters now, in the background (called when a
     /// turn ended and no other was in flight: at most one read per turn).
-    pub(super) fn read_soon(&self, rc: &RunCtx) {
-        if self.bases.is_empty() {
+    pub(super) fn read_soon(&self) {
+        let Some(scraper) = self.scraper.clone().filter(|_| !self.bases.is_empty()) else {
             return;
-        }
-        let (scraper, reads) = (rc.scraper.clone(), self.reads.clone());
+        };
+        let reads = self.reads.clone();
         let h = tokio::spawn(async move {
             if let Some(s) = scraper.scrape_once().await {
                 reads

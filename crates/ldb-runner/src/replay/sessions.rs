@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ldb_client::discovery::Discovery;
+use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
 use ldb_core::prefix_cache::{IntendedPrefixCache, Segment, chain};
@@ -34,9 +35,12 @@ use super::tool_loop::{self, ToolTurn};
 use crate::config::SESSION_LIMIT_S;
 use crate::ctx::RunCtx;
 use crate::prefix_achieved::RequestCache;
-use crate::prompts::{BodyOptions, stream_json};
 
+mod net;
+pub(crate) mod part;
+mod shards;
 mod turn;
+use net::Net;
 use turn::{Sent, account, context_stop, reply_message, send_turn, wait_until};
 
 /// Why a turn still open at the run's limit failed.
@@ -60,6 +64,8 @@ pub(super) struct Shared {
     router: Option<Arc<Tracker>>,
     /// The model's context length (0: unknown, only a refusal stops).
     context: u64,
+    /// The client, the clock and the body's keys (`net.rs`).
+    net: Arc<Net>,
 }
 
 /// What the turns add to as they run, for the result: what each answer
@@ -86,9 +92,9 @@ impl Tally {
 
     /// Cancels `skip` at run-clock time `limit` (the run's limit), marking
     /// the run timed out; the timer ends with the returned guard.
-    fn limit(&self, rc: &RunCtx, skip: CancellationToken, limit: f64) -> AbortOnDrop {
+    fn limit(&self, now: f64, skip: CancellationToken, limit: f64) -> AbortOnDrop {
         let timed_out = self.timed_out.clone();
-        let wait = Duration::from_secs_f64((limit - rc.clock.now()).max(0.0));
+        let wait = Duration::from_secs_f64((limit - now).max(0.0));
         AbortOnDrop(tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             timed_out.store(true, Ordering::SeqCst);
@@ -162,6 +168,22 @@ pub(super) struct Turn {
     pub tool_wait: f64,
     /// A first turn built from a trace's `hash_ids`: its blocks' segments.
     pub blocks: Option<Vec<Segment>>,
+    /// With the tool loop on a follower shard: the result's text if this
+    /// turn's reply calls a tool (the leader built it; one process builds
+    /// it when the call comes).
+    pub tool_result_text: Option<String>,
+}
+
+impl Turn {
+    /// Carries what only a trace's agent row gives: the leader's order to a
+    /// follower does not (`shards.rs`), so such a trace is not dealt out.
+    fn is_agent(&self) -> bool {
+        self.opening != Opening::New
+            || self.tools.is_some()
+            || self.tool_result
+            || self.tool_wait > 0.0
+            || self.blocks.is_some()
+    }
 }
 
 /// The turns of `--sessions`' session `id`.
@@ -182,35 +204,14 @@ fn planned_turns(rc: &RunCtx, sh: &Shared, id: u64) -> Vec<Turn> {
                 built_tokens: words + if turn == 1 { sh.template } else { 0 },
                 max_tokens: rc.cfg.matrix.max_tokens,
                 opening: Opening::New,
-                tools: rc.cfg.matrix.tools.clone(),
+                tools: None,
                 tool_result: false,
                 tool_wait: 0.0,
                 blocks: None,
+                tool_result_text: None,
             }
         })
         .collect()
-}
-
-/// The streamed request of one turn. The reply goes back in the next turn
-/// as the engine generated it (`skip_special_tokens: false`): a special
-/// token the model emits past its end of turn (with ignore_eos) would
-/// otherwise vanish from the text and end the cache's match there (measured
-/// on vLLM 0.32, issue 35; docs/methodology.md §16.1).
-fn turn_body(rc: &RunCtx, messages: &[Message], plan: &Turn) -> bytes::Bytes {
-    let mut body = stream_json(
-        &rc.model,
-        messages,
-        BodyOptions {
-            api: rc.cfg.target.api,
-            max_tokens: plan.max_tokens,
-            continuous_usage: false,
-            ignore_eos: !rc.cfg.matrix.respect_eos,
-            temperature: rc.cfg.matrix.temperature,
-            tools: plan.tools.clone(),
-        },
-    );
-    body["skip_special_tokens"] = serde_json::json!(false);
-    bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 /// One conversation, turn by turn; a failed turn ends it, and so does a
@@ -219,17 +220,12 @@ fn turn_body(rc: &RunCtx, messages: &[Message], plan: &Turn) -> bytes::Bytes {
 /// loop, a reply that called a tool makes the next turn carry the call's
 /// result instead of its user message (`tool_loop.rs`); a trace's next turn
 /// says whether the reply is resent (`agent.rs`).
-pub(super) async fn session(
-    rc: &RunCtx,
-    sh: Shared,
-    id: u64,
-    turns: Vec<Turn>,
-) -> Vec<SessionRequest> {
+pub(super) async fn session(sh: Shared, id: u64, turns: Vec<Turn>) -> Vec<SessionRequest> {
     let mut conv = ConversationSegments::new(chain(sh.salt, id));
     let http = sh
         .router
         .as_ref()
-        .map_or_else(|| rc.http.clone(), |t| t.http_for(rc, id));
+        .map_or_else(|| sh.net.http.clone(), |t| t.http_for(id));
     let mut messages: Vec<Message> = Vec::new();
     let mut out = Vec::new();
     let mut last_end = sh.start;
@@ -238,10 +234,11 @@ pub(super) async fn session(
     let openings: Vec<Opening> = turns.iter().skip(1).map(|t| t.opening.clone()).collect();
     // the tool's run times: a stream of their own, seeded like think times
     let mut tool_rng =
-        rand::rngs::StdRng::seed_from_u64(rc.cfg.open_loop.seed.wrapping_add(id).rotate_left(32));
+        rand::rngs::StdRng::seed_from_u64(sh.net.seed.wrapping_add(id).rotate_left(32));
     let mut pending: Option<ToolTurn> = None;
     for (turn, mut plan) in (1u32..).zip(turns) {
         let next = openings.get(turn as usize - 1).cloned().unwrap_or_default();
+        let result_text = plan.tool_result_text.take();
         if let Some(t) = pending.take() {
             plan.due = Due::AfterReply(t.wait);
             plan.adds = vec![t.result];
@@ -253,7 +250,7 @@ pub(super) async fn session(
             Due::AfterReply(s) => last_end + s,
             Due::At(t) => (sh.start + t).max(last_end),
         };
-        if !wait_until(rc, &sh, due).await {
+        if !wait_until(&sh, due).await {
             break;
         }
         // The client's count: the conversation so far and the new message.
@@ -267,8 +264,10 @@ pub(super) async fn session(
         }
         Counters::bump(&sh.progress.due);
         messages.append(&mut plan.adds);
-        let body = turn_body(rc, &messages, &plan);
-        let sent = send_turn(rc, &sh, &http, body, due).await;
+        let body = sh
+            .net
+            .turn_body(&messages, plan.max_tokens, plan.tools.as_ref());
+        let sent = send_turn(&sh, &http, body, due).await;
         if sent.o.track.error().is_some_and(is_context_limit) {
             context_stop(&sh, (id, turn), expected, true);
             break;
@@ -281,7 +280,7 @@ pub(super) async fn session(
             expected
         };
         let resent = next != Opening::Recorded;
-        account(rc, &sh, id, &sent, &mut conv, (prompt_tokens, resent));
+        account(&sh, id, &sent, &mut conv, (prompt_tokens, resent));
         let Sent { o, request, texts } = sent;
         let done = request.completed_at;
         let called = tool_loop::called(&texts, o.track.finish_reason());
@@ -299,7 +298,10 @@ pub(super) async fn session(
         let offered = plan.tools.as_deref();
         messages.extend(reply_message(&texts, called, &next, (id, turn), offered));
         let looping = sh.cfg.tool_loop.filter(|_| called);
-        pending = looping.map(|tl| tool_loop::tool_turn(&sh, &tl, (id, turn), tool_rng.random()));
+        pending = looping.map(|tl| {
+            let u = tool_rng.random();
+            tool_loop::tool_turn(&sh, &tl, (id, turn), u, result_text)
+        });
         last_end = done;
     }
     if out.len() == planned && out.iter().all(|r| r.request.completed_at.is_some()) {
@@ -331,21 +333,23 @@ pub(super) async fn run_trace(rc: &RunCtx, disc: &Discovery, t: &TraceConfig) ->
     r
 }
 
-/// Says what runs and starts showing its progress (`sessions` of up to
-/// `turns` turns, `total` turns in all).
+/// Says what runs and starts showing its progress: `sessions` in all, and
+/// the turns of each one this process runs (over shards the live view
+/// counts the leader's part).
 fn announce(
     rc: &RunCtx,
     cfg: &SessionConfig,
-    (sessions, turns, total): (u64, u32, u64),
+    (sessions, own): (u64, &[u32]),
     counters: Arc<Counters>,
     start: f64,
 ) -> Ticker {
+    let turns = own.iter().copied().max().unwrap_or(0);
     rc.live.event(format!(
         "sessions: {sessions}, up to {turns} turns, {} user tokens per turn, think time {:?}",
         cfg.user_tokens, cfg.think_time
     ));
-    let mut progress = session_progress(sessions, turns);
-    progress.scheduled = total;
+    let mut progress = session_progress(own.len() as u64, turns);
+    progress.scheduled = own.iter().map(|&n| u64::from(n)).sum();
     Ticker::start(rc, progress, counters, start)
 }
 
@@ -368,11 +372,12 @@ fn plans_of(
     }
 }
 
-/// Every conversation side by side; their requests.
-async fn run_all(rc: &RunCtx, sh: &Shared, plans: Vec<Vec<Turn>>) -> Vec<SessionRequest> {
-    let tasks: Vec<_> = (0u64..)
-        .zip(plans)
-        .map(|(id, p)| session(rc, sh.clone(), id, p))
+/// Every conversation side by side, each with its number in the run; their
+/// requests.
+async fn run_all(sh: &Shared, plans: Vec<(u64, Vec<Turn>)>) -> Vec<SessionRequest> {
+    let tasks: Vec<_> = plans
+        .into_iter()
+        .map(|(id, p)| session(sh.clone(), id, p))
         .collect();
     futures_util::future::join_all(tasks)
         .await
@@ -381,19 +386,37 @@ async fn run_all(rc: &RunCtx, sh: &Shared, plans: Vec<Vec<Turn>>) -> Vec<Session
         .collect()
 }
 
-/// The sessions of `--sessions` (`trace` `None`) or of a trace.
+/// What a run hands its result besides the turns: the server's scrapes
+/// around it, the turns planned per session, and over shards each one's
+/// part.
+struct Ran {
+    scrapes: (Option<Scrape>, Option<Scrape>),
+    expected: Vec<u32>,
+    literal: bool,
+    corpus: Option<ldb_core::replay::PromptCorpusInfo>,
+    limit_s: f64,
+    shards: Option<shards::Closed>,
+}
+
+/// The sessions of `--sessions` (`trace` `None`) or of a trace. Over
+/// shards (`shards.rs`) the leader plans every conversation, deals them
+/// out, runs its own with the loop every follower runs, and folds the
+/// followers' turns into the same tally before the one assembly.
 async fn run_with(
     rc: &RunCtx,
     disc: &Discovery,
     cfg: &SessionConfig,
     trace: Option<&TraceConfig>,
 ) -> SessionResult {
+    let lead = match shards::open(rc).await {
+        Ok(l) => l,
+        Err(why) => return refused(cfg, why),
+    };
     let salt: u64 = rand::random();
     let t = template_tokens(&rc.http, disc, salt).await.0;
     let (source, corpus) = super::corpus::source(rc, disc, cfg.corpus.as_ref(), t.tokens).await;
-    let granularity = rc.cache_granularity();
     // Every prompt opens with the template's head (issue 35, defect 3).
-    let cache = IntendedPrefixCache::new(granularity).with_head(t.head);
+    let cache = IntendedPrefixCache::new(rc.cache_granularity()).with_head(t.head);
     let before = super::trace::scrape_if(rc).await;
     let measuring = rc.scraper.measuring();
     let mut sh = Shared {
@@ -407,96 +430,147 @@ async fn run_with(
         cache: Arc::new(Mutex::new(cache)),
         progress: Arc::new(Counters::default()),
         tally: Tally::default(),
-        router: Tracker::new(rc, &cfg.router, salt),
+        router: Tracker::new(rc, &cfg.router, salt, lead.is_some()),
         context: disc.model_context,
+        net: Arc::new(Net::of(rc)),
     };
     let (plans, literal) = plans_of(rc, &sh, cfg, trace.map(|t| (t, disc.model_context)));
-    // Fixed once every conversation is planned: a first turn due while a long
-    // trace is read would leave late, the delay in its latencies (issue 35).
-    let start = rc.clock.now() + 0.2;
+    if lead.is_some() && plans.iter().flatten().any(Turn::is_agent) {
+        return refused(
+            cfg,
+            "an agent trace (recorded replies, tool results, per-row tools, think or tool \
+             times, shared blocks) runs in one process: its turns are not dealt to shards"
+                .into(),
+        );
+    }
+    let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
+    let (own, mut dealt) = shards::deal(rc, &sh, lead, plans);
+    // Fixed once every conversation is planned (and every follower's part
+    // built): a first turn due while a long trace is read would leave
+    // late, the delay in its latencies (issue 35).
+    let start = rc.clock.now() + dealt.as_ref().map_or(0.2, shards::Dealt::lead_s);
     sh.start = start;
     sh.tally = Tally::new(start);
     let limit_s = rc.cfg.open_loop.replay_limit.unwrap_or(SESSION_LIMIT_S);
-    let _timer = sh.tally.limit(rc, sh.skip.clone(), start + limit_s);
-    let expected: Vec<u32> = plans.iter().map(|p| p.len() as u32).collect();
-    let (sessions, turns) = (
-        expected.len() as u64,
-        expected.iter().copied().max().unwrap_or(0),
-    );
-    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let _timer = sh
+        .tally
+        .limit(rc.clock.now(), sh.skip.clone(), start + limit_s);
+    if let Some(d) = dealt.as_mut() {
+        d.send(rc, (start, start + limit_s));
+    }
+    let shown = own.iter().map(|(_, p)| p.len() as u32).collect::<Vec<_>>();
     let ticker = announce(
         rc,
         cfg,
-        (sessions, turns, total),
+        (expected.len() as u64, &shown),
         sh.progress.clone(),
         start,
     );
-    let all = run_all(rc, &sh, plans).await;
-    drop((measuring, ticker));
-    let after = super::trace::scrape_if(rc).await;
-    let router = match &sh.router {
-        Some(t) => Some(t.finish((before.as_ref(), after.as_ref())).await),
+    let mut all = run_all(&sh, own).await;
+    let shards = match dealt {
+        Some(d) => Some(d.finish(rc, &sh, &mut all, start + limit_s).await),
         None => None,
     };
-    let (summary, status, why) = summarise(rc, &sh, &all, total, limit_s);
+    drop((measuring, ticker));
+    let after = super::trace::scrape_if(rc).await;
+    let ran = Ran {
+        scrapes: (before, after),
+        expected,
+        literal,
+        corpus,
+        limit_s,
+        shards,
+    };
+    let result = result_of(rc, &sh, &all, ran).await;
+    note_done(rc, &result);
+    result
+}
+
+/// A run that could not start (over shards: a clock off by more than the
+/// bound allows): an error with its reason.
+fn refused(cfg: &SessionConfig, why: String) -> SessionResult {
+    SessionResult {
+        sessions: cfg.sessions,
+        turns: cfg.turns,
+        user_tokens: cfg.user_tokens,
+        think_time: cfg.think_time,
+        status: CellStatus::Error,
+        status_reason: why,
+        ..SessionResult::default()
+    }
+}
+
+/// The result from every turn of every session (one process's, or the
+/// union over shards: the same arithmetic for both).
+async fn result_of(rc: &RunCtx, sh: &Shared, all: &[SessionRequest], ran: Ran) -> SessionResult {
+    let scrapes = (ran.scrapes.0.as_ref(), ran.scrapes.1.as_ref());
+    let router = match &sh.router {
+        Some(t) => Some(t.finish(scrapes).await),
+        None => None,
+    };
+    let expected = &ran.expected;
+    let total: u64 = expected.iter().map(|&n| u64::from(n)).sum();
+    let sharded = ran.shards.is_some();
+    let (summary, status, why) = summarise(rc, sh, all, (total, ran.limit_s), sharded);
     let slo = rc.cfg.slo.spec.as_ref();
     let (tps, done, good) = per_session_of(
-        &all,
+        all,
         |id| expected.get(id as usize).copied().unwrap_or(0),
         |r| slo.is_none_or(|s| ldb_core::replay::assemble::meets(s, r)),
     );
     let caches = std::mem::take(&mut *sh.tally.caches.lock().unwrap_or_else(|p| p.into_inner()));
-    let intended = intended_rate(&sh, literal);
+    let (intended, granularity) = {
+        let c = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
+        (c.hit_rate(), c.granularity())
+    };
     let wall = summary.wall_time;
-    let result = SessionResult {
-        sessions,
-        turns,
+    let cfg = &sh.cfg;
+    let mut result = SessionResult {
+        sessions: expected.len() as u64,
+        turns: expected.iter().copied().max().unwrap_or(0),
         user_tokens: cfg.user_tokens,
         output_tokens: rc.cfg.matrix.max_tokens,
         think_time: cfg.think_time,
         status,
         status_reason: why,
-        by_turn: by_turn(&all),
+        by_turn: by_turn(all),
         session_output_tps: tps,
         session_goodput: slo.and_then(|_| (wall > 0.0).then(|| good as f64 / wall)),
         sessions_completed: done,
         prefix_cache: PrefixCacheCheck {
-            prefix_cache_intended: intended,
+            prefix_cache_intended: intended.filter(|_| !ran.literal),
             granularity: Some(granularity),
-            ..super::trace::achieved_check(rc, (before.as_ref(), after.as_ref()), &caches)
+            ..super::trace::achieved_check(rc, scrapes, &caches)
         }
         .judge(),
         summary,
-        prompt_corpus: corpus,
+        prompt_corpus: ran.corpus,
         tool_loop: cfg
             .tool_loop
-            .map(|tl| ToolLoopStats::of(&all, tl.latency, tl.result_tokens)),
+            .map(|tl| ToolLoopStats::of(all, tl.latency, tl.result_tokens)),
         trace: None,
         router,
-        ..stops_of(&sh)
+        ..stops_of(sh)
     };
-    note_done(rc, &result);
+    if let Some(c) = ran.shards {
+        shards::label(&mut result, c);
+    }
     result
-}
-
-/// The intended hit rate of the prompts sent, unless some text was literal
-/// (the tool did not build it, so it cannot say what it shares).
-fn intended_rate(sh: &Shared, literal: bool) -> Option<f64> {
-    let cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
-    cache.hit_rate().filter(|_| !literal)
 }
 
 /// The run's summary from its turns (`total` planned), its status and why:
 /// a run whose limit (`limit_s` after its start) came first is an error.
+/// Over shards (`sharded`) the tokens' arrival times are this process's
+/// only (followers send their turns, not every token's time): none are used.
 fn summarise(
     rc: &RunCtx,
     sh: &Shared,
     all: &[SessionRequest],
-    total: u64,
-    limit_s: f64,
+    (total, limit_s): (u64, f64),
+    sharded: bool,
 ) -> (ReplaySummary, CellStatus, String) {
     let requests: Vec<_> = all.iter().map(|r| r.request.clone()).collect();
-    let arrivals = sh.tally.counters.arrivals.counts();
+    let arrivals = sh.tally.counters.arrivals.counts().filter(|_| !sharded);
     let (summary, mut status, mut why) = assemble(&ReplayInputs {
         start: sh.start,
         requests: &requests,

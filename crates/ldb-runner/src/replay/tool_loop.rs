@@ -52,10 +52,16 @@ pub(super) fn assistant(texts: &ChannelTexts, call_id: Option<&str>) -> Message 
 }
 
 /// The turn after session `id`'s turn `turn` called a tool; `u` is the
-/// uniform draw of the tool's run time.
-pub(super) fn tool_turn(sh: &Shared, tl: &ToolLoop, (id, turn): (u64, u32), u: f64) -> ToolTurn {
-    // `!turn` keeps the result's text apart from every user message's
-    let text = user_text(sh, id, !turn, tl.result_tokens);
+/// uniform draw of the tool's run time; `given` the result's text when the
+/// leader of shards built it (else it is built here, the same text).
+pub(super) fn tool_turn(
+    sh: &Shared,
+    tl: &ToolLoop,
+    (id, turn): (u64, u32),
+    u: f64,
+    given: Option<String>,
+) -> ToolTurn {
+    let text = given.unwrap_or_else(|| result_text(sh, tl, (id, turn)));
     ToolTurn {
         wait: tl.latency.sample(u),
         result: Message {
@@ -68,6 +74,12 @@ pub(super) fn tool_turn(sh: &Shared, tl: &ToolLoop, (id, turn): (u64, u32), u: f
         },
         result_tokens: tl.result_tokens,
     }
+}
+
+/// The text of the result that answers session `id`'s turn `turn`'s call.
+pub(super) fn result_text(sh: &Shared, tl: &ToolLoop, (id, turn): (u64, u32)) -> String {
+    // `!turn` keeps the result's text apart from every user message's
+    user_text(sh, id, !turn, tl.result_tokens)
 }
 
 /// The id of the call session `id`'s turn `turn` made (the server's own

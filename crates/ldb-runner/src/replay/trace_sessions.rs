@@ -132,6 +132,7 @@ fn planned_turn(
         tools: agent::tools(r),
         tool_wait: a.and_then(|a| a.tool_time).unwrap_or(0.0) / speed,
         blocks: shared,
+        tool_result_text: None,
     }
 }
 

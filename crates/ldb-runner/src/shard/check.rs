@@ -8,6 +8,7 @@
 
 use super::batch::BatchOrder;
 use super::rate::RateOrder;
+use super::session_wire::{SessionOrder, SessionShare};
 use super::wire::{Msg, ShardCellData};
 
 /// Most streams or workers one shard is asked to run (far above a real cell).
@@ -34,6 +35,7 @@ pub(crate) fn check(m: &Msg) -> Result<(), String> {
         }
         Msg::RateStart(o) => rate(o),
         Msg::BatchStart(o) => batch(o),
+        Msg::SessionStart(o) => sessions(o),
         Msg::Window { start, end, .. } => {
             unix("window start", *start)?;
             unix("window end", *end)?;
@@ -105,6 +107,75 @@ fn done(d: &ShardCellData) -> Result<(), String> {
         for &(_, t) in &r.scheduled {
             span("due time", t, MAX_RUN_S)?;
         }
+    }
+    if let Some(s) = &d.sessions {
+        session_share(s)?;
+    }
+    Ok(())
+}
+
+/// Most tokens a turn may ask for or carry (far above any model's context).
+const MAX_TOKENS: u64 = 1 << 40;
+/// Roles a session's message may take.
+const ROLES: &[&str] = &["system", "user", "assistant", "tool"];
+
+fn sessions(o: &SessionOrder) -> Result<(), String> {
+    unix("t0", o.t0)?;
+    unix("limit", o.limit)?;
+    ordered("sessions", o.t0, o.limit)?;
+    count("sessions", o.sessions.len() as u64, MAX_REQUESTS)?;
+    count("context", o.context, MAX_TOKENS)?;
+    idle("idle_timeout_s", o.idle_timeout_s)?;
+    if let Some((_, tokens)) = o.tool_loop {
+        count("tool result tokens", tokens, MAX_TOKENS)?;
+    }
+    let turns: usize = o.sessions.iter().map(|s| s.turns.len()).sum();
+    count("turns", turns as u64, MAX_REQUESTS)?;
+    for t in o.sessions.iter().flat_map(|s| &s.turns) {
+        if t.after_reply.is_some() == t.at.is_some() {
+            return Err("a turn is due either after a reply or at a time".into());
+        }
+        for d in t.after_reply.iter().chain(&t.at) {
+            if *d < 0.0 {
+                return Err(format!("due time {d} is negative"));
+            }
+            span("due time", *d, MAX_RUN_S)?;
+        }
+        count("max_tokens", t.max_tokens, MAX_TOKENS)?;
+        count("built_tokens", t.built_tokens, MAX_TOKENS)?;
+        if t.adds.iter().any(|m| !ROLES.contains(&m.role.as_str())) {
+            return Err(format!("a message's role is not one of {ROLES:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn session_share(s: &SessionShare) -> Result<(), String> {
+    count("turns", s.turns.len() as u64, MAX_REQUESTS)?;
+    if s.caches.len() != s.turns.len() {
+        return Err("caches do not give one entry per turn".into());
+    }
+    count("most_in_flight", s.most_in_flight, MAX_REQUESTS)?;
+    for t in &s.turns {
+        let r = &t.request;
+        for v in [
+            Some(r.scheduled),
+            Some(r.sent),
+            r.first_token,
+            r.first_answer,
+            r.completed_at,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            span("turn time", v, MAX_RUN_S)?;
+        }
+        span("tool wait", t.tool_wait, MAX_RUN_S)?;
+        count("turn", u64::from(t.turn), MAX_REQUESTS)?;
+    }
+    for sp in &s.spans {
+        span("turn start", sp.sent, MAX_RUN_S)?;
+        span("turn end", sp.end, MAX_RUN_S)?;
     }
     Ok(())
 }
@@ -241,5 +312,87 @@ mod tests {
             ..good
         };
         assert!(check(&Msg::CellDone(Box::new(bad))).is_err());
+    }
+
+    #[test]
+    fn a_session_order_and_its_turns_are_checked() {
+        use super::super::session_wire::{WireMessage, WireSession, WireTurn};
+        let turn = WireTurn {
+            after_reply: Some(0.5),
+            adds: vec![WireMessage {
+                role: "user".into(),
+                content: "hi".into(),
+                ..WireMessage::default()
+            }],
+            max_tokens: 16,
+            ..WireTurn::default()
+        };
+        let good = SessionOrder {
+            t0: 1.7e9,
+            limit: 1.7e9 + 600.0,
+            sessions: vec![WireSession {
+                id: 1,
+                turns: vec![turn.clone()],
+            }],
+            ..SessionOrder::default()
+        };
+        let msg = |o: &SessionOrder| Msg::SessionStart(Box::new(o.clone()));
+        assert!(check(&msg(&good)).is_ok());
+        let with_turn = |t: WireTurn| SessionOrder {
+            sessions: vec![WireSession {
+                id: 1,
+                turns: vec![t],
+            }],
+            ..good.clone()
+        };
+        let bad = [
+            SessionOrder {
+                limit: 1.7e9 - 1.0,
+                ..good.clone()
+            },
+            with_turn(WireTurn {
+                after_reply: Some(-1.0),
+                ..turn.clone()
+            }),
+            with_turn(WireTurn {
+                after_reply: None,
+                ..turn.clone()
+            }),
+            with_turn(WireTurn {
+                max_tokens: u64::MAX,
+                ..turn.clone()
+            }),
+            with_turn(WireTurn {
+                adds: vec![WireMessage {
+                    role: "root".into(),
+                    ..WireMessage::default()
+                }],
+                ..turn.clone()
+            }),
+        ];
+        for o in &bad {
+            assert!(check(&msg(o)).is_err(), "{o:?}");
+        }
+        let share = SessionShare {
+            turns: vec![Default::default()],
+            caches: vec![Default::default()],
+            ..SessionShare::default()
+        };
+        let done = |s: SessionShare| {
+            Msg::CellDone(Box::new(ShardCellData {
+                origin_unix: 1.7e9,
+                sessions: Some(Box::new(s)),
+                ..ShardCellData::default()
+            }))
+        };
+        assert!(check(&done(share.clone())).is_ok());
+        let mut late = share.clone();
+        late.turns[0].request.completed_at = Some(1e300);
+        assert!(check(&done(late)).is_err());
+        let uneven = SessionShare {
+            caches: Vec::new(),
+            ..share
+        };
+        assert!(check(&done(uneven)).is_err());
     }
 }

@@ -91,6 +91,20 @@ pub(crate) struct Merged {
     lost: Vec<u32>,
 }
 
+impl Merged {
+    /// Each shard's record and the shards lost, of a part that holds no
+    /// schedule (a session run).
+    pub(crate) fn of(records: Vec<ShardCellRecord>, lost: Vec<u32>) -> Merged {
+        Merged {
+            capped: false,
+            not_sent: 0,
+            timed_out: false,
+            records,
+            lost,
+        }
+    }
+}
+
 /// A request's `(sent, ended)` on the run clock, for the most in flight.
 fn interval(o: &StreamOutcome) -> (f64, f64) {
     let end = o
@@ -309,6 +323,28 @@ impl RateShards {
         self.count()
     }
 
+    /// The followers taking part, in rank order (rank 0 is the leader).
+    pub(crate) fn members(&self) -> &[u32] {
+        &self.members
+    }
+
+    /// This part's cell number.
+    pub(crate) fn cell(&self) -> u64 {
+        self.cell
+    }
+
+    /// Follower `i`'s clock offset and its uncertainty, seconds (zero when
+    /// never measured).
+    pub(crate) fn clock_of(&self, i: u32) -> (f64, f64) {
+        let c = self.leader.clock(i).unwrap_or_default();
+        (c.offset_s, c.uncertainty_s)
+    }
+
+    /// Send follower `i` a message of this part.
+    pub(crate) fn send_to(&self, i: u32, m: Msg) {
+        self.leader.send(i, m);
+    }
+
     /// Each shard's part with a record of each lost one, and, when a shard
     /// was lost, why the cell is an error (`what` names the part that was
     /// not counted); `--on-shard-loss stop` then ends the run.
@@ -322,9 +358,15 @@ impl RateShards {
                 reason: None,
             };
         }
+        // A session run has no rate to fall short of: its lost sessions
+        // are counted apart (`replay/sessions/shards.rs`).
+        let short = match what {
+            "sessions" => "",
+            _ => ", so the offered rate was below the rate asked for",
+        };
         let reason = format!(
             "shards_lost: shard {} lost during the cell; its part of the {what} is not \
-             counted, so the offered rate was below the rate asked for",
+             counted{short}",
             m.lost
                 .iter()
                 .map(u32::to_string)

@@ -108,6 +108,9 @@ pub(crate) enum Msg {
     RateStart(Box<super::rate::RateOrder>),
     /// Leader → follower: run this part of a finite batch.
     BatchStart(Box<super::batch::BatchOrder>),
+    /// Leader → follower: run these sessions (`--sessions`,
+    /// `--trace-sessions`), each whole on this follower.
+    SessionStart(Box<super::session_wire::SessionOrder>),
     /// Follower → leader, four times a second: alive, and how its streams are doing.
     Status {
         /// The cell its streams belong to (none between cells).
@@ -178,6 +181,9 @@ pub struct ShardCellData {
     /// (`[DONE]`, error or cut) on the shard's run clock; empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ends: Vec<f64>,
+    /// A session run's part: every turn of its sessions; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Box<super::session_wire::SessionShare>>,
 }
 
 /// One request as it travels (`StreamOutcome` with serde).

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ldb_client::stream::{ChannelTexts, StreamEnv, StreamOutcome, run_stream};
+use ldb_core::prefix_cache::IntendedPrefixCache;
 use ldb_core::prompt::Message;
 use ldb_core::replay::affinity::TurnSpan;
 use ldb_core::replay::session::{ContextStop, ConversationSegments};
@@ -15,7 +16,6 @@ use ldb_core::tools::ToolSet;
 use super::super::agent::{self, Opening};
 use super::super::tool_loop;
 use super::{Counters, OVERDUE, Shared};
-use crate::ctx::RunCtx;
 use crate::open_loop::rate_request;
 use crate::prefix_achieved::RequestCache;
 
@@ -28,7 +28,6 @@ pub(super) struct Sent {
 
 /// Send one turn's `body` (due at `due`) over `http`, counting it in flight.
 pub(super) async fn send_turn(
-    rc: &RunCtx,
     sh: &Shared,
     http: &ldb_client::http::Http,
     body: bytes::Bytes,
@@ -39,10 +38,10 @@ pub(super) async fn send_turn(
         window: sh.tally.window.clone(),
         counters: sh.tally.counters.clone(),
         cancel: sh.skip.child_token(),
-        idle_timeout: rc.cfg.timing.idle_timeout(),
+        idle_timeout: sh.net.idle_timeout,
         first_token_timeout: Some(ldb_client::stream::FIRST_TOKEN_LIMIT),
         texts: Some(texts.clone()),
-        ..StreamEnv::new(http.clone(), rc.clock)
+        ..StreamEnv::new(http.clone(), sh.net.clock)
     };
     let p = &sh.progress;
     Counters::bump(&p.sent);
@@ -53,7 +52,7 @@ pub(super) async fn send_turn(
     // The last request in flight ended: read the replicas' counters, so
     // a turn sent alone can be attributed (one read per turn at most).
     if let Some(t) = sh.router.as_ref().filter(|_| left == 0) {
-        t.read_soon(rc);
+        t.read_soon();
     }
     p.ended(o.cancelled || o.track.error().is_some());
     let w = env.window.get();
@@ -86,7 +85,6 @@ pub(super) fn context_stop(sh: &Shared, (id, turn): (u64, u32), prompt_tokens: u
 /// recorded reply stands in for it otherwise: the engine still keeps it,
 /// but the next prompt shares only the prompt before it).
 pub(super) fn account(
-    rc: &RunCtx,
     sh: &Shared,
     id: u64,
     sent: &Sent,
@@ -98,7 +96,7 @@ pub(super) fn account(
         let span = TurnSpan {
             session: id,
             sent: request.sent,
-            end: request.completed_at.unwrap_or_else(|| rc.clock.now()),
+            end: request.completed_at.unwrap_or_else(|| sh.net.clock.now()),
             header: None,
             prompt_tokens,
             cached_tokens: o.cached_tokens,
@@ -110,23 +108,41 @@ pub(super) fn account(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(RequestCache::of(o, prompt_tokens));
-    let segments = conv.next_turn(prompt_tokens);
     let mut cache = sh.cache.lock().unwrap_or_else(|p| p.into_inner());
-    cache.admit(&segments);
-    if request.completed_at.is_some() {
-        let generated = o.track.output_tokens();
+    let reply = request.completed_at.map(|_| o.track.output_tokens());
+    intend(&mut cache, conv, prompt_tokens, (reply, resent));
+}
+
+/// What one turn does to the intended cache: its prompt is admitted (the
+/// conversation so far and its new message), and, when it completed, the
+/// engine keeps its `reply` tokens; `resent` says whether the next turn
+/// resends the reply (a trace's recorded reply stands in for it otherwise:
+/// the engine still keeps it, but the next prompt shares only the prompt
+/// before it). One process feeds its turns as they end; the leader of
+/// shards feeds the followers' from their records (`shards.rs`). The
+/// figures do not depend on how the sessions' turns interleave: each
+/// session's segments are its own, and the template's head is shared by
+/// every prompt after the first, whichever that is.
+pub(super) fn intend(
+    cache: &mut IntendedPrefixCache,
+    conv: &mut ConversationSegments,
+    prompt_tokens: u64,
+    (reply, resent): (Option<u64>, bool),
+) {
+    cache.admit(&conv.next_turn(prompt_tokens));
+    if let Some(n) = reply {
         let kept = if resent {
-            conv.reply(generated)
+            conv.reply(n)
         } else {
-            conv.reply_not_resent(generated)
+            conv.reply_not_resent(n)
         };
         cache.insert(&kept);
     }
 }
 
 /// Sleeps until run-clock time `due`; false when the run was cut first.
-pub(super) async fn wait_until(rc: &RunCtx, sh: &Shared, due: f64) -> bool {
-    let wait = due - rc.clock.now();
+pub(super) async fn wait_until(sh: &Shared, due: f64) -> bool {
+    let wait = due - sh.net.clock.now();
     if wait > 0.0 {
         tokio::select! {
             _ = sh.skip.cancelled() => return false,
