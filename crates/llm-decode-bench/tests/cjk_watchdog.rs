@@ -195,10 +195,9 @@ fn bad_flags_are_one_line_errors_with_exit_2() {
     assert!(text(&o.stdout).contains(env!("CARGO_PKG_VERSION")));
 }
 
-#[test]
-fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
-    let s = sim(0, None);
-    let child = bin()
+/// `cjk-watchdog --loop` against `s`, its output piped.
+fn looping_watchdog(s: &Sim) -> Child {
+    bin()
         .args([
             "cjk-watchdog",
             "--host",
@@ -212,7 +211,13 @@ fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("watchdog starts");
+        .expect("watchdog starts")
+}
+
+#[test]
+fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
+    let s = sim(0, None);
+    let child = looping_watchdog(&s);
     // A clean scenario loops until stopped: let it run a few iterations.
     std::thread::sleep(Duration::from_secs(3));
     signal(&child, "-INT");
@@ -229,21 +234,7 @@ fn ctrl_c_ends_a_clean_loop_with_130_and_a_summary() {
 #[test]
 fn sigterm_stops_the_watchdog_and_the_simulator_in_order() {
     let mut s = sim(0, None);
-    let child = bin()
-        .args([
-            "cjk-watchdog",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &s.port.to_string(),
-            "--max-tokens",
-            "40",
-            "--loop",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("watchdog starts");
+    let child = looping_watchdog(&s);
     std::thread::sleep(Duration::from_millis(1500));
     signal(&child, "-TERM");
     let o = child.wait_with_output().expect("exits");

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, paced_scenario, text, tmp, wait, wait_listening};
+use common::{Sim, bin, free_port, paced_scenario, sim_serving, text, tmp, wait};
 use serde_json::Value;
 
 /// A join secret strong enough (128 bits of hex).
@@ -33,27 +33,13 @@ const RATE_TOLERANCE: f64 = 0.03;
 const TOOLS: &str = r#"[{"name": "lookup", "description": "Look a word up",
   "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}}}]"#;
 
-/// The paced simulator as its own process (5 ms a token, instant prefill,
-/// 16-token blocks so a session's turns share cached blocks); killed on
-/// drop.
-struct Sim {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn sim() -> Sim {
     sim_of(1_048_576)
 }
 
-/// The paced simulator serving a model of `context` tokens.
+/// The paced simulator as its own process (5 ms a token, instant prefill,
+/// 16-token blocks so a session's turns share cached blocks) serving a
+/// model of `context` tokens; killed on drop.
 fn sim_of(context: u64) -> Sim {
     let (dir, scenario) = tmp("paced-5ms.toml");
     let body = paced_scenario(0.005, 256, 65536)
@@ -63,21 +49,7 @@ fn sim_of(context: u64) -> Sim {
             &format!("max_model_len = {context}"),
         );
     std::fs::write(&scenario, body).expect("scenario");
-    let port = free_port();
-    let child = bin()
-        .args(["sim", "--scenario"])
-        .arg(&scenario)
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("simulator starts");
-    wait_listening(port);
-    Sim {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-    }
+    sim_serving(dir, &scenario)
 }
 
 /// `--host url`, the run's own flags, a plain display and no hardware

@@ -13,7 +13,7 @@ use ldb_client::discovery::Discovery;
 use ldb_client::scrape::Scrape;
 use ldb_client::stream::{CellCounters, SharedWindow};
 use ldb_core::failure::is_context_limit;
-use ldb_core::prefix_cache::{IntendedPrefixCache, Segment, chain};
+use ldb_core::prefix_cache::{IntendedPrefixCache, chain};
 use ldb_core::prompt::Message;
 use ldb_core::replay::session::{
     ContextStop, ConversationSegments, SessionRequest, SessionResult, ThinkTime, ToolLoopStats,
@@ -21,7 +21,6 @@ use ldb_core::replay::session::{
 };
 use ldb_core::replay::{PrefixCacheCheck, ReplayInputs, ReplaySummary, assemble};
 use ldb_core::result::CellStatus;
-use ldb_core::tools::ToolSet;
 use ldb_core::trace::corpus::TextSource;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
@@ -40,8 +39,10 @@ mod net;
 pub(crate) mod part;
 mod shards;
 mod turn;
+mod turn_plan;
 use net::Net;
 use turn::{Sent, account, context_stop, reply_message, send_turn, wait_until};
+pub(super) use turn_plan::{Due, Turn};
 
 /// Why a turn still open at the run's limit failed.
 const OVERDUE: &str = "did not finish within the run's limit (--replay-limit)";
@@ -137,53 +138,6 @@ pub(super) fn message_text(
     let key = chain(chain(session, u64::from(turn)), msg + 1) >> 1;
     sh.source.fill(key, sh.salt, words as usize, &mut s);
     s
-}
-
-/// When a turn is due.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Due {
-    /// This many seconds after the previous reply ended (the first turn:
-    /// after the replay's start).
-    AfterReply(f64),
-    /// At this replay time (seconds after the start), but never before the
-    /// previous reply ended.
-    At(f64),
-}
-
-/// One turn to send: when, the messages it adds to the conversation, their
-/// built tokens (the count used when the server reports none), its
-/// `max_tokens`; and for a trace's agent turn, what its messages open with
-/// (`agent.rs`: what becomes of the reply before it), the tools it offers,
-/// whether it carries a tool's result and the tool's run time before it;
-/// for a trace's first turn with `hash_ids`, the blocks it shares.
-#[derive(Debug, Clone)]
-pub(super) struct Turn {
-    pub due: Due,
-    pub adds: Vec<Message>,
-    pub built_tokens: u64,
-    pub max_tokens: u64,
-    pub opening: Opening,
-    pub tools: Option<Arc<ToolSet>>,
-    pub tool_result: bool,
-    pub tool_wait: f64,
-    /// A first turn built from a trace's `hash_ids`: its blocks' segments.
-    pub blocks: Option<Vec<Segment>>,
-    /// With the tool loop on a follower shard: the result's text if this
-    /// turn's reply calls a tool (the leader built it; one process builds
-    /// it when the call comes).
-    pub tool_result_text: Option<String>,
-}
-
-impl Turn {
-    /// Carries what only a trace's agent row gives: the leader's order to a
-    /// follower does not (`shards.rs`), so such a trace is not dealt out.
-    fn is_agent(&self) -> bool {
-        self.opening != Opening::New
-            || self.tools.is_some()
-            || self.tool_result
-            || self.tool_wait > 0.0
-            || self.blocks.is_some()
-    }
 }
 
 /// The turns of `--sessions`' session `id`.

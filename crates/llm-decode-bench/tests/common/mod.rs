@@ -184,10 +184,16 @@ pub fn sim() -> Sim {
     let dir = tempfile::tempdir().expect("tmp");
     let scenario = dir.path().join("shard-paced.toml");
     std::fs::write(&scenario, paced_50_tok_s()).expect("scenario");
+    sim_serving(dir, &scenario)
+}
+
+/// `llm-decode-bench sim` serving the scenario file `scenario` (kept in
+/// `dir` for the process's life) on a free port, once it listens.
+pub fn sim_serving(dir: tempfile::TempDir, scenario: &std::path::Path) -> Sim {
     let port = free_port();
     let child = bin()
         .args(["sim", "--scenario"])
-        .arg(&scenario)
+        .arg(scenario)
         .args(["--port", &port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
