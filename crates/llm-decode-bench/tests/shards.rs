@@ -10,11 +10,11 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, free_port, sim, text, tmp, wait};
+use common::{bin, free_port, shard, shard_logs, sim, start_shards, text, tmp, wait};
 use serde_json::Value;
 
-/// A join secret strong enough (128 bits of hex).
-const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+/// The join secret every shard of these tests is given.
+const SECRET: &str = common::SHARD_SECRET;
 
 /// The benchmark flags every shard shares.
 fn bench_flags(url: &str, concurrency: &str, max_tokens: &str) -> Vec<String> {
@@ -48,35 +48,6 @@ fn plain_run(url: &str, flags: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// One shard of a run as a process (stdout and stderr to files in `dir`).
-fn shard(
-    dir: &Path,
-    flags: &[String],
-    shards: u32,
-    index: u32,
-    coordinator: &str,
-    extra: &[&str],
-) -> Child {
-    let log = |k: &str| std::fs::File::create(dir.join(format!("shard-{index}.{k}"))).expect("log");
-    bin()
-        .args(flags)
-        .args([
-            "--shards",
-            &shards.to_string(),
-            "--shard-index",
-            &index.to_string(),
-        ])
-        .args(["--coordinator", coordinator, "--shard-join-timeout", "60"])
-        .args(["--output"])
-        .arg(dir.join("r.json"))
-        .args(extra)
-        .env("LDB_SHARD_SECRET", SECRET)
-        .stdout(log("out"))
-        .stderr(log("err"))
-        .spawn()
-        .expect("shard starts")
-}
-
 /// Wait until `file` contains `needle` (bounded).
 fn wait_for_line(file: &Path, needle: &str, limit: Duration) {
     let t0 = Instant::now();
@@ -84,25 +55,6 @@ fn wait_for_line(file: &Path, needle: &str, limit: Duration) {
         assert!(t0.elapsed() < limit, "{needle:?} not in {}", file.display());
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn logs(dir: &Path, n: u32) -> String {
-    (0..n)
-        .map(|i| {
-            let r = |k: &str| {
-                std::fs::read_to_string(dir.join(format!("shard-{i}.{k}"))).unwrap_or_default()
-            };
-            format!("--- shard {i}\n{}\n{}", r("out"), r("err"))
-        })
-        .collect()
-}
-
-/// `n` shard processes with `flags` through one coordinator.
-fn start_shards(dir: &Path, flags: &[String], n: u32) -> Vec<Child> {
-    let coord = format!("127.0.0.1:{}", free_port());
-    (0..n)
-        .map(|i| shard(dir, flags, n, i, &coord, &[]))
-        .collect()
 }
 
 /// Starts `n` shard processes with `flags`, waits for every one to exit 0
@@ -119,7 +71,7 @@ fn wait_all_ok(dir: &Path, kids: &mut [Child]) -> (Value, String) {
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
         .collect();
-    let all = logs(dir, kids.len() as u32);
+    let all = shard_logs(dir, kids.len() as u32);
     assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
     (read(&dir.join("r.json")), all)
 }
@@ -131,7 +83,7 @@ fn kill_the_third(dir: &Path, kids: &mut [Child]) -> (Option<i32>, Option<i32>, 
     let _ = kids[2].wait();
     let leader = wait(&mut kids[0], Duration::from_secs(120));
     let follower = wait(&mut kids[1], Duration::from_secs(30));
-    (leader, follower, logs(dir, 3))
+    (leader, follower, shard_logs(dir, 3))
 }
 
 fn read(path: &Path) -> Value {
@@ -245,7 +197,7 @@ fn a_follower_killed_mid_cell_labels_the_cell_and_the_run_continues_without_it()
     let late_out = late.wait_with_output().expect("late joiner");
     let leader = wait(&mut kids[0], Duration::from_secs(120));
     let follower = wait(&mut kids[1], Duration::from_secs(30));
-    let all = logs(dir.path(), 3);
+    let all = shard_logs(dir.path(), 3);
     assert_eq!(late_out.status.code(), Some(2), "{all}");
     let err = std::fs::read_to_string(dir.path().join("shard-2.err")).unwrap_or_default();
     assert!(err.contains("too late"), "{err}");
@@ -287,7 +239,7 @@ fn followers_stop_and_keep_their_record_when_the_leader_is_killed() {
     let _ = kids[0].wait();
     let t0 = Instant::now();
     let code = wait(&mut kids[1], Duration::from_secs(30));
-    let all = logs(dir.path(), 2);
+    let all = shard_logs(dir.path(), 2);
     assert_eq!(code, Some(6), "{all}");
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     let rec = read(&dir.path().join("r.shard-1.json"));
@@ -1120,7 +1072,7 @@ fn a_sharded_trace_intends_the_cache_of_the_prompts_it_sent() {
     for k in &mut kids {
         wait(k, Duration::from_secs(60));
     }
-    let all = logs(dir.path(), 2);
+    let all = shard_logs(dir.path(), 2);
     let doc = read(&dir.path().join("r.json"));
     let t = &doc["trace_results"][0];
     let sent = num(&t["summary"], "sent");

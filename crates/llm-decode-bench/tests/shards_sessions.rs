@@ -10,14 +10,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Sim, bin, free_port, paced_scenario, sim_serving, text, tmp, wait};
+use common::{Sim, bin, paced_scenario, shard_logs, sim_serving, start_shards, text, tmp, wait};
 use serde_json::Value;
-
-/// A join secret strong enough (128 bits of hex).
-const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
 /// How far a turn's TTFT p50 may differ between a sharded run and one
 /// process, seconds: the run-to-run spread of one process on the paced
@@ -96,38 +93,6 @@ fn session_flags(url: &str, tools: &Path, think: &str) -> Vec<String> {
     )
 }
 
-/// One shard as a process (its logs in `dir`).
-fn shard(dir: &Path, flags: &[String], n: u32, i: u32, coord: &str) -> Child {
-    let log = |k: &str| std::fs::File::create(dir.join(format!("shard-{i}.{k}"))).expect("log");
-    bin()
-        .args(flags)
-        .args(["--shards", &n.to_string(), "--shard-index", &i.to_string()])
-        .args(["--coordinator", coord, "--shard-join-timeout", "60"])
-        .arg("--output")
-        .arg(dir.join("r.json"))
-        .env("LDB_SHARD_SECRET", SECRET)
-        .stdout(log("out"))
-        .stderr(log("err"))
-        .spawn()
-        .expect("shard starts")
-}
-
-fn start_shards(dir: &Path, flags: &[String], n: u32) -> Vec<Child> {
-    let coord = format!("127.0.0.1:{}", free_port());
-    (0..n).map(|i| shard(dir, flags, n, i, &coord)).collect()
-}
-
-fn logs(dir: &Path, n: u32) -> String {
-    (0..n)
-        .map(|i| {
-            let r = |k: &str| {
-                std::fs::read_to_string(dir.join(format!("shard-{i}.{k}"))).unwrap_or_default()
-            };
-            format!("--- shard {i}\n{}\n{}", r("out"), r("err"))
-        })
-        .collect()
-}
-
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
@@ -144,7 +109,7 @@ fn run_shards(dir: &Path, flags: &[String], n: u32) -> (Value, String) {
         .iter_mut()
         .map(|k| wait(k, Duration::from_secs(120)))
         .collect();
-    let all = logs(dir, n);
+    let all = shard_logs(dir, n);
     assert!(codes.iter().all(|c| *c == Some(0)), "{codes:?}\n{all}");
     (read(&dir.join("r.json")), all)
 }
@@ -308,7 +273,7 @@ fn a_follower_killed_mid_run_has_its_sessions_reported_lost() {
             assert!(
                 t0.elapsed() < Duration::from_secs(60),
                 "{}",
-                logs(dir.path(), 2)
+                shard_logs(dir.path(), 2)
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -316,7 +281,7 @@ fn a_follower_killed_mid_run_has_its_sessions_reported_lost() {
         let _ = kids[1].kill();
         let _ = kids[1].wait();
         let leader = wait(&mut kids[0], Duration::from_secs(120));
-        let all = logs(dir.path(), 2);
+        let all = shard_logs(dir.path(), 2);
         assert_eq!(leader, Some(exit), "{on_loss}: {all}");
         let doc = read(&dir.path().join("r.json"));
         common::assert_valid(&doc);

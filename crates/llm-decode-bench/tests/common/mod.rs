@@ -221,3 +221,56 @@ pub fn wait(child: &mut Child, limit: std::time::Duration) -> Option<i32> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The join secret the coordinated-shard tests share (128 bits of hex).
+pub const SHARD_SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+/// One shard of a run as a process joining through `coordinator`, its
+/// result in `dir/r.json`, stdout and stderr in `dir/shard-INDEX.{out,err}`.
+pub fn shard(
+    dir: &Path,
+    flags: &[String],
+    shards: u32,
+    index: u32,
+    coordinator: &str,
+    extra: &[&str],
+) -> Child {
+    let log = |k: &str| std::fs::File::create(dir.join(format!("shard-{index}.{k}"))).expect("log");
+    bin()
+        .args(flags)
+        .args([
+            "--shards",
+            &shards.to_string(),
+            "--shard-index",
+            &index.to_string(),
+        ])
+        .args(["--coordinator", coordinator, "--shard-join-timeout", "60"])
+        .args(["--output"])
+        .arg(dir.join("r.json"))
+        .args(extra)
+        .env("LDB_SHARD_SECRET", SHARD_SECRET)
+        .stdout(log("out"))
+        .stderr(log("err"))
+        .spawn()
+        .expect("shard starts")
+}
+
+/// `n` shard processes with `flags` through one coordinator.
+pub fn start_shards(dir: &Path, flags: &[String], n: u32) -> Vec<Child> {
+    let coord = format!("127.0.0.1:{}", free_port());
+    (0..n)
+        .map(|i| shard(dir, flags, n, i, &coord, &[]))
+        .collect()
+}
+
+/// Every shard's stdout and stderr, for a failure's message.
+pub fn shard_logs(dir: &Path, n: u32) -> String {
+    (0..n)
+        .map(|i| {
+            let r = |k: &str| {
+                std::fs::read_to_string(dir.join(format!("shard-{i}.{k}"))).unwrap_or_default()
+            };
+            format!("--- shard {i}\n{}\n{}", r("out"), r("err"))
+        })
+        .collect()
+}
