@@ -5,25 +5,14 @@
 //! time; a bad row is an error naming its line; well-formed agent rows
 //! read back what they carry.
 
-use std::time::{Duration, Instant};
+mod common;
+
+use common::bounded;
 
 use ldb_core::trace::convert::{ConvertOptions, Converted, Source};
 use ldb_core::trace::{TracePrompt, jsonl};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-
-const PER_INPUT: Duration = Duration::from_secs(2);
-
-fn bounded<T>(f: impl FnOnce() -> T) -> T {
-    let t0 = Instant::now();
-    let out = f();
-    assert!(
-        t0.elapsed() < PER_INPUT,
-        "took {:?} on one input",
-        t0.elapsed()
-    );
-    out
-}
 
 /// The keys of our rows, of AIPerf's and of AgentX's, and of their parts.
 const KEYS: &[&str] = &[

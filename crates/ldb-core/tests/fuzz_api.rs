@@ -4,25 +4,14 @@
 //! values), must never panic and must take bounded time; well-formed text
 //! deltas must give back their text on the right channel.
 
-use std::time::{Duration, Instant};
+mod common;
+
+use common::bounded;
 
 use ldb_core::api::Api;
 use ldb_core::chunk::Channel;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-
-const PER_INPUT: Duration = Duration::from_secs(2);
-
-fn bounded<T>(f: impl FnOnce() -> T) -> T {
-    let t0 = Instant::now();
-    let out = f();
-    assert!(
-        t0.elapsed() < PER_INPUT,
-        "took {:?} on one input",
-        t0.elapsed()
-    );
-    out
-}
 
 const TYPES: &[&str] = &[
     "response.created",
